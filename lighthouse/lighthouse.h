@@ -1,0 +1,99 @@
+/*
+ * lighthouse.h - the lighthouse server: tracks live replica groups through
+ * heartbeats and quorum requests and issues quorums by the rules of
+ * quorum.h.  Used by ftmpi-lighthouse (lighthouse/main.c) and by mode B
+ * (the last world rank runs it in-process).
+ *
+ * Threads: everything runs on the event_base given to create; every call
+ * below must be made on that loop's thread (or with the loop stopped),
+ * except fti_lighthouse_snapshot which takes the internal lock and may be
+ * called from any thread.
+ */
+#ifndef FTI_LIGHTHOUSE_H
+#define FTI_LIGHTHOUSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+
+typedef struct fti_lighthouse_opts {
+    char bind[128];              /* "host:port" of the RPC server */
+    int min_replicas;            /* >= 1 */
+    int64_t join_timeout_ms;     /* default 60000 */
+    int64_t quorum_tick_ms;      /* default 100 */
+    int64_t heartbeat_timeout_ms;/* default 5000 */
+    size_t max_frame;            /* RPC frame cap, default 4 MiB */
+} fti_lighthouse_opts_t;
+
+void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o);
+
+typedef struct fti_lighthouse *fti_lighthouse_h;
+
+/* Starts serving on base.  Release with fti_lighthouse_destroy. */
+int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *o,
+                          fti_lighthouse_h *lh_p);
+void fti_lighthouse_destroy(fti_lighthouse_h lh);
+const char *fti_lighthouse_address(fti_lighthouse_h lh);
+
+/* Forwards a Kill to the manager of replica_id (non-blocking: the RPC runs
+ * in a short-lived thread).  FT_ERR_NOT_FOUND if the group is unknown. */
+int fti_lighthouse_kill(fti_lighthouse_h lh, const char *replica_id, const char *msg);
+
+/* ---- read-only view for the dashboard and /metrics ---------------------- */
+
+#define FTI_LH_HIST_BUCKETS 12
+/* upper bounds in ms of the quorum formation latency histogram; the last
+ * bucket is +Inf */
+extern const double fti_lh_hist_bounds_ms[FTI_LH_HIST_BUCKETS - 1];
+
+typedef struct fti_lh_member_view {
+    char replica_id[64];
+    char address[128];
+    int64_t step;
+    uint64_t world_size;
+    int64_t heartbeat_age_ms;  /* -1 if never */
+    bool in_quorum;            /* member of the current quorum */
+    bool behind;               /* in quorum with step < the quorum's max step */
+    bool waiting;              /* asked for a quorum not yet issued */
+    bool healthy;              /* heartbeat within the timeout */
+} fti_lh_member_view_t;
+
+typedef struct fti_lh_snapshot {
+    int64_t quorum_id;         /* -1 before the first quorum */
+    int64_t quorum_created_ms; /* wall clock */
+    int64_t max_step;
+    int min_replicas;
+    char waiting_reason[256];  /* why the next quorum is not issued yet */
+    size_t n_members;          /* quorum members first, then the others */
+    fti_lh_member_view_t *members;
+    /* counters */
+    uint64_t quorums_issued;
+    uint64_t heartbeats;
+    uint64_t quorum_requests;
+    uint64_t rejected_frames;  /* sum of every RPC reject kind */
+    uint64_t rejected_garbage, rejected_oversize, rejected_truncated, rejected_unknown,
+        rejected_decode;
+    uint64_t hist[FTI_LH_HIST_BUCKETS]; /* non-cumulative counts */
+    double hist_sum_ms;
+    uint64_t hist_count;
+} fti_lh_snapshot_t;
+
+/* Takes a consistent copy.  Free with fti_lh_snapshot_free. */
+int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p);
+void fti_lh_snapshot_free(fti_lh_snapshot_t *snap);
+
+/* ---- HTTP (lighthouse/http.c) ------------------------------------------- */
+
+typedef struct fti_lh_http *fti_lh_http_h;
+
+/* Serves GET /, GET /status.json, GET /metrics and POST /replica/<id>/kill
+ * with evhttp on base.  token: "" = no token; otherwise the kill needs
+ * "Authorization: Bearer <token>".  Release with fti_lh_http_destroy. */
+int fti_lh_http_create(struct event_base *base, fti_lighthouse_h lh, const char *bind,
+                       const char *token, fti_lh_http_h *http_p);
+void fti_lh_http_destroy(fti_lh_http_h http);
+const char *fti_lh_http_address(fti_lh_http_h http);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * reduce.h - element types, reduction ops and the reduction kernels of the
+ * data plane; mapping from MPI handles.
+ */
+#ifndef FTI_REDUCE_H
+#define FTI_REDUCE_H
+
+#include <stddef.h>
+
+enum fti_dtype {
+    FTI_DT_FLOAT, FTI_DT_DOUBLE, FTI_DT_INT, FTI_DT_LONG, FTI_DT_INT32, FTI_DT_INT64,
+    FTI_DT_UINT64, FTI_DT_COUNT
+};
+enum fti_op { FTI_OP_SUM, FTI_OP_PROD, FTI_OP_MAX, FTI_OP_MIN, FTI_OP_AVG, FTI_OP_COUNT };
+
+size_t fti_dtype_size(enum fti_dtype dt);
+const char *fti_dtype_name(enum fti_dtype dt);
+const char *fti_op_name(enum fti_op op);
+
+/* inout[i] = inout[i] op in[i] for count elements.  AVG reduces as SUM
+ * (the division happens once at the end, fti_reduce_scale). */
+void fti_reduce(void *inout, const void *in, size_t count, enum fti_dtype dt, enum fti_op op);
+
+/* buf[i] /= n for floating-point types (end of an AVG). */
+void fti_reduce_scale(void *buf, size_t count, enum fti_dtype dt, int n);
+
+/* Is (dt, op) supported? AVG only for FLOAT and DOUBLE. */
+int fti_reduce_supported(enum fti_dtype dt, enum fti_op op);
+
+#endif

@@ -1,0 +1,151 @@
+/*
+ * ftmpi.h - public API of libftmpi, the fault-tolerance layer for
+ * data-parallel MPI programs.  This is the only installed header.
+ *
+ * The step protocol (see doc/USER_GUIDE.md):
+ *
+ *     FT_Init(&argc, &argv);            // after MPI_Init
+ *     FT_State_register("w", w, bytes);  // what healing copies
+ *     while (FT_Step() < N) {
+ *         FT_Quorum(0);                  // quorum, reconfigure, heal
+ *         compute(grad);
+ *         FT_Allreduce(MPI_IN_PLACE, grad, n, MPI_FLOAT, FT_AVG,
+ *                      FT_COMM_REPLICAS);
+ *         FT_Commit(&committed);         // did the whole step succeed?
+ *         if (committed) apply(grad);
+ *     }
+ *     FT_Finalize();                     // before MPI_Finalize
+ *
+ * Thread safety: every FT_ call of a process must be made from one thread
+ * at a time (the thread that called FT_Init, or calls serialised by the
+ * application, as with MPI_THREAD_SERIALIZED).  The library runs its own
+ * background threads (RPC servers, heartbeats); they never call back into
+ * application code.  FT_Error_string is safe from any thread.
+ */
+#ifndef FTMPI_H
+#define FTMPI_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FTMPI_EXPORT __attribute__((visibility("default")))
+#else
+#define FTMPI_EXPORT
+#endif
+
+#define FTMPI_VERSION_MAJOR 0
+#define FTMPI_VERSION_MINOR 1
+#define FTMPI_VERSION_PATCH 0
+
+/*
+ * Error codes: one signed enum, FT_SUCCESS = 0, failures < 0, grouped by how
+ * far the damage reaches.  FT_Error_string() names every value.
+ */
+typedef enum {
+    FT_SUCCESS = 0,
+
+    /* -1..-19: the caller's mistake; nothing else is affected */
+    FT_ERR_ARG = -1,             /* invalid argument */
+    FT_ERR_UNSUPPORTED = -2,     /* datatype, op or feature not supported */
+    FT_ERR_NOT_INITIALIZED = -3, /* FT_Init has not run (or FT_Finalize has) */
+    FT_ERR_STATE = -4,           /* call out of order (e.g. FT_Commit before FT_Quorum) */
+    FT_ERR_CONFIG = -5,          /* a bad FTMPI_* value or flag */
+    FT_ERR_NOT_FOUND = -6,       /* no such key, buffer or member */
+    FT_ERR_EXISTS = -7,          /* name already registered */
+
+    /* -20..-39: a peer, the quorum or the network failed; the step fails,
+     * the library recovers in the next FT_Quorum */
+    FT_ERR_PROC_FAILED = -20,    /* a peer group died or closed its connection */
+    FT_ERR_TIMEOUT = -21,        /* a deadline passed */
+    FT_ERR_QUORUM = -22,         /* no quorum could be formed or it changed */
+    FT_ERR_ABORTED = -23,        /* an earlier collective of this step failed (latched) */
+    FT_ERR_BAD_MESSAGE = -24,    /* malformed, truncated or oversized message */
+    FT_ERR_CONNECT = -25,        /* could not connect (peer or lighthouse down) */
+    FT_ERR_CHECKSUM = -26,       /* healed state failed its checksum */
+    FT_ERR_GROUP_LOST = -27,     /* this rank's own replica group lost a member */
+    FT_ERR_KILLED = -28,         /* the lighthouse asked this group to stop */
+
+    /* -40..-59: local system errors */
+    FT_ERR_NO_MEMORY = -40,      /* allocation failed */
+    FT_ERR_SYSTEM = -41,         /* a system call failed (see the log) */
+    FT_ERR_MPI = -42,            /* an MPI call failed */
+    FT_ERR_INTERNAL = -43        /* a bug in libftmpi */
+} FT_Error;
+
+/* Returns a static string naming the code; never NULL. */
+FTMPI_EXPORT const char *FT_Error_string(int code);
+
+/* Communicators of the fault-tolerant layer. */
+typedef int FT_Comm;
+#define FT_COMM_REPLICAS ((FT_Comm)1) /* this rank's slice: same group rank in every group of the quorum */
+
+/* Averaging reduction: SUM / number of participants (FT_Comm_size).
+ * Valid between FT_Init and FT_Finalize, for floating-point types only. */
+FTMPI_EXPORT extern MPI_Op ftmpi_op_avg;
+#define FT_AVG ftmpi_op_avg
+
+/* Initialise after MPI_Init.  Reads the FTMPI_* environment (see ftmpi-info),
+ * connects to the lighthouse, starts the background threads.  Returns
+ * FT_ERR_CONFIG with a message naming the variable on a bad value. */
+FTMPI_EXPORT int FT_Init(int *argc, char ***argv);
+
+/* Stops the background threads and frees everything FT_Init made.  Call it
+ * before MPI_Finalize, also after an error. */
+FTMPI_EXPORT int FT_Finalize(void);
+
+/* Starts a step: asks for a quorum, rebuilds the slice when the quorum
+ * changed and heals this rank's registered state when it is behind.
+ * flags: 0 or FT_QUORUM_SHRINK_ONLY. */
+#define FT_QUORUM_SHRINK_ONLY 0x1
+FTMPI_EXPORT int FT_Quorum(int flags);
+
+/* Allreduce across the replica groups of the current quorum (MPI's
+ * signature).  A failure returns an FT_ERR_* code and is latched: later
+ * collectives of the step return FT_ERR_ABORTED at once and the step does
+ * not commit.  Supported types: MPI_FLOAT, MPI_DOUBLE, MPI_INT, MPI_LONG,
+ * MPI_INT32_T, MPI_INT64_T, MPI_UINT64_T; ops MPI_SUM, MPI_PROD, MPI_MAX,
+ * MPI_MIN, FT_AVG (floating point).  MPI_CHAR and MPI_BYTE are refused for
+ * every arithmetic op, as MPI refuses them.  Anything else returns
+ * FT_ERR_UNSUPPORTED. */
+FTMPI_EXPORT int FT_Allreduce(const void *sendbuf, void *recvbuf, int count,
+                              MPI_Datatype datatype, MPI_Op op, FT_Comm comm);
+
+/* Non-blocking form; the buffers must stay untouched until FT_Wait. */
+typedef struct ftmpi_request *FT_Request;
+#define FT_REQUEST_NULL ((FT_Request)0)
+FTMPI_EXPORT int FT_Iallreduce(const void *sendbuf, void *recvbuf, int count,
+                               MPI_Datatype datatype, MPI_Op op, FT_Comm comm,
+                               FT_Request *request);
+/* Completes and frees *request, then sets it to FT_REQUEST_NULL. */
+FTMPI_EXPORT int FT_Wait(FT_Request *request);
+
+/* Ends the step: *committed is 1 when every collective of the step
+ * succeeded in every rank of this group and enough groups took part. */
+FTMPI_EXPORT int FT_Commit(int *committed);
+
+/* Participants of the current quorum and this group's index among them. */
+FTMPI_EXPORT int FT_Comm_size(FT_Comm comm, int *size);
+FTMPI_EXPORT int FT_Comm_rank(FT_Comm comm, int *rank);
+
+/* Number of committed steps (the step the next FT_Quorum starts). */
+FTMPI_EXPORT int64_t FT_Step(void);
+
+/* Registers a buffer healing copies (the caller keeps ownership; the buffer
+ * must stay valid until FT_Finalize).  Names are unique per rank. */
+FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes);
+
+/* Information about this process, for logs and tooling. */
+FTMPI_EXPORT int ftmpi_replica_id(char *buf, size_t len);
+FTMPI_EXPORT int ftmpi_failures_survived(void);
+FTMPI_EXPORT const char *ftmpi_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FTMPI_H */

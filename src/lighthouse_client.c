@@ -1,0 +1,73 @@
+/* lighthouse_client.c - blocking lighthouse client (see lighthouse_client.h). */
+#include "lighthouse_client.h"
+
+#include <stdlib.h>
+
+#include "ftmpi.h"
+#include "log.h"
+#include "rpc.h"
+
+#define LH_MAX_REPLY (64u << 20) /* a quorum of 10,000+ groups fits */
+
+struct fti_lighthouse_client {
+    fti_rpc_client_h rpc;
+};
+
+int fti_lighthouse_client_create(const char *addr, int connect_timeout_ms,
+                                 fti_lighthouse_client_h *client_p)
+{
+    struct fti_lighthouse_client *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return FT_ERR_NO_MEMORY;
+    int rc = fti_rpc_client_create(addr, connect_timeout_ms, LH_MAX_REPLY, &c->rpc);
+    if (rc != FT_SUCCESS) {
+        free(c);
+        return rc;
+    }
+    *client_p = c;
+    return FT_SUCCESS;
+}
+
+void fti_lighthouse_client_destroy(fti_lighthouse_client_h c)
+{
+    if (c == NULL)
+        return;
+    fti_rpc_client_destroy(c->rpc);
+    free(c);
+}
+
+int fti_lighthouse_quorum(fti_lighthouse_client_h c, const Ftmpi__QuorumMember *me,
+                          int timeout_ms, Ftmpi__Quorum **quorum_p)
+{
+    Ftmpi__LighthouseQuorumRequest req = FTMPI__LIGHTHOUSE_QUORUM_REQUEST__INIT;
+    Ftmpi__LighthouseQuorumResponse *resp = NULL;
+    req.requester = (Ftmpi__QuorumMember *)me;
+    int rc = fti_rpc_call_msg(c->rpc, FTMPI__METHOD__LIGHTHOUSE_QUORUM, &req.base,
+                              &ftmpi__lighthouse_quorum_response__descriptor, timeout_ms,
+                              (ProtobufCMessage **)&resp);
+    if (rc != FT_SUCCESS)
+        return rc;
+    if (resp->quorum == NULL) {
+        FTI_WARN("lighthouse %s: quorum reply without a quorum", fti_rpc_client_address(c->rpc));
+        ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
+        return FT_ERR_BAD_MESSAGE;
+    }
+    /* hand the quorum over without copying: detach it from the response */
+    Ftmpi__Quorum *q = resp->quorum;
+    resp->quorum = NULL;
+    ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
+    *quorum_p = q;
+    return FT_SUCCESS;
+}
+
+int fti_lighthouse_heartbeat(fti_lighthouse_client_h c, const char *replica_id, int timeout_ms)
+{
+    Ftmpi__LighthouseHeartbeatRequest req = FTMPI__LIGHTHOUSE_HEARTBEAT_REQUEST__INIT;
+    ProtobufCMessage *resp = NULL;
+    req.replica_id = (char *)replica_id;
+    int rc = fti_rpc_call_msg(c->rpc, FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, &req.base,
+                              &ftmpi__lighthouse_heartbeat_response__descriptor, timeout_ms, &resp);
+    if (rc == FT_SUCCESS)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    return rc;
+}

@@ -1,0 +1,25 @@
+/*
+ * lighthouse_client.h - blocking client of the lighthouse (used by the
+ * manager's thread and by tests).  Thread-safe: calls are serialised.
+ */
+#ifndef FTI_LIGHTHOUSE_CLIENT_H
+#define FTI_LIGHTHOUSE_CLIENT_H
+
+#include "proto/ftmpi.pb-c.h"
+
+typedef struct fti_lighthouse_client *fti_lighthouse_client_h;
+
+/* Does not connect yet.  Release with fti_lighthouse_client_destroy. */
+int fti_lighthouse_client_create(const char *addr, int connect_timeout_ms,
+                                 fti_lighthouse_client_h *client_p);
+void fti_lighthouse_client_destroy(fti_lighthouse_client_h client);
+
+/* Asks for a quorum that includes `me`; waits up to timeout_ms.  On success
+ * *quorum_p is set; free it with ftmpi__quorum__free_unpacked(q, NULL). */
+int fti_lighthouse_quorum(fti_lighthouse_client_h client, const Ftmpi__QuorumMember *me,
+                          int timeout_ms, Ftmpi__Quorum **quorum_p);
+
+int fti_lighthouse_heartbeat(fti_lighthouse_client_h client, const char *replica_id,
+                             int timeout_ms);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * net.h - sockets with deadlines: address parsing, listen, non-blocking
+ * connect, and full reads/writes that give up at a deadline.  Used by the
+ * RPC client and the tcp data plane.  All sends use MSG_NOSIGNAL.
+ *
+ * Return values are FT_Error codes (ftmpi.h); system errors are logged once
+ * here with %m.
+ */
+#ifndef FTI_NET_H
+#define FTI_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* Splits "host:port" (or "[v6]:port") into host and port. */
+int fti_addr_split(const char *addr, char *host, size_t hostlen, int *port_p);
+
+/* Resolves addr into *sa_p / *salen_p (first result). */
+int fti_addr_resolve(const char *addr, struct sockaddr_storage *sa_p, socklen_t *salen_p);
+
+/* Listens on addr ("host:port", port 0 = ephemeral), non-blocking,
+ * SO_REUSEADDR.  *fd_p is closed with close(). */
+int fti_tcp_listen(const char *addr, int backlog, int *fd_p);
+
+/* "host:port" actually bound by fd, written into buf. */
+int fti_sock_name(int fd, char *buf, size_t len);
+
+/* Connects to addr before deadline_ms (monotonic).  The returned socket is
+ * non-blocking with TCP_NODELAY.  Returns FT_ERR_CONNECT when refused,
+ * FT_ERR_TIMEOUT on the deadline. */
+int fti_tcp_connect(const char *addr, int64_t deadline_ms, int *fd_p);
+
+/* Accepts one connection on a listening fd before deadline_ms. */
+int fti_tcp_accept(int lfd, int64_t deadline_ms, int *fd_p);
+
+/* Writes / reads exactly len bytes on a non-blocking fd before deadline_ms.
+ * FT_ERR_PROC_FAILED when the peer closes or resets, FT_ERR_TIMEOUT on the
+ * deadline. */
+int fti_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms);
+int fti_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
+
+/* Sets O_NONBLOCK, TCP_NODELAY and large socket buffers. */
+int fti_sock_tune(int fd);
+
+#endif

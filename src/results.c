@@ -1,0 +1,196 @@
+/*
+ * results.c - per-rank results of a quorum (DESIGN section 6).
+ *
+ * A pure function of (quorum, replica id, group rank, init_sync): every
+ * rank of every group computes the same answer from the same quorum, so
+ * sources and destinations agree without another round trip.
+ *
+ * The rule follows torchft's compute_quorum_results:
+ *   - participants are sorted by replica id; a group's index is its
+ *     replica rank;
+ *   - the members at the maximum step are the up-to-date candidates; the
+ *     store of group rank r is max_members[r % count];
+ *   - a member heals when its step is behind the maximum, or, with
+ *     init_sync at step 0, when it is not the primary;
+ *   - the k-th healing member (in replica-rank order) takes its state from
+ *     up_to_date[(k + group_rank) % n_up_to_date], so the ranks of a group
+ *     pull from different sources.
+ * One deliberate difference (results.h): the init_sync primary is the
+ * first member at max step for every group rank (torchft uses the store
+ * primary, which varies with the group rank).  Every rank of a group thus
+ * agrees on whether the group heals.
+ */
+#include "results.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftmpi.h"
+#include "log.h"
+#include "util.h"
+
+static int member_cmp(const void *a, const void *b)
+{
+    const Ftmpi__QuorumMember *ma = *(const Ftmpi__QuorumMember *const *)a;
+    const Ftmpi__QuorumMember *mb = *(const Ftmpi__QuorumMember *const *)b;
+    return strcmp(ma->replica_id, mb->replica_id);
+}
+
+static bool fits(const char *s, size_t cap)
+{
+    return strlen(s) < cap;
+}
+
+/* Checks the participants and returns them sorted by replica id in a new
+ * array (free with free()). */
+static int sorted_members(const Ftmpi__Quorum *q, const Ftmpi__QuorumMember ***out_p)
+{
+    size_t n = q->n_participants;
+    const Ftmpi__QuorumMember **m = malloc(n * sizeof(*m));
+    if (m == NULL)
+        return FT_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        const Ftmpi__QuorumMember *p = q->participants[i];
+        if (p == NULL || p->replica_id == NULL || p->address == NULL ||
+            p->store_address == NULL) {
+            free(m);
+            return FT_ERR_ARG;
+        }
+        m[i] = p;
+    }
+    qsort(m, n, sizeof(*m), member_cmp);
+    *out_p = m;
+    return FT_SUCCESS;
+}
+
+int fti_results_compute(const Ftmpi__Quorum *q, const char *replica_id, int group_rank,
+                        bool init_sync, fti_quorum_result_t *res_p)
+{
+    if (q == NULL || replica_id == NULL || res_p == NULL || group_rank < 0 ||
+        q->n_participants == 0 || q->participants == NULL || q->n_participants > INT32_MAX)
+        return FT_ERR_ARG;
+
+    const Ftmpi__QuorumMember **m = NULL;
+    int rc = sorted_members(q, &m);
+    if (rc != FT_SUCCESS)
+        return rc;
+    int n = (int)q->n_participants;
+
+    /* heal_src[i]: source replica rank of member i, -1 if up to date */
+    int *heal_src = malloc((size_t)n * sizeof(*heal_src));
+    int *up = malloc((size_t)n * sizeof(*up));
+    if (heal_src == NULL || up == NULL) {
+        rc = FT_ERR_NO_MEMORY;
+        goto out;
+    }
+
+    fti_quorum_result_t r;
+    memset(&r, 0, sizeof(r));
+    r.quorum_id = q->quorum_id;
+    r.replica_world_size = n;
+    r.replica_rank = -1;
+    r.max_replica_rank = -1;
+    r.recover_src_replica_rank = -1;
+
+    int64_t max_step = m[0]->step;
+    int64_t commit_failures = m[0]->commit_failures;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(m[i]->replica_id, replica_id) == 0)
+            r.replica_rank = i;
+        max_step = FTI_MAX(max_step, m[i]->step);
+        commit_failures = FTI_MAX(commit_failures, m[i]->commit_failures);
+    }
+    if (r.replica_rank < 0) {
+        FTI_DEBUG("replica %s is not a participant of quorum %lld", replica_id,
+                  (long long)q->quorum_id);
+        rc = FT_ERR_NOT_FOUND;
+        goto out;
+    }
+    r.max_step = max_step;
+    r.commit_failures = commit_failures;
+
+    /* Members at max step, in replica-rank order (reuse `up` for them). */
+    int n_max = 0;
+    for (int i = 0; i < n; i++) {
+        if (m[i]->step == max_step) {
+            if (i == r.replica_rank)
+                r.max_replica_rank = n_max;
+            up[n_max++] = i;
+        }
+    }
+    r.max_world_size = n_max;
+    const char *store = m[up[group_rank % n_max]]->store_address;
+    int primary = up[0];
+
+    /* Up-to-date members, then round-robin sources for the healing ones. */
+    bool force = init_sync && max_step == 0;
+    int n_up = 0;
+    for (int i = 0; i < n; i++) {
+        bool heals = m[i]->step != max_step || (force && i != primary);
+        heal_src[i] = heals ? -2 : -1;
+        if (!heals)
+            up[n_up++] = i;
+    }
+    /* n_up >= 1: the primary never heals */
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (heal_src[i] != -2)
+            continue;
+        int src = up[(int)(((int64_t)k + group_rank) % n_up)];
+        heal_src[i] = src;
+        k++;
+        if (src == r.replica_rank) {
+            if (r.n_recover_dst < (int)FTI_ARRAY_SIZE(r.recover_dst_replica_ranks))
+                r.recover_dst_replica_ranks[r.n_recover_dst++] = i;
+        }
+    }
+
+    if (!fits(store, sizeof(r.store_address))) {
+        FTI_ERROR("store address of quorum %lld is too long (%zu bytes)",
+                  (long long)q->quorum_id, strlen(store));
+        rc = FT_ERR_ARG;
+        goto out;
+    }
+    fti_strlcpy(r.store_address, store, sizeof(r.store_address));
+
+    int src = heal_src[r.replica_rank];
+    if (src >= 0) {
+        const Ftmpi__QuorumMember *s = m[src];
+        if (!fits(s->address, sizeof(r.recover_src_manager_address)) ||
+            !fits(s->replica_id, sizeof(r.recover_src_replica_id))) {
+            FTI_ERROR("heal source %.64s of quorum %lld has a too long id or address",
+                      s->replica_id, (long long)q->quorum_id);
+            rc = FT_ERR_ARG;
+            goto out;
+        }
+        r.heal = true;
+        r.recover_src_replica_rank = src;
+        fti_strlcpy(r.recover_src_manager_address, s->address,
+                    sizeof(r.recover_src_manager_address));
+        fti_strlcpy(r.recover_src_replica_id, s->replica_id, sizeof(r.recover_src_replica_id));
+    }
+
+    *res_p = r;
+    rc = FT_SUCCESS;
+out:
+    free(up);
+    free(heal_src);
+    free(m);
+    return rc;
+}
+
+bool fti_commit_decide(const int *votes, size_t n)
+{
+    if (votes == NULL || n == 0)
+        return false; /* no votes: nothing agreed */
+    for (size_t i = 0; i < n; i++) {
+        if (!votes[i])
+            return false;
+    }
+    return true;
+}
+
+bool fti_commit_vote(int latched_error, int participants, int min_replicas)
+{
+    return latched_error == FT_SUCCESS && participants > 0 && participants >= min_replicas;
+}

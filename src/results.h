@@ -1,0 +1,46 @@
+/*
+ * results.h - per-rank results of a quorum (DESIGN section 6): a pure
+ * function of the quorum, this group's replica id and the rank's group
+ * rank.  Computed by every rank from the quorum its manager received.
+ */
+#ifndef FTI_RESULTS_H
+#define FTI_RESULTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/ftmpi.pb-c.h"
+
+typedef struct fti_quorum_result {
+    int64_t quorum_id;
+    int replica_rank;          /* this group's index among the participants */
+    int replica_world_size;    /* participants (groups) */
+    int64_t max_step;
+    int max_replica_rank;      /* index among members at max step, -1 if behind */
+    int max_world_size;        /* members at max step */
+    char store_address[128];   /* members-at-max-step[group_rank % count].store_address */
+    bool heal;                 /* this group must heal before the step */
+    int recover_src_replica_rank;         /* -1 unless heal */
+    char recover_src_manager_address[128];/* "" unless heal */
+    char recover_src_replica_id[64];      /* "" unless heal */
+    int n_recover_dst;         /* groups this group serves (when up to date) */
+    int recover_dst_replica_ranks[64];    /* first 64 of them */
+    int64_t commit_failures;   /* max over participants */
+} fti_quorum_result_t;
+
+/* Computes the result for group `replica_id`, rank `group_rank`.
+ * init_sync: at step 0 every member but the primary (the first member at
+ * max step) heals from it.  Returns FT_ERR_NOT_FOUND if replica_id is not a
+ * participant, FT_ERR_ARG on an empty quorum; *res_p is set only on
+ * success. */
+int fti_results_compute(const Ftmpi__Quorum *q, const char *replica_id, int group_rank,
+                        bool init_sync, fti_quorum_result_t *res_p);
+
+/* M1: the group's commit decision is the AND of its ranks' votes. */
+bool fti_commit_decide(const int *votes, size_t n);
+
+/* A rank's own vote: no latched error and enough participants. */
+bool fti_commit_vote(int latched_error, int participants, int min_replicas);
+
+#endif

@@ -1,0 +1,209 @@
+/* settings.c - parse the FTMPI_* table (see config.h). */
+#include "settings.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ftmpi.h"
+#include "log.h"
+
+#define OFF(m) offsetof(fti_config_t, m), sizeof(((fti_config_t *)0)->m)
+
+static const char *const backend_choices[] = {"auto", "tcp", "mpi", NULL};
+static const char *const world_choices[] = {"dynamic", "fixed_with_spares", NULL};
+static const char *const bool_choices[] = {"0", "1", NULL};
+
+const fti_config_field_t fti_config_table[] = {
+    {"FTMPI_LIGHTHOUSE", "", "lighthouse address host:port (mode A); empty with FTMPI_GROUP_SIZE set selects mode B",
+     FTI_CFG_STRING, OFF(lighthouse), 0, 0, NULL},
+    {"FTMPI_REPLICA_ID", "", "this replica group's id; empty = derived from host name and pid (ftmpi-run sets it)",
+     FTI_CFG_STRING, OFF(replica_id), 0, 0, NULL},
+    {"FTMPI_BIND_HOST", "127.0.0.1", "address the rank's data and RPC servers bind and advertise",
+     FTI_CFG_STRING, OFF(bind_host), 0, 0, NULL},
+    {"FTMPI_GROUP_SIZE", "0", "mode B: ranks per replica group (0 = mode A, one group per mpirun)",
+     FTI_CFG_INT, OFF(group_size), 0, 1 << 20, NULL},
+    {"FTMPI_MIN_REPLICAS", "1", "fewest groups that may commit a step",
+     FTI_CFG_INT, OFF(min_replicas), 1, 1 << 20, NULL},
+    {"FTMPI_BACKEND", "auto", "cross-group data plane: auto, tcp or mpi",
+     FTI_CFG_ENUM, OFF(backend), 0, 0, backend_choices},
+    {"FTMPI_WORLD_SIZE_MODE", "dynamic", "dynamic, or fixed_with_spares (participants capped at min replicas)",
+     FTI_CFG_ENUM, OFF(world_mode), 0, 0, world_choices},
+    {"FTMPI_TIMEOUT_MS", "10000", "deadline of a collective and of every intra-group wait",
+     FTI_CFG_INT, OFF(timeout_ms), 1, 3600000, NULL},
+    {"FTMPI_QUORUM_TIMEOUT_MS", "60000", "how long FT_Quorum waits for a quorum",
+     FTI_CFG_INT, OFF(quorum_timeout_ms), 1, 3600000, NULL},
+    {"FTMPI_CONNECT_TIMEOUT_MS", "5000", "deadline of a TCP connect to a peer or the lighthouse",
+     FTI_CFG_INT, OFF(connect_timeout_ms), 1, 3600000, NULL},
+    {"FTMPI_HEARTBEAT_MS", "100", "interval of the manager's heartbeats to the lighthouse",
+     FTI_CFG_INT, OFF(heartbeat_ms), 1, 600000, NULL},
+    {"FTMPI_HEAL_TIMEOUT_MS", "60000", "deadline of one heal (metadata and all buffers)",
+     FTI_CFG_INT, OFF(heal_timeout_ms), 1, 3600000, NULL},
+    {"FTMPI_INIT_SYNC", "1", "1: a fresh start copies the primary group's state at step 0",
+     FTI_CFG_BOOL, OFF(init_sync), 0, 1, bool_choices},
+    {"FTMPI_LOG_LEVEL", "warn", "none, error, warn, info, debug or trace",
+     FTI_CFG_LOGLEVEL, OFF(log_level), 0, 5, NULL},
+    {"FTMPI_EVENT_LOG", "", "path of a JSON-lines event log of each step (empty = off)",
+     FTI_CFG_STRING, OFF(event_log), 0, 0, NULL},
+    {"FTMPI_CHUNK_BYTES", "262144", "pipeline chunk of the tcp ring (suffixes k, m, g)",
+     FTI_CFG_BYTES, OFF(chunk_bytes), 4096, INT64_C(1) << 30, NULL},
+    {"FTMPI_MAX_FRAME_BYTES", "16777216", "largest control-plane frame accepted (suffixes k, m, g)",
+     FTI_CFG_BYTES, OFF(max_frame_bytes), 1024, INT64_C(1) << 31, NULL},
+    {"FTMPI_RESTART_COUNT", "0", "restarts of this group so far (set by ftmpi-run)",
+     FTI_CFG_INT, OFF(restart_count), 0, 1 << 30, NULL},
+    {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
+};
+
+static int parse_int(const char *s, int64_t *v_p, int bytes)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s)
+        return -1;
+    if (bytes && *end) {
+        int64_t mul = 1;
+        switch (*end) {
+        case 'k': case 'K': mul = 1024; break;
+        case 'm': case 'M': mul = 1024 * 1024; break;
+        case 'g': case 'G': mul = 1024 * 1024 * 1024; break;
+        default: return -1;
+        }
+        end++;
+        if (*end == 'i' || *end == 'I')
+            end++;
+        if (*end == 'b' || *end == 'B')
+            end++;
+        if (v > INT64_MAX / mul || v < INT64_MIN / mul)
+            return -1;
+        v *= mul;
+    }
+    if (*end != '\0')
+        return -1;
+    *v_p = v;
+    return 0;
+}
+
+static int parse_field(fti_config_t *cfg, const fti_config_field_t *f, const char *s, char *err,
+                       size_t errlen)
+{
+    char *dst = (char *)cfg + f->offset;
+    int64_t v;
+
+    switch (f->type) {
+    case FTI_CFG_STRING:
+        if (strlen(s) >= f->size) {
+            snprintf(err, errlen, "%s='%.40s...': longer than %zu characters", f->name, s,
+                     f->size - 1);
+            return FT_ERR_CONFIG;
+        }
+        memcpy(dst, s, strlen(s) + 1);
+        return FT_SUCCESS;
+    case FTI_CFG_INT:
+    case FTI_CFG_BYTES:
+        if (parse_int(s, &v, f->type == FTI_CFG_BYTES) != 0 || v < f->min || v > f->max) {
+            snprintf(err, errlen, "%s='%s': expected %s in [%" PRId64 ", %" PRId64 "]", f->name, s,
+                     f->type == FTI_CFG_BYTES ? "a byte count" : "an integer", f->min, f->max);
+            return FT_ERR_CONFIG;
+        }
+        if (f->size == sizeof(int64_t))
+            *(int64_t *)dst = v;
+        else
+            *(int *)dst = (int)v;
+        return FT_SUCCESS;
+    case FTI_CFG_BOOL:
+        if (!strcmp(s, "1") || !strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on")) {
+            *(int *)dst = 1;
+        } else if (!strcmp(s, "0") || !strcasecmp(s, "false") || !strcasecmp(s, "no") ||
+                   !strcasecmp(s, "off")) {
+            *(int *)dst = 0;
+        } else {
+            snprintf(err, errlen, "%s='%s': expected 0/1, true/false, yes/no or on/off", f->name, s);
+            return FT_ERR_CONFIG;
+        }
+        return FT_SUCCESS;
+    case FTI_CFG_ENUM:
+        for (int i = 0; f->choices[i]; i++) {
+            if (!strcasecmp(s, f->choices[i])) {
+                *(int *)dst = i;
+                return FT_SUCCESS;
+            }
+        }
+        {
+            int n = snprintf(err, errlen, "%s='%s': expected one of", f->name, s);
+            for (int i = 0; f->choices[i] && n > 0 && (size_t)n < errlen; i++)
+                n += snprintf(err + n, errlen - n, " %s", f->choices[i]);
+        }
+        return FT_ERR_CONFIG;
+    case FTI_CFG_LOGLEVEL:
+        v = fti_log_level_parse(s);
+        if (v < 0) {
+            snprintf(err, errlen, "%s='%s': expected none, error, warn, info, debug or trace",
+                     f->name, s);
+            return FT_ERR_CONFIG;
+        }
+        *(int *)dst = (int)v;
+        return FT_SUCCESS;
+    }
+    snprintf(err, errlen, "%s: internal: unknown field type", f->name);
+    return FT_ERR_INTERNAL;
+}
+
+int fti_config_load_from(fti_config_t *cfg, const char *(*get)(const char *, void *), void *arg,
+                         char *err, size_t errlen)
+{
+    fti_config_t tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    for (const fti_config_field_t *f = fti_config_table; f->name; f++) {
+        int rc = parse_field(&tmp, f, f->dflt, err, errlen);
+        if (rc != FT_SUCCESS)
+            return rc;
+        const char *s = get(f->name, arg);
+        if (s != NULL) {
+            rc = parse_field(&tmp, f, s, err, errlen);
+            if (rc != FT_SUCCESS)
+                return rc;
+        }
+    }
+    *cfg = tmp;
+    return FT_SUCCESS;
+}
+
+static const char *env_get(const char *name, void *arg)
+{
+    (void)arg;
+    return getenv(name);
+}
+
+int fti_config_load(fti_config_t *cfg, char *err, size_t errlen)
+{
+    return fti_config_load_from(cfg, env_get, NULL, err, errlen);
+}
+
+void fti_config_format(const fti_config_t *cfg, const fti_config_field_t *f, char *buf, size_t len)
+{
+    const char *src = (const char *)cfg + f->offset;
+    switch (f->type) {
+    case FTI_CFG_STRING:
+        snprintf(buf, len, "%s", src);
+        break;
+    case FTI_CFG_INT:
+    case FTI_CFG_BOOL:
+        snprintf(buf, len, "%d", *(const int *)src);
+        break;
+    case FTI_CFG_BYTES:
+        snprintf(buf, len, "%" PRId64, *(const int64_t *)src);
+        break;
+    case FTI_CFG_ENUM:
+        snprintf(buf, len, "%s", f->choices[*(const int *)src]);
+        break;
+    case FTI_CFG_LOGLEVEL:
+        snprintf(buf, len, "%s", fti_log_level_name(*(const int *)src));
+        break;
+    default:
+        snprintf(buf, len, "?");
+    }
+}

@@ -1,0 +1,68 @@
+/*
+ * settings.h - the one table of FTMPI_* environment variables.
+ *
+ * fti_config_load() reads every variable once (FT_Init calls it); nothing
+ * else in the library calls getenv for FTMPI_* settings.  ftmpi-info prints
+ * the table and doc/ENVIRONMENT.md is generated from it.
+ */
+#ifndef FTI_SETTINGS_H
+#define FTI_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum fti_backend { FTI_BACKEND_AUTO, FTI_BACKEND_TCP, FTI_BACKEND_MPI };
+enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
+
+typedef struct fti_config {
+    char lighthouse[256];       /* host:port, "" = none (mode B if group_size > 0) */
+    char replica_id[64];        /* "" = derived from host and pid */
+    char bind_host[64];         /* address the rank's servers bind */
+    int group_size;             /* mode B: ranks per group, 0 = mode A */
+    int min_replicas;
+    int backend;                /* enum fti_backend */
+    int world_mode;             /* enum fti_world_mode */
+    int timeout_ms;             /* collectives and intra-group waits */
+    int quorum_timeout_ms;      /* FT_Quorum's wait for a quorum */
+    int connect_timeout_ms;
+    int heartbeat_ms;
+    int heal_timeout_ms;
+    int init_sync;              /* bool */
+    int log_level;
+    char event_log[256];        /* JSON event log path, "" = off */
+    int64_t chunk_bytes;        /* ring pipeline chunk */
+    int64_t max_frame_bytes;    /* control-plane frame cap */
+    int restart_count;          /* set by ftmpi-run */
+} fti_config_t;
+
+enum fti_config_type { FTI_CFG_STRING, FTI_CFG_INT, FTI_CFG_BYTES, FTI_CFG_BOOL, FTI_CFG_ENUM,
+                       FTI_CFG_LOGLEVEL };
+
+typedef struct fti_config_field {
+    const char *name;       /* FTMPI_... */
+    const char *dflt;       /* default as text */
+    const char *doc;        /* one line */
+    int type;               /* enum fti_config_type */
+    size_t offset;          /* into fti_config_t */
+    size_t size;            /* of the member (strings) */
+    int64_t min, max;       /* ints */
+    const char *const *choices; /* enums, NULL-terminated; value = index */
+} fti_config_field_t;
+
+/* The table, terminated by an entry with name == NULL. */
+extern const fti_config_field_t fti_config_table[];
+
+/* Fills *cfg from defaults and the environment.  On a bad value returns
+ * FT_ERR_CONFIG and writes a message naming the variable and the value into
+ * err (size errlen); *cfg is then left untouched. */
+int fti_config_load(fti_config_t *cfg, char *err, size_t errlen);
+
+/* Same, but values come from get(name, arg) instead of getenv (tests). */
+int fti_config_load_from(fti_config_t *cfg, const char *(*get)(const char *, void *), void *arg,
+                         char *err, size_t errlen);
+
+/* Formats the current value of field f of cfg into buf. */
+void fti_config_format(const fti_config_t *cfg, const fti_config_field_t *f, char *buf,
+                       size_t len);
+
+#endif
