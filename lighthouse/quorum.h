@@ -1,0 +1,250 @@
+/*
+ * quorum.h - the lighthouse's quorum rules as pure functions over a table
+ * of replica groups (after torchft's lighthouse; DESIGN.md section 6).
+ *
+ * Pure: no sockets, no event loop, no clock, no logging.  Every call that
+ * depends on time takes now_ms from the caller (any monotonic millisecond
+ * clock, e.g. fti_now_ms(); the same clock for every call).
+ *
+ * The table holds one entry per replica group, keyed by replica_id (at
+ * most FTI_QID_MAX - 1 bytes, not empty).  An entry remembers the group's
+ * last heartbeat and, while the group has an unanswered quorum request,
+ * the details of that request.  The rules, evaluated by fti_quorum_compute:
+ *
+ *   1. healthy   = now_ms - last heartbeat < heartbeat_timeout_ms; a quorum
+ *                  request counts as a heartbeat.
+ *   2. requesters = healthy groups with a pending request (one made since
+ *                  the last quorum, or left over from it, see commit).
+ *      candidates = the requesters, sorted by replica_id (strcmp order).
+ *   3. shrink_only: if a previous quorum exists and any requester asks for
+ *      shrink_only, candidates = requesters that are members of it.
+ *   4. fast quorum: if a previous quorum exists and every member of it is a
+ *      requester, issue the candidates now (rules 5-7 are skipped).
+ *   5. fewer than min_replicas candidates: wait.
+ *   6. split-brain guard: wait unless requesters > healthy groups / 2
+ *      (requesters counted before the shrink_only filter, as torchft).
+ *   7. some healthy groups have no pending request and the oldest pending
+ *      request of a requester is younger than join_timeout_ms: wait for
+ *      those stragglers.
+ *   8. otherwise issue the candidates.
+ * On issue, fti_quorum_commit assigns the quorum id: previous id + 1 when
+ * there is no previous quorum, when the sorted member ids differ from the
+ * previous quorum's, or when any member reports commit_failures > 0;
+ * otherwise the previous id (a change of address, store address or step
+ * alone keeps the id).
+ *
+ * An issued quorum is never empty and never smaller than min_replicas.
+ *
+ * Typical use by the server (one state, on its event loop thread):
+ *   on Heartbeat:  fti_quorum_heartbeat(st, id, now)
+ *   on Quorum:     fti_quorum_request(st, &member, now); then evaluate
+ *   on tick:       fti_quorum_expire(st, now); evaluate
+ *   on a requester's connection closing: fti_quorum_withdraw(st, id)
+ *   evaluate:      fti_quorum_compute(st, now, &d);
+ *                  if (d.issue && fti_quorum_commit(st, &d, now, &q) == 0) {
+ *                      answer each pending RPC whose id is in q
+ *                      (fti_quorum_member_index(q, id) >= 0), keep the others
+ *                      waiting; fti_quorum_free(q);
+ *                  }
+ *                  fti_qdecision_clear(&d);
+ *
+ * Threads: a state is not thread-safe.  All calls on one state must be
+ * serialised by the caller (one thread, or one lock).  Separate states and
+ * issued quorums (fti_quorum_t) are independent.
+ *
+ * Cost: groups are kept in an array sorted by replica_id.  Lookups are
+ * O(log n); adding a new group is O(n) pointer moves; fti_quorum_compute
+ * is O(n + p log n) (p = previous quorum size) and allocates only when it
+ * issues; fti_quorum_expire is O(n).
+ */
+#ifndef FTI_QUORUM_H
+#define FTI_QUORUM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FTI_QID_MAX 64     /* replica_id buffer, with its NUL */
+#define FTI_QADDR_MAX 128  /* address buffers, with their NUL */
+#define FTI_QREASON_MAX 256
+
+/* Expire drops groups whose last heartbeat is older than this many
+ * heartbeat timeouts. */
+#define FTI_QUORUM_EXPIRE_FACTOR 10
+
+/* ---- members --------------------------------------------------------- */
+
+/* One group's quorum request (the QuorumMember message).  `data` is opaque
+ * application bytes: whoever owns the struct owns data (release with
+ * fti_qmember_clear).  Structs passed in by the caller are only read. */
+typedef struct fti_qmember {
+    char replica_id[FTI_QID_MAX];
+    char address[FTI_QADDR_MAX];       /* manager RPC "host:port" */
+    char store_address[FTI_QADDR_MAX]; /* store "host:port" */
+    int64_t step;
+    uint64_t world_size;
+    bool shrink_only;
+    int64_t commit_failures;
+    uint8_t *data;
+    size_t data_len;
+} fti_qmember_t;
+
+/* Deep copy of src into dst (dst is overwritten, not freed first).
+ * FT_ERR_NO_MEMORY leaves dst with data NULL.  Release with
+ * fti_qmember_clear. */
+int fti_qmember_copy(fti_qmember_t *dst, const fti_qmember_t *src);
+
+/* Frees m->data and sets it to NULL, data_len 0.  NULL-safe. */
+void fti_qmember_clear(fti_qmember_t *m);
+
+/* ---- issued quorums -------------------------------------------------- */
+
+typedef struct fti_quorum {
+    int64_t quorum_id;
+    int64_t created_ms;     /* now_ms given to fti_quorum_commit */
+    size_t n_members;       /* >= 1 */
+    fti_qmember_t *members; /* sorted by replica_id (strcmp), unique */
+} fti_quorum_t;
+
+/* Frees q, its members and their data.  NULL-safe. */
+void fti_quorum_free(fti_quorum_t *q);
+
+/* Index of replica_id in q->members (binary search), or -1. */
+long fti_quorum_member_index(const fti_quorum_t *q, const char *replica_id);
+
+/* ---- options and state ----------------------------------------------- */
+
+typedef struct fti_quorum_opts {
+    int min_replicas;             /* >= 1 */
+    int64_t join_timeout_ms;      /* >= 0; 0 = never wait for stragglers */
+    int64_t heartbeat_timeout_ms; /* > 0 */
+    int64_t initial_quorum_id;    /* the first quorum gets this + 1 (>= 0);
+                                   * a server may seed it (e.g. from the wall
+                                   * clock) so a restarted lighthouse never
+                                   * repeats an id */
+    size_t max_groups;            /* table size cap, 0 = FTI_QUORUM_MAX_GROUPS */
+} fti_quorum_opts_t;
+
+#define FTI_QUORUM_MAX_GROUPS 100000
+
+/* min_replicas 1, join_timeout_ms 60000, heartbeat_timeout_ms 5000,
+ * initial_quorum_id 0, max_groups 0. */
+void fti_quorum_opts_default(fti_quorum_opts_t *o);
+
+typedef struct fti_quorum_state *fti_quorum_state_h;
+
+/* FT_ERR_ARG on bad options, FT_ERR_NO_MEMORY.  The options are copied.
+ * Release with fti_quorum_state_destroy. */
+int fti_quorum_state_create(const fti_quorum_opts_t *o, fti_quorum_state_h *st_p);
+/* NULL-safe. */
+void fti_quorum_state_destroy(fti_quorum_state_h st);
+
+const fti_quorum_opts_t *fti_quorum_state_opts(fti_quorum_state_h st);
+
+/* ---- inputs ---------------------------------------------------------- */
+
+/* Records a heartbeat of replica_id at now_ms, adding the group if new.
+ * FT_ERR_ARG: empty or too long id.  FT_ERR_NO_MEMORY: allocation failed,
+ * or the group is new and the table already holds max_groups groups (the
+ * caller's periodic fti_quorum_expire makes room). */
+int fti_quorum_heartbeat(fti_quorum_state_h st, const char *replica_id, int64_t now_ms);
+
+/* Records a quorum request: a heartbeat, plus m becomes the group's
+ * pending request.  A repeated request replaces the details (m is copied,
+ * data included) but keeps the time of the first pending request, which
+ * rule 7 measures from.  Errors as fti_quorum_heartbeat (FT_ERR_ARG also
+ * for address fields without a NUL); on error the state is unchanged. */
+int fti_quorum_request(fti_quorum_state_h st, const fti_qmember_t *m, int64_t now_ms);
+
+/* Drops replica_id's pending request (its RPC went away); the heartbeat
+ * stays.  FT_ERR_NOT_FOUND if it has none. */
+int fti_quorum_withdraw(fti_quorum_state_h st, const char *replica_id);
+
+/* Removes groups whose last heartbeat is older than
+ * FTI_QUORUM_EXPIRE_FACTOR * heartbeat_timeout_ms (with any pending
+ * request), so the table stays bounded.  Returns how many were removed.
+ * The previous quorum keeps its own copy of its members. */
+size_t fti_quorum_expire(fti_quorum_state_h st, int64_t now_ms);
+
+/* ---- the decision ---------------------------------------------------- */
+
+typedef struct fti_qdecision {
+    bool issue;                    /* a quorum can be issued now */
+    bool fast;                     /* issued by rule 4 */
+    bool shrink_only;              /* rule 3 applied */
+    char reason[FTI_QREASON_MAX];  /* human-readable, always set */
+    size_t n_healthy;              /* healthy groups */
+    size_t n_requesters;           /* healthy groups with a pending request */
+    size_t n_candidates;           /* after the shrink_only filter */
+    int64_t join_wait_ms;          /* waiting by rule 7: ms until the join
+                                    * timeout passes; otherwise -1 */
+    size_t n_members;              /* when issue: the members (copies, */
+    fti_qmember_t *members;        /* sorted by replica_id); else 0/NULL */
+} fti_qdecision_t;
+
+/* Applies the rules at now_ms.  Reads the state only.  Fills *d_p (also
+ * when waiting); when d_p->issue, d_p->members is allocated.  Always
+ * release with fti_qdecision_clear.  FT_ERR_NO_MEMORY leaves *d_p cleared
+ * (issue false). */
+int fti_quorum_compute(fti_quorum_state_h st, int64_t now_ms, fti_qdecision_t *d_p);
+
+/* Frees d->members and zeroes *d.  NULL-safe, idempotent. */
+void fti_qdecision_clear(fti_qdecision_t *d);
+
+/* Records the quorum of d (which must be issue == true and come from
+ * fti_quorum_compute on this state with no call changing the state in
+ * between): assigns the id (rule 8), makes it the previous quorum, and ends
+ * the pending request of each member.  Pending requests of groups not in
+ * the quorum stay pending with their request time reset to now_ms (they
+ * will get a later quorum, like torchft's retry).  d's members move into
+ * the state (d is left with issue false and no members; still call
+ * fti_qdecision_clear).  *q_p receives a copy for the caller: free it with
+ * fti_quorum_free.  FT_ERR_ARG if d does not issue; FT_ERR_NO_MEMORY
+ * leaves state and d unchanged. */
+int fti_quorum_commit(fti_quorum_state_h st, fti_qdecision_t *d, int64_t now_ms,
+                      fti_quorum_t **q_p);
+
+/* ---- read-only views (server, dashboard, /metrics) ------------------- */
+
+/* The previous (current) quorum, NULL before the first.  Owned by the
+ * state: valid until the next fti_quorum_commit or destroy. */
+const fti_quorum_t *fti_quorum_prev(fti_quorum_state_h st);
+
+/* The id of the last issued quorum, initial_quorum_id before the first. */
+int64_t fti_quorum_last_id(fti_quorum_state_h st);
+
+typedef struct fti_qgroup_view {
+    const char *replica_id;
+    /* the pending request's details, or else those of the group's last
+     * request; NULL if the group has only heartbeated */
+    const fti_qmember_t *member;
+    int64_t last_heartbeat_ms;
+    int64_t heartbeat_age_ms; /* now_ms - last heartbeat, >= 0 */
+    bool healthy;
+    bool waiting;             /* has a pending request */
+    int64_t waiting_since_ms; /* time of the pending request, -1 if none */
+    bool in_quorum;           /* member of fti_quorum_prev */
+} fti_qgroup_view_t;
+
+/* Groups in the table (healthy or not), sorted by replica_id. */
+size_t fti_quorum_n_groups(fti_quorum_state_h st);
+
+/* The i-th group (i < fti_quorum_n_groups).  Pointers in the view are
+ * owned by the state and valid until the next call that changes it.
+ * FT_ERR_ARG if i is out of range. */
+int fti_quorum_group_at(fti_quorum_state_h st, size_t i, int64_t now_ms,
+                        fti_qgroup_view_t *v_p);
+
+/* The group replica_id; FT_ERR_NOT_FOUND if not in the table. */
+int fti_quorum_group_find(fti_quorum_state_h st, const char *replica_id, int64_t now_ms,
+                          fti_qgroup_view_t *v_p);
+
+/* false for unknown groups. */
+bool fti_quorum_is_healthy(fti_quorum_state_h st, const char *replica_id, int64_t now_ms);
+bool fti_quorum_is_waiting(fti_quorum_state_h st, const char *replica_id);
+
+size_t fti_quorum_n_healthy(fti_quorum_state_h st, int64_t now_ms);
+/* Groups with a pending request, healthy or not. */
+size_t fti_quorum_n_waiting(fti_quorum_state_h st);
+
+#endif

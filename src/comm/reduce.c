@@ -1,0 +1,169 @@
+/*
+ * reduce.c - the reduction kernels of the data plane (see reduce.h).
+ *
+ * One kernel per (dtype, op), chosen by a switch outside the loop.  Each
+ * kernel walks the arrays in blocks of FTI_RED_BLOCK elements with an inner
+ * loop of constant trip count: gcc -O2 (whose "very cheap" vectoriser
+ * refuses loops that need a scalar epilogue) vectorises that inner loop,
+ * and -O3 or clang do the same.  The remainder is a plain scalar loop.
+ *
+ * Signed integer SUM and PROD are computed in the unsigned type of the same
+ * width, so overflow wraps (two's complement) instead of being undefined.
+ * MAX and MIN keep the left operand unless the right one compares greater
+ * (smaller); with NaNs the result depends on operand order, but every rank
+ * of a ring applies the same order, so results still agree bitwise.
+ */
+#include "reduce.h"
+
+#include <stdint.h>
+
+#define FTI_RED_BLOCK 32
+
+/* Block-wise loop: EXPR computes the new a[i] from a[i] and b[i]. */
+#define FTI_RED_LOOP(T, EXPR)                                                \
+    do {                                                                     \
+        T *restrict a_ = inout;                                              \
+        const T *restrict b_ = in;                                           \
+        size_t i_ = 0;                                                       \
+        for (; i_ + FTI_RED_BLOCK <= count; i_ += FTI_RED_BLOCK) {           \
+            T *restrict a = a_ + i_;                                         \
+            const T *restrict b = b_ + i_;                                   \
+            for (size_t i = 0; i < FTI_RED_BLOCK; i++)                       \
+                a[i] = (EXPR);                                               \
+        }                                                                    \
+        {                                                                    \
+            T *restrict a = a_ + i_;                                         \
+            const T *restrict b = b_ + i_;                                   \
+            for (size_t i = 0; i < count - i_; i++)                          \
+                a[i] = (EXPR);                                               \
+        }                                                                    \
+    } while (0)
+
+/* Defines the four kernels of one element type T (U: its unsigned twin). */
+#define FTI_RED_KERNELS(NAME, T, U)                                          \
+    static void red_sum_##NAME(void *restrict inout, const void *restrict in, \
+                               size_t count)                                 \
+    {                                                                        \
+        FTI_RED_LOOP(T, (T)((U)a[i] + (U)b[i]));                             \
+    }                                                                        \
+    static void red_prod_##NAME(void *restrict inout, const void *restrict in, \
+                                size_t count)                                \
+    {                                                                        \
+        FTI_RED_LOOP(T, (T)((U)a[i] * (U)b[i]));                             \
+    }                                                                        \
+    static void red_max_##NAME(void *restrict inout, const void *restrict in, \
+                               size_t count)                                 \
+    {                                                                        \
+        FTI_RED_LOOP(T, a[i] < b[i] ? b[i] : a[i]);                          \
+    }                                                                        \
+    static void red_min_##NAME(void *restrict inout, const void *restrict in, \
+                               size_t count)                                 \
+    {                                                                        \
+        FTI_RED_LOOP(T, b[i] < a[i] ? b[i] : a[i]);                          \
+    }
+
+/* Floating point: no unsigned twin, the arithmetic is the type's own. */
+FTI_RED_KERNELS(float, float, float)
+FTI_RED_KERNELS(double, double, double)
+FTI_RED_KERNELS(int, int, unsigned int)
+FTI_RED_KERNELS(long, long, unsigned long)
+FTI_RED_KERNELS(int32, int32_t, uint32_t)
+FTI_RED_KERNELS(int64, int64_t, uint64_t)
+FTI_RED_KERNELS(uint64, uint64_t, uint64_t)
+
+typedef void (*red_fn)(void *restrict, const void *restrict, size_t);
+
+/* [dtype][op]; AVG reduces as SUM. */
+#define FTI_RED_ROW(NAME) \
+    {red_sum_##NAME, red_prod_##NAME, red_max_##NAME, red_min_##NAME, red_sum_##NAME}
+
+static const red_fn red_table[FTI_DT_COUNT][FTI_OP_COUNT] = {
+    [FTI_DT_FLOAT] = FTI_RED_ROW(float),   [FTI_DT_DOUBLE] = FTI_RED_ROW(double),
+    [FTI_DT_INT] = FTI_RED_ROW(int),       [FTI_DT_LONG] = FTI_RED_ROW(long),
+    [FTI_DT_INT32] = FTI_RED_ROW(int32),   [FTI_DT_INT64] = FTI_RED_ROW(int64),
+    [FTI_DT_UINT64] = FTI_RED_ROW(uint64),
+};
+
+size_t fti_dtype_size(enum fti_dtype dt)
+{
+    switch (dt) {
+    case FTI_DT_FLOAT: return sizeof(float);
+    case FTI_DT_DOUBLE: return sizeof(double);
+    case FTI_DT_INT: return sizeof(int);
+    case FTI_DT_LONG: return sizeof(long);
+    case FTI_DT_INT32: return sizeof(int32_t);
+    case FTI_DT_INT64: return sizeof(int64_t);
+    case FTI_DT_UINT64: return sizeof(uint64_t);
+    case FTI_DT_COUNT: break;
+    }
+    return 0;
+}
+
+const char *fti_dtype_name(enum fti_dtype dt)
+{
+    switch (dt) {
+    case FTI_DT_FLOAT: return "float";
+    case FTI_DT_DOUBLE: return "double";
+    case FTI_DT_INT: return "int";
+    case FTI_DT_LONG: return "long";
+    case FTI_DT_INT32: return "int32";
+    case FTI_DT_INT64: return "int64";
+    case FTI_DT_UINT64: return "uint64";
+    case FTI_DT_COUNT: break;
+    }
+    return "?";
+}
+
+const char *fti_op_name(enum fti_op op)
+{
+    switch (op) {
+    case FTI_OP_SUM: return "sum";
+    case FTI_OP_PROD: return "prod";
+    case FTI_OP_MAX: return "max";
+    case FTI_OP_MIN: return "min";
+    case FTI_OP_AVG: return "avg";
+    case FTI_OP_COUNT: break;
+    }
+    return "?";
+}
+
+int fti_reduce_supported(enum fti_dtype dt, enum fti_op op)
+{
+    if ((unsigned)dt >= FTI_DT_COUNT || (unsigned)op >= FTI_OP_COUNT)
+        return 0;
+    if (op == FTI_OP_AVG)
+        return dt == FTI_DT_FLOAT || dt == FTI_DT_DOUBLE;
+    return 1;
+}
+
+void fti_reduce(void *inout, const void *in, size_t count, enum fti_dtype dt, enum fti_op op)
+{
+    if ((unsigned)dt >= FTI_DT_COUNT || (unsigned)op >= FTI_OP_COUNT || count == 0)
+        return;
+    red_table[dt][op](inout, in, count);
+}
+
+#define FTI_SCALE_LOOP(T)                                                    \
+    do {                                                                     \
+        T *restrict p_ = buf;                                                \
+        const T d = (T)n;                                                    \
+        size_t i_ = 0;                                                       \
+        for (; i_ + FTI_RED_BLOCK <= count; i_ += FTI_RED_BLOCK) {           \
+            T *restrict p = p_ + i_;                                         \
+            for (size_t i = 0; i < FTI_RED_BLOCK; i++)                       \
+                p[i] /= d;                                                   \
+        }                                                                    \
+        for (; i_ < count; i_++)                                             \
+            p_[i_] /= d;                                                     \
+    } while (0)
+
+void fti_reduce_scale(void *buf, size_t count, enum fti_dtype dt, int n)
+{
+    if (n == 1 || n == 0)
+        return;
+    /* A true division (not a multiply by 1/n) rounds exactly like SUM/n. */
+    if (dt == FTI_DT_FLOAT)
+        FTI_SCALE_LOOP(float);
+    else if (dt == FTI_DT_DOUBLE)
+        FTI_SCALE_LOOP(double);
+}

@@ -1,0 +1,368 @@
+/*
+ * test_results.c - M1-M8: the commit decision and the per-rank results of
+ * a quorum (src/results.c), after torchft's compute_quorum_results tests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ftmpi.h"
+#include "results.h"
+
+#define MAX_MEMBERS 8
+
+/* A quorum built from the generated protobuf-c structs. */
+typedef struct test_quorum {
+    Ftmpi__Quorum q;
+    Ftmpi__QuorumMember members[MAX_MEMBERS];
+    Ftmpi__QuorumMember *ptrs[MAX_MEMBERS];
+    char ids[MAX_MEMBERS][32];
+    char addrs[MAX_MEMBERS][32];
+    char stores[MAX_MEMBERS][32];
+} test_quorum_t;
+
+/* Members named replica_<idx[i]> with steps[i], in the given order (the
+ * lighthouse sorts them, but results must not rely on it). */
+static void quorum_build(test_quorum_t *t, int64_t quorum_id, size_t n, const int *idx,
+                         const int64_t *steps)
+{
+    memset(t, 0, sizeof(*t));
+    ftmpi__quorum__init(&t->q);
+    t->q.quorum_id = quorum_id;
+    for (size_t i = 0; i < n; i++) {
+        Ftmpi__QuorumMember *m = &t->members[i];
+        ftmpi__quorum_member__init(m);
+        snprintf(t->ids[i], sizeof(t->ids[i]), "replica_%d", idx[i]);
+        snprintf(t->addrs[i], sizeof(t->addrs[i]), "addr_%d", idx[i]);
+        snprintf(t->stores[i], sizeof(t->stores[i]), "store_addr_%d", idx[i]);
+        m->replica_id = t->ids[i];
+        m->address = t->addrs[i];
+        m->store_address = t->stores[i];
+        m->step = steps[i];
+        m->world_size = 1;
+        t->ptrs[i] = m;
+    }
+    t->q.n_participants = n;
+    t->q.participants = t->ptrs;
+}
+
+static fti_quorum_result_t compute(const test_quorum_t *t, const char *id, int group_rank,
+                                   bool init_sync)
+{
+    fti_quorum_result_t r;
+    memset(&r, 0x5a, sizeof(r));
+    assert_int_equal(fti_results_compute(&t->q, id, group_rank, init_sync, &r), FT_SUCCESS);
+    return r;
+}
+
+static void assert_no_heal(const fti_quorum_result_t *r)
+{
+    assert_false(r->heal);
+    assert_int_equal(r->recover_src_replica_rank, -1);
+    assert_string_equal(r->recover_src_manager_address, "");
+    assert_string_equal(r->recover_src_replica_id, "");
+}
+
+static void assert_heal_from(const fti_quorum_result_t *r, int src)
+{
+    char addr[32], id[32];
+    snprintf(addr, sizeof(addr), "addr_%d", src);
+    snprintf(id, sizeof(id), "replica_%d", src);
+    assert_true(r->heal);
+    assert_int_equal(r->recover_src_replica_rank, src);
+    assert_string_equal(r->recover_src_manager_address, addr);
+    assert_string_equal(r->recover_src_replica_id, id);
+    assert_int_equal(r->n_recover_dst, 0);
+}
+
+static void assert_dst(const fti_quorum_result_t *r, int n, const int *dst)
+{
+    assert_int_equal(r->n_recover_dst, n);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(r->recover_dst_replica_ranks[i], dst[i]);
+}
+
+/* M1: the commit decision is the AND of the votes; a rank votes yes when
+ * nothing is latched and enough groups took part. */
+static void test_m1_commit_is_and(void **state)
+{
+    (void)state;
+    int all_yes[4] = {1, 1, 1, 1};
+    int one_no[4] = {1, 1, 0, 1};
+    int first_no[3] = {0, 1, 1};
+    assert_true(fti_commit_decide(all_yes, 4));
+    assert_true(fti_commit_decide(all_yes, 1));
+    assert_false(fti_commit_decide(one_no, 4));
+    assert_false(fti_commit_decide(first_no, 3));
+    assert_true(fti_commit_decide(one_no, 2)); /* only the first two count */
+    assert_false(fti_commit_decide(all_yes, 0));
+    assert_false(fti_commit_decide(NULL, 3));
+
+    assert_true(fti_commit_vote(FT_SUCCESS, 2, 2));
+    assert_true(fti_commit_vote(FT_SUCCESS, 3, 1));
+    assert_false(fti_commit_vote(FT_SUCCESS, 1, 2));
+    assert_false(fti_commit_vote(FT_ERR_TIMEOUT, 3, 1));
+    assert_false(fti_commit_vote(FT_ERR_ABORTED, 3, 1));
+    assert_false(fti_commit_vote(FT_SUCCESS, 0, 0));
+}
+
+/* M2: first step with init sync: every group but the primary (the first
+ * member at step 0) heals from it, whatever the group rank. */
+static void test_m2_first_step_init_sync(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    int idx[3] = {2, 0, 1};
+    int64_t steps[3] = {0, 0, 0};
+    quorum_build(&t, 7, 3, idx, steps);
+
+    for (int gr = 0; gr < 3; gr++) {
+        fti_quorum_result_t r0 = compute(&t, "replica_0", gr, true);
+        fti_quorum_result_t r1 = compute(&t, "replica_1", gr, true);
+        fti_quorum_result_t r2 = compute(&t, "replica_2", gr, true);
+        assert_int_equal(r0.quorum_id, 7);
+        assert_int_equal(r0.max_step, 0);
+        assert_int_equal(r0.max_world_size, 3);
+        assert_int_equal(r0.replica_world_size, 3);
+        assert_no_heal(&r0);
+        int dst[2] = {1, 2};
+        assert_dst(&r0, 2, dst);
+        assert_heal_from(&r1, 0);
+        assert_heal_from(&r2, 0);
+        /* the store still spreads over the members at max step */
+        char store[32];
+        snprintf(store, sizeof(store), "store_addr_%d", gr % 3);
+        assert_string_equal(r0.store_address, store);
+        assert_string_equal(r1.store_address, store);
+        assert_string_equal(r2.store_address, store);
+    }
+
+    /* torchft's two-group case: replica_1 heals from replica_0 */
+    int idx2[2] = {0, 1};
+    quorum_build(&t, 1, 2, idx2, steps);
+    fti_quorum_result_t a = compute(&t, "replica_0", 0, true);
+    fti_quorum_result_t b = compute(&t, "replica_1", 0, true);
+    int dst1[1] = {1};
+    assert_no_heal(&a);
+    assert_dst(&a, 1, dst1);
+    assert_heal_from(&b, 0);
+    assert_int_equal(b.replica_rank, 1);
+}
+
+/* M3: first step without init sync: nobody heals. */
+static void test_m3_first_step_no_init_sync(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    int idx[3] = {0, 1, 2};
+    int64_t steps[3] = {0, 0, 0};
+    quorum_build(&t, 1, 3, idx, steps);
+    for (int gr = 0; gr < 2; gr++) {
+        for (int g = 0; g < 3; g++) {
+            char id[32];
+            snprintf(id, sizeof(id), "replica_%d", g);
+            fti_quorum_result_t r = compute(&t, id, gr, false);
+            assert_no_heal(&r);
+            assert_int_equal(r.n_recover_dst, 0);
+            assert_int_equal(r.replica_rank, g);
+            assert_int_equal(r.max_replica_rank, g);
+            assert_int_equal(r.max_world_size, 3);
+        }
+    }
+
+    /* once a step was committed somewhere, a group behind heals even
+     * without init sync */
+    steps[0] = 1;
+    quorum_build(&t, 1, 3, idx, steps);
+    fti_quorum_result_t r = compute(&t, "replica_1", 0, false);
+    assert_heal_from(&r, 0);
+}
+
+/* M4: 5 groups at steps [0,1,0,1,0] (torchft's recovery test): the
+ * healing groups 0, 2, 4 take sources round-robin from 1, 3, offset by the
+ * group rank. */
+static void test_m4_five_groups(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    int idx[5] = {0, 1, 2, 3, 4};
+    int64_t steps[5] = {0, 1, 0, 1, 0};
+    quorum_build(&t, 3, 5, idx, steps);
+
+    /* group rank 0: 0 <- 1, 2 <- 3, 4 <- 1 */
+    fti_quorum_result_t r[5];
+    for (int g = 0; g < 5; g++) {
+        char id[32];
+        snprintf(id, sizeof(id), "replica_%d", g);
+        r[g] = compute(&t, id, 0, true);
+        assert_int_equal(r[g].quorum_id, 3);
+        assert_int_equal(r[g].replica_rank, g);
+        assert_int_equal(r[g].replica_world_size, 5);
+        assert_int_equal(r[g].max_step, 1);
+        assert_int_equal(r[g].max_world_size, 2);
+        assert_string_equal(r[g].store_address, "store_addr_1");
+        assert_int_equal(r[g].commit_failures, 0);
+    }
+    assert_heal_from(&r[0], 1);
+    assert_heal_from(&r[2], 3);
+    assert_heal_from(&r[4], 1);
+    int dst1[2] = {0, 4}, dst3[1] = {2};
+    assert_no_heal(&r[1]);
+    assert_dst(&r[1], 2, dst1);
+    assert_no_heal(&r[3]);
+    assert_dst(&r[3], 1, dst3);
+    assert_int_equal(r[0].max_replica_rank, -1);
+    assert_int_equal(r[1].max_replica_rank, 0);
+    assert_int_equal(r[2].max_replica_rank, -1);
+    assert_int_equal(r[3].max_replica_rank, 1);
+    assert_int_equal(r[4].max_replica_rank, -1);
+
+    /* group rank 1: offset by one: 0 <- 3, 2 <- 1, 4 <- 3 */
+    for (int g = 0; g < 5; g++) {
+        char id[32];
+        snprintf(id, sizeof(id), "replica_%d", g);
+        r[g] = compute(&t, id, 1, true);
+        assert_string_equal(r[g].store_address, "store_addr_3");
+        assert_int_equal(r[g].max_step, 1);
+    }
+    assert_heal_from(&r[0], 3);
+    assert_heal_from(&r[2], 1);
+    assert_heal_from(&r[4], 3);
+    int dst1b[1] = {2}, dst3b[2] = {0, 4};
+    assert_no_heal(&r[1]);
+    assert_dst(&r[1], 1, dst1b);
+    assert_no_heal(&r[3]);
+    assert_dst(&r[3], 2, dst3b);
+}
+
+/* M5: group ranks spread one healer over every up-to-date source. */
+static void test_m5_group_rank_spreads_sources(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    int idx[4] = {0, 1, 2, 3};
+    int64_t steps[4] = {5, 5, 5, 2};
+    quorum_build(&t, 1, 4, idx, steps);
+    int used[3] = {0, 0, 0};
+    for (int gr = 0; gr < 6; gr++) {
+        fti_quorum_result_t r = compute(&t, "replica_3", gr, true);
+        assert_heal_from(&r, gr % 3);
+        used[gr % 3]++;
+        /* the source's own view agrees */
+        char id[32];
+        snprintf(id, sizeof(id), "replica_%d", gr % 3);
+        fti_quorum_result_t s = compute(&t, id, gr, true);
+        int dst[1] = {3};
+        assert_no_heal(&s);
+        assert_dst(&s, 1, dst);
+        /* the other up-to-date groups serve nobody at this group rank */
+        snprintf(id, sizeof(id), "replica_%d", (gr + 1) % 3);
+        s = compute(&t, id, gr, true);
+        assert_int_equal(s.n_recover_dst, 0);
+    }
+    assert_int_equal(used[0], 2);
+    assert_int_equal(used[1], 2);
+    assert_int_equal(used[2], 2);
+}
+
+/* M6: commit_failures is the maximum over the participants. */
+static void test_m6_commit_failures_max(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    int idx[3] = {0, 1, 2};
+    int64_t steps[3] = {4, 4, 4};
+    quorum_build(&t, 1, 3, idx, steps);
+    t.members[0].commit_failures = 1;
+    t.members[1].commit_failures = 3;
+    t.members[2].commit_failures = 2;
+    for (int g = 0; g < 3; g++) {
+        char id[32];
+        snprintf(id, sizeof(id), "replica_%d", g);
+        fti_quorum_result_t r = compute(&t, id, 0, true);
+        assert_int_equal(r.commit_failures, 3);
+    }
+    t.members[1].commit_failures = 0;
+    fti_quorum_result_t r = compute(&t, "replica_0", 0, true);
+    assert_int_equal(r.commit_failures, 2);
+}
+
+/* M7: a group outside the quorum gets FT_ERR_NOT_FOUND and its output is
+ * untouched; bad arguments get FT_ERR_ARG. */
+static void test_m7_not_in_quorum(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    int idx[2] = {0, 1};
+    int64_t steps[2] = {1, 1};
+    quorum_build(&t, 1, 2, idx, steps);
+
+    fti_quorum_result_t r, before;
+    memset(&r, 0xa5, sizeof(r));
+    memcpy(&before, &r, sizeof(r));
+    assert_int_equal(fti_results_compute(&t.q, "replica_9", 0, true, &r), FT_ERR_NOT_FOUND);
+    assert_memory_equal(&r, &before, sizeof(r));
+    assert_int_equal(fti_results_compute(&t.q, "replica_", 0, true, &r), FT_ERR_NOT_FOUND);
+    assert_memory_equal(&r, &before, sizeof(r));
+
+    assert_int_equal(fti_results_compute(&t.q, "replica_0", -1, true, &r), FT_ERR_ARG);
+    assert_int_equal(fti_results_compute(NULL, "replica_0", 0, true, &r), FT_ERR_ARG);
+    assert_int_equal(fti_results_compute(&t.q, NULL, 0, true, &r), FT_ERR_ARG);
+    t.q.n_participants = 0;
+    assert_int_equal(fti_results_compute(&t.q, "replica_0", 0, true, &r), FT_ERR_ARG);
+    assert_memory_equal(&r, &before, sizeof(r));
+}
+
+/* M8: replica rank follows the sort by id; a group behind has
+ * max_replica_rank -1 and max_world_size counts the members at max step. */
+static void test_m8_ranks(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    int idx[4] = {3, 1, 0, 2}; /* given out of order */
+    int64_t steps[4] = {9, 9, 7, 9};
+    quorum_build(&t, 11, 4, idx, steps);
+
+    fti_quorum_result_t r0 = compute(&t, "replica_0", 0, false);
+    assert_int_equal(r0.replica_rank, 0);
+    assert_int_equal(r0.replica_world_size, 4);
+    assert_int_equal(r0.max_step, 9);
+    assert_int_equal(r0.max_replica_rank, -1);
+    assert_int_equal(r0.max_world_size, 3);
+    assert_heal_from(&r0, 1);
+
+    for (int g = 1; g < 4; g++) {
+        char id[32];
+        snprintf(id, sizeof(id), "replica_%d", g);
+        fti_quorum_result_t r = compute(&t, id, 0, false);
+        assert_int_equal(r.replica_rank, g);
+        assert_int_equal(r.max_replica_rank, g - 1);
+        assert_int_equal(r.max_world_size, 3);
+        assert_no_heal(&r);
+        /* members at max step are 1, 2, 3: group rank 0 -> store of 1 */
+        assert_string_equal(r.store_address, "store_addr_1");
+    }
+    fti_quorum_result_t r = compute(&t, "replica_0", 2, false);
+    assert_string_equal(r.store_address, "store_addr_3");
+    assert_heal_from(&r, 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_m1_commit_is_and),
+        cmocka_unit_test(test_m2_first_step_init_sync),
+        cmocka_unit_test(test_m3_first_step_no_init_sync),
+        cmocka_unit_test(test_m4_five_groups),
+        cmocka_unit_test(test_m5_group_rank_spreads_sources),
+        cmocka_unit_test(test_m6_commit_failures_max),
+        cmocka_unit_test(test_m7_not_in_quorum),
+        cmocka_unit_test(test_m8_ranks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

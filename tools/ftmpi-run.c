@@ -1,0 +1,630 @@
+/*
+ * ftmpi-run - the restart agent of mode A (DESIGN.md section 2).
+ *
+ *     ftmpi-run --replica-id ID [--max-restarts N] [--backoff-ms MS]
+ *               [--max-backoff-ms MS] [--grace-ms MS] [--events FILE]
+ *               [--quiet] -- command [args...]
+ *
+ * Runs one replica group's command (usually `mpirun -np R ./app`) in its own
+ * process group with FTMPI_REPLICA_ID and FTMPI_RESTART_COUNT set, and starts
+ * it again when it fails, after a doubling backoff, up to --max-restarts
+ * times.  SIGTERM, SIGINT and SIGHUP are forwarded to the command's process
+ * group; the agent then waits at most --grace-ms for it, kills the group with
+ * SIGKILL if it is still there, and exits with the command's status without
+ * restarting it.
+ *
+ * The agent is single-threaded.  Signals are blocked and read from a
+ * signalfd in the one poll loop, so no work runs in a signal handler.
+ * Whenever the command ends, what is left of its process group (ranks
+ * orphaned by a killed mpirun, say) is killed with SIGKILL before the next
+ * start: the leader is left a zombie until then, so its pid (the group id)
+ * cannot be reused by an unrelated process in between.
+ *
+ * Exit status: 0 when the command succeeded; the command's last status when
+ * it was stopped or ran out of restarts (its exit code, or 128 + the signal
+ * that killed it); 126/127 when it could not be executed; 2 for a bad flag
+ * or a bad FTMPI_* value; 1 when the agent itself failed.
+ */
+#include "ftmpi_config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "settings.h"
+#include "util.h"
+
+#define EXIT_USAGE 2
+#define EXIT_AGENT 1
+#define KILL_WAIT_MS 5000 /* after SIGKILL to the group, how long to wait for the leader */
+
+static const char *prog = "ftmpi-run";
+
+struct agent_opts {
+    const char *replica_id;
+    int max_restarts;
+    int backoff_ms;
+    int max_backoff_ms;
+    int grace_ms;
+    int quiet;
+    const char *events_path;
+    char **argv; /* the command, NULL-terminated */
+};
+
+struct agent {
+    struct agent_opts o;
+    sigset_t orig_mask;   /* the mask the agent inherited; restored in the child */
+    int sfd;              /* signalfd of SIGCHLD, SIGTERM, SIGINT, SIGHUP */
+    int events_fd;        /* --events file, -1 when none */
+    int events_failed;    /* a write to it failed (logged once) */
+    int stdin_null;       /* stdin is a terminal: the child reads /dev/null */
+    pid_t child;          /* running command, also its process group id; 0 = none */
+    int restarts;         /* restarts done so far (FTMPI_RESTART_COUNT of the child) */
+    int last_status;      /* the last command's status, as the agent would exit */
+    int stopping;         /* a stop signal arrived: forward, wait, never restart */
+    int killed;           /* the group got SIGKILL after the grace period */
+    int64_t deadline_ms;  /* while stopping: SIGKILL (or give up) at this time */
+};
+
+/* ---- command line ---------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: %s --replica-id ID [options] -- command [args...]\n"
+            "\n"
+            "Runs one replica group's command in its own process group and restarts it\n"
+            "when it fails (mode A of libftmpi).  The command gets FTMPI_REPLICA_ID=ID and\n"
+            "FTMPI_RESTART_COUNT=k (0 on the first start).\n"
+            "\n"
+            "Options:\n"
+            "  --replica-id ID       replica group id (required, 1..63 characters)\n"
+            "  --max-restarts N      restarts after a failure (default 3)\n"
+            "  --backoff-ms MS       wait before the first restart, doubled after each\n"
+            "                        (default 1000)\n"
+            "  --max-backoff-ms MS   cap of the wait (default 30000)\n"
+            "  --grace-ms MS         after forwarding SIGTERM/SIGINT/SIGHUP, how long to wait\n"
+            "                        before SIGKILL to the process group (default 10000)\n"
+            "  --events FILE         append one JSON line per event (start, exit, restart,\n"
+            "                        giveup, stop) to FILE\n"
+            "  --quiet               log errors only (default: FTMPI_LOG_LEVEL, warn)\n"
+            "  --help, --version\n"
+            "\n"
+            "A command that exits 0 ends the agent with 0.  A command that fails after the\n"
+            "last restart ends it with the command's status (exit code, or 128 + signal).\n"
+            "When the command ends, what is left of its process group is killed.  When\n"
+            "stdin is a terminal the command reads /dev/null instead.\n",
+            prog);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry '%s --help'.\n", prog);
+    return EXIT_USAGE;
+}
+
+/* Parses a decimal integer in [0, INT_MAX]; -1 when s is not one. */
+static int parse_count(const char *s)
+{
+    char *end;
+    if (s == NULL || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 0 || v > INT_MAX)
+        return -1;
+    return (int)v;
+}
+
+/* Fills *o from argv; returns 0, or the exit status (2 after a message, or
+ * -1 when --help/--version printed and the agent should exit 0). */
+static int parse_args(int argc, char **argv, struct agent_opts *o)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } ints[] = {
+        {"--max-restarts", offsetof(struct agent_opts, max_restarts)},
+        {"--backoff-ms", offsetof(struct agent_opts, backoff_ms)},
+        {"--max-backoff-ms", offsetof(struct agent_opts, max_backoff_ms)},
+        {"--grace-ms", offsetof(struct agent_opts, grace_ms)},
+    };
+    int i;
+
+    memset(o, 0, sizeof(*o));
+    o->max_restarts = 3;
+    o->backoff_ms = 1000;
+    o->max_backoff_ms = 30000;
+    o->grace_ms = 10000;
+
+    for (i = 1; i < argc; i++) {
+        char *arg = argv[i];
+        if (strcmp(arg, "--") == 0) {
+            i++;
+            break;
+        }
+        if (arg[0] != '-')
+            break; /* the command starts here */
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage(stdout);
+            return -1;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("%s (libftmpi) %s\n", prog, PACKAGE_VERSION);
+            return -1;
+        }
+        if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) {
+            o->quiet = 1;
+            continue;
+        }
+
+        /* the flags below take a value: --flag VALUE or --flag=VALUE */
+        char name[32];
+        const char *val;
+        const char *eq = strchr(arg, '=');
+        if (eq != NULL && (size_t)(eq - arg) < sizeof(name)) {
+            memcpy(name, arg, eq - arg);
+            name[eq - arg] = '\0';
+            val = eq + 1;
+        } else {
+            fti_strlcpy(name, arg, sizeof(name));
+            val = NULL;
+        }
+        int known = !strcmp(name, "--replica-id") || !strcmp(name, "--events");
+        for (size_t k = 0; k < FTI_ARRAY_SIZE(ints); k++)
+            known |= !strcmp(name, ints[k].name);
+        if (!known)
+            return usage_error("unknown flag '%s'", arg);
+        if (val == NULL) {
+            if (i + 1 >= argc)
+                return usage_error("%s needs a value", name);
+            val = argv[++i];
+        }
+        if (!strcmp(name, "--replica-id")) {
+            o->replica_id = val;
+        } else if (!strcmp(name, "--events")) {
+            o->events_path = val;
+        } else {
+            for (size_t k = 0; k < FTI_ARRAY_SIZE(ints); k++) {
+                if (strcmp(name, ints[k].name) != 0)
+                    continue;
+                int v = parse_count(val);
+                if (v < 0)
+                    return usage_error("%s: '%s' is not a non-negative integer", name, val);
+                *(int *)((char *)o + ints[k].off) = v;
+            }
+        }
+    }
+
+    if (o->replica_id == NULL)
+        return usage_error("--replica-id is required");
+    if (o->replica_id[0] == '\0' || strlen(o->replica_id) > 63)
+        return usage_error("--replica-id '%s': expected 1 to 63 characters", o->replica_id);
+    for (const char *p = o->replica_id; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return usage_error("--replica-id: control characters are not allowed");
+    if (i >= argc)
+        return usage_error("no command given (put it after --)");
+    if (o->backoff_ms > o->max_backoff_ms)
+        o->backoff_ms = o->max_backoff_ms;
+    o->argv = argv + i;
+    return 0;
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+/* Appends s to buf (at *n, capacity cap) as a JSON string literal. */
+static void json_string(char *buf, size_t cap, size_t *n, const char *s)
+{
+    if (*n + 2 >= cap)
+        return;
+    buf[(*n)++] = '"';
+    for (; *s && *n + 8 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            buf[(*n)++] = '\\';
+            buf[(*n)++] = (char)c;
+        } else if (c < 0x20) {
+            *n += snprintf(buf + *n, cap - *n, "\\u%04x", c);
+        } else {
+            buf[(*n)++] = (char)c;
+        }
+    }
+    buf[(*n)++] = '"';
+    buf[*n] = '\0';
+}
+
+/* Writes one JSON line to the --events file:
+ *   {"event":E,"replica_id":ID,"restart":k,"pid":P,"status":S,"signal":G,
+ *    "time_ms":T[,"backoff_ms":B]}
+ * status is the agent-style status (exit code or 128 + signal) or null,
+ * signal the number that killed (exit) or was forwarded (stop) or null,
+ * time_ms wall-clock milliseconds since the epoch.  One write per line. */
+static void event(struct agent *a, const char *ev, pid_t pid, int status, int sig, int backoff)
+{
+    char line[512];
+    size_t n;
+
+    if (a->events_fd < 0)
+        return;
+    n = (size_t)snprintf(line, sizeof(line), "{\"event\":\"%s\",\"replica_id\":", ev);
+    json_string(line, sizeof(line) - 200, &n, a->o.replica_id);
+    n += snprintf(line + n, sizeof(line) - n, ",\"restart\":%d,\"pid\":%ld", a->restarts,
+                  (long)pid);
+    if (status >= 0)
+        n += snprintf(line + n, sizeof(line) - n, ",\"status\":%d", status);
+    else
+        n += snprintf(line + n, sizeof(line) - n, ",\"status\":null");
+    if (sig > 0)
+        n += snprintf(line + n, sizeof(line) - n, ",\"signal\":%d", sig);
+    else
+        n += snprintf(line + n, sizeof(line) - n, ",\"signal\":null");
+    n += snprintf(line + n, sizeof(line) - n, ",\"time_ms\":%" PRId64, fti_wall_ms());
+    if (backoff >= 0)
+        n += snprintf(line + n, sizeof(line) - n, ",\"backoff_ms\":%d", backoff);
+    n += snprintf(line + n, sizeof(line) - n, "}\n");
+
+    ssize_t w;
+    do {
+        w = write(a->events_fd, line, n);
+    } while (w < 0 && errno == EINTR);
+    if (w != (ssize_t)n && !a->events_failed) {
+        a->events_failed = 1;
+        FTI_ERROR("cannot write the event log %s: %m", a->o.events_path);
+    }
+}
+
+/* ---- the command ----------------------------------------------------- */
+
+static const char *sig_name(int sig)
+{
+    const char *s = sigabbrev_np(sig);
+    return s ? s : "?";
+}
+
+/* Starts the command.  Returns 0, or the status to exit with (126/127)
+ * when it could not be executed (no restart helps then), or EXIT_AGENT. */
+static int start_child(struct agent *a)
+{
+    char count[16];
+    int pfd[2];
+
+    snprintf(count, sizeof(count), "%d", a->restarts);
+    if (setenv("FTMPI_REPLICA_ID", a->o.replica_id, 1) != 0 ||
+        setenv("FTMPI_RESTART_COUNT", count, 1) != 0) {
+        FTI_ERROR("setenv: %m");
+        return EXIT_AGENT;
+    }
+    /* exec failure report: the write end closes on a successful exec */
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        FTI_ERROR("pipe2: %m");
+        return EXIT_AGENT;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        FTI_ERROR("fork: %m");
+        close(pfd[0]);
+        close(pfd[1]);
+        return EXIT_AGENT;
+    }
+    if (pid == 0) {
+        /* child: async-signal-safe calls only until exec (the agent has
+         * one thread, so execvp's PATH search is safe too) */
+        int err;
+        close(pfd[0]);
+        setpgid(0, 0);
+        signal(SIGTERM, SIG_DFL); /* forwarded signals must act even if the */
+        signal(SIGINT, SIG_DFL);  /* agent was started with them ignored */
+        signal(SIGHUP, SIG_DFL);
+        signal(SIGCHLD, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &a->orig_mask, NULL);
+        if (a->stdin_null) {
+            int fd = open("/dev/null", O_RDONLY);
+            if (fd >= 0 && fd != STDIN_FILENO) {
+                dup2(fd, STDIN_FILENO);
+                close(fd);
+            }
+        }
+        execvp(a->o.argv[0], a->o.argv);
+        err = errno;
+        while (write(pfd[1], &err, sizeof(err)) < 0 && errno == EINTR)
+            ;
+        _exit(err == ENOENT ? 127 : 126);
+    }
+
+    /* parent: also set the group here, so that it exists before the first
+     * kill(-pid) whichever process runs first (EACCES once it has exec'd) */
+    setpgid(pid, pid);
+    close(pfd[1]);
+    int err = 0;
+    ssize_t r;
+    do {
+        r = read(pfd[0], &err, sizeof(err));
+    } while (r < 0 && errno == EINTR);
+    close(pfd[0]);
+    if (r == (ssize_t)sizeof(err)) {
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        errno = err;
+        FTI_ERROR("cannot execute '%s': %m", a->o.argv[0]);
+        int code = err == ENOENT ? 127 : 126;
+        a->last_status = code;
+        event(a, "giveup", pid, code, 0, -1);
+        return code;
+    }
+    a->child = pid;
+    a->stopping = 0;
+    a->killed = 0;
+    FTI_INFO("started '%s' as pid %ld (restart %d of at most %d)", a->o.argv[0], (long)pid,
+             a->restarts, a->o.max_restarts);
+    event(a, "start", pid, -1, 0, -1);
+    return 0;
+}
+
+/* Collects the command if it has exited.  Returns 1 and sets a->last_status
+ * (and a->child = 0) when it has, 0 when it is still running. */
+static int reap_child(struct agent *a)
+{
+    siginfo_t si;
+    int st;
+
+    memset(&si, 0, sizeof(si));
+    /* look without reaping: while the leader is a zombie its pid cannot be
+     * reused, so the group kill below cannot hit a stranger */
+    if (waitid(P_PID, (id_t)a->child, &si, WEXITED | WNOHANG | WNOWAIT) != 0) {
+        if (errno == EINTR)
+            return 0;
+        FTI_ERROR("waitid(%ld): %m", (long)a->child);
+        a->last_status = EXIT_AGENT;
+        a->child = 0;
+        return 1;
+    }
+    if (si.si_pid == 0)
+        return 0;
+    kill(-a->child, SIGKILL); /* what is left of the group, if anything */
+    while (waitpid(a->child, &st, 0) < 0 && errno == EINTR)
+        ;
+
+    pid_t pid = a->child;
+    a->child = 0;
+    if (WIFEXITED(st)) {
+        a->last_status = WEXITSTATUS(st);
+        if (a->last_status == 0)
+            FTI_INFO("pid %ld exited with status 0", (long)pid);
+        else
+            FTI_WARN("pid %ld exited with status %d (restart %d)", (long)pid, a->last_status,
+                     a->restarts);
+        event(a, "exit", pid, a->last_status, 0, -1);
+    } else {
+        int sig = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+        a->last_status = 128 + sig;
+        FTI_WARN("pid %ld killed by signal %d (SIG%s), status %d (restart %d)", (long)pid, sig,
+                 sig_name(sig), a->last_status, a->restarts);
+        event(a, "exit", pid, a->last_status, sig, -1);
+    }
+    return 1;
+}
+
+/* A stop signal: forward it to the command's group, start the grace period. */
+static void forward(struct agent *a, int sig)
+{
+    if (a->child == 0)
+        return;
+    if (kill(-a->child, sig) != 0 && errno != ESRCH)
+        FTI_ERROR("kill(-%ld, %d): %m", (long)a->child, sig);
+    if (!a->stopping) {
+        a->stopping = 1;
+        a->deadline_ms = fti_now_ms() + a->o.grace_ms;
+        FTI_WARN("got SIG%s: forwarded to process group %ld, waiting up to %d ms", sig_name(sig),
+                 (long)a->child, a->o.grace_ms);
+        event(a, "stop", a->child, -1, sig, -1);
+    } else {
+        FTI_WARN("got SIG%s again: forwarded to process group %ld", sig_name(sig),
+                 (long)a->child);
+    }
+}
+
+/* Reads the pending signals.  Sets *stop when a stop signal was read. */
+static int drain_signals(struct agent *a, int *stop)
+{
+    struct signalfd_siginfo si[8];
+    ssize_t r;
+
+    for (;;) {
+        r = read(a->sfd, si, sizeof(si));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                return 0;
+            FTI_ERROR("read(signalfd): %m");
+            return -1;
+        }
+        for (size_t k = 0; k < (size_t)r / sizeof(si[0]); k++) {
+            int sig = (int)si[k].ssi_signo;
+            if (sig == SIGCHLD)
+                continue;
+            *stop = 1;
+            forward(a, sig);
+        }
+    }
+}
+
+/* Waits for the running command to end, forwarding stop signals.  Returns
+ * with a->last_status set. */
+static void supervise(struct agent *a)
+{
+    struct pollfd pfd = {.fd = a->sfd, .events = POLLIN};
+
+    for (;;) {
+        if (reap_child(a))
+            return;
+        int timeout = a->stopping ? fti_ms_left(a->deadline_ms) : -1;
+        int r = poll(&pfd, 1, timeout);
+        if (r < 0 && errno != EINTR) {
+            FTI_ERROR("poll: %m");
+            fti_sleep_ms(100); /* never spin; the deadline still applies */
+        }
+        if (r > 0) {
+            int stop = 0;
+            drain_signals(a, &stop);
+        }
+        if (!a->stopping || fti_ms_left(a->deadline_ms) > 0)
+            continue;
+        if (!a->killed) {
+            FTI_WARN("process group %ld still there after %d ms: SIGKILL", (long)a->child,
+                     a->o.grace_ms);
+            kill(-a->child, SIGKILL);
+            a->killed = 1;
+            a->deadline_ms = fti_now_ms() + KILL_WAIT_MS;
+        } else if (!reap_child(a)) {
+            FTI_ERROR("pid %ld did not end %d ms after SIGKILL; leaving it", (long)a->child,
+                      KILL_WAIT_MS);
+            a->last_status = 128 + SIGKILL;
+            a->child = 0;
+            return;
+        } else {
+            return;
+        }
+    }
+}
+
+/* Waits ms milliseconds before a restart.  Returns 1 when a stop signal
+ * arrived meanwhile (no restart then), 0 otherwise. */
+static int backoff_wait(struct agent *a, int ms)
+{
+    struct pollfd pfd = {.fd = a->sfd, .events = POLLIN};
+    int64_t deadline = fti_now_ms() + ms;
+    int stop = 0;
+
+    while (!stop) {
+        int left = fti_ms_left(deadline);
+        if (left == 0)
+            return 0;
+        int r = poll(&pfd, 1, left);
+        if (r < 0 && errno != EINTR) {
+            FTI_ERROR("poll: %m");
+            fti_sleep_ms(FTI_MIN(left, 100));
+        }
+        if (r > 0 && drain_signals(a, &stop) != 0)
+            fti_sleep_ms(FTI_MIN(left, 100));
+    }
+    FTI_WARN("stop signal during the backoff: not restarting");
+    event(a, "stop", 0, a->last_status, 0, -1);
+    return 1;
+}
+
+/* The wait before restart number k+1 (k restarts done): backoff * 2^k, capped. */
+static int backoff_for(const struct agent_opts *o, int k)
+{
+    int64_t ms = o->backoff_ms;
+    for (int i = 0; i < k && ms < o->max_backoff_ms; i++)
+        ms *= 2;
+    return (int)FTI_MIN(ms, (int64_t)o->max_backoff_ms);
+}
+
+static int run(struct agent *a)
+{
+    for (;;) {
+        int rc = start_child(a);
+        if (rc != 0)
+            return rc;
+        supervise(a);
+        if (a->last_status == 0)
+            return 0;
+        if (a->stopping)
+            return a->last_status;
+        if (a->restarts >= a->o.max_restarts) {
+            FTI_ERROR("giving up after %d restart%s: last status %d", a->restarts,
+                      a->restarts == 1 ? "" : "s", a->last_status);
+            event(a, "giveup", 0, a->last_status, 0, -1);
+            return a->last_status;
+        }
+        int ms = backoff_for(&a->o, a->restarts);
+        a->restarts++;
+        FTI_WARN("restart %d of %d in %d ms", a->restarts, a->o.max_restarts, ms);
+        event(a, "restart", 0, a->last_status, 0, ms);
+        if (backoff_wait(a, ms))
+            return a->last_status;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct agent a;
+    sigset_t mask;
+    char err[256];
+    fti_config_t cfg;
+
+    memset(&a, 0, sizeof(a));
+    a.events_fd = -1;
+    int rc = parse_args(argc, argv, &a.o);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+
+    /* check the FTMPI_* settings once here (with the two this agent sets),
+     * so that a bad value fails now instead of in every restart */
+    if (setenv("FTMPI_REPLICA_ID", a.o.replica_id, 1) != 0 ||
+        setenv("FTMPI_RESTART_COUNT", "0", 1) != 0) {
+        fprintf(stderr, "%s: setenv: %s\n", prog, strerror(errno));
+        return EXIT_AGENT;
+    }
+    if (fti_config_load(&cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return EXIT_USAGE;
+    }
+    fti_log_init("ftmpi-run", a.o.quiet ? FTI_LOG_ERROR : cfg.log_level);
+    fti_strlcpy(fti_log_ctx.replica_id, a.o.replica_id, sizeof(fti_log_ctx.replica_id));
+
+    if (a.o.events_path != NULL) {
+        a.events_fd = open(a.o.events_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (a.events_fd < 0) {
+            fprintf(stderr, "%s: --events %s: %s\n", prog, a.o.events_path, strerror(errno));
+            return EXIT_USAGE;
+        }
+    }
+    a.stdin_null = isatty(STDIN_FILENO);
+
+    /* an inherited SIG_IGN for SIGCHLD would make the kernel reap the
+     * command before waitid could see it */
+    signal(SIGCHLD, SIG_DFL);
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &mask, &a.orig_mask) != 0) {
+        FTI_ERROR("sigprocmask: %m");
+        return EXIT_AGENT;
+    }
+    a.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (a.sfd < 0) {
+        FTI_ERROR("signalfd: %m");
+        return EXIT_AGENT;
+    }
+
+    rc = run(&a);
+    close(a.sfd);
+    if (a.events_fd >= 0)
+        close(a.events_fd);
+    return rc;
+}
