@@ -4,6 +4,7 @@
 #include "ftmpi.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,7 +168,7 @@ static bool fits(const char *s, size_t n)
 
 static bool id_valid(const char *id)
 {
-    return id && id[0] != '\0' && strnlen(id, FTI_QID_MAX) < FTI_QID_MAX;
+    return id && id[0] != '\0' && memchr(id, '\0', FTI_QID_MAX) != NULL;
 }
 
 /* Index of id, or the insertion point with *found false. */
@@ -348,6 +349,20 @@ static void names_list(const struct fti_quorum_state *st, int64_t now_ms, enum n
         snprintf(buf + used, len - used, " +%zu more", total - shown);
 }
 
+/* Appends to d->reason, truncating silently (it is for humans). */
+static void reason_add(fti_qdecision_t *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void reason_add(fti_qdecision_t *d, const char *fmt, ...)
+{
+    size_t used = strlen(d->reason);
+    if (used + 1 >= sizeof(d->reason))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->reason + used, sizeof(d->reason) - used, fmt, ap);
+    va_end(ap);
+}
+
 /* Copies the candidates (sorted, as the table is) into d. */
 static int decision_fill_members(const struct fti_quorum_state *st, int64_t now_ms, bool shrink,
                                  fti_qdecision_t *d)
@@ -406,27 +421,16 @@ int fti_quorum_compute(fti_quorum_state_h st, int64_t now_ms, fti_qdecision_t *d
     d->shrink_only = shrink;
     d->n_candidates = shrink ? req_in_prev : d->n_requesters;
     size_t n_dropped = d->n_requesters - d->n_candidates;
-    char names[FTI_QREASON_MAX / 2], dropped[FTI_QREASON_MAX / 2];
-    dropped[0] = '\0';
-    if (n_dropped > 0) {
-        char list[FTI_QREASON_MAX / 2 - 32];
-        names_list(st, now_ms, NK_DROPPED, shrink, n_dropped, list, sizeof(list));
-        snprintf(dropped, sizeof(dropped), "; shrink_only dropped %s", list);
-    }
+    char names[FTI_QREASON_MAX / 2];
 
     /* rule 4: fast quorum when every previous member asked */
     if (prev && req_in_prev == prev->n_members) {
+        reason_add(d, "issue: fast quorum, all %zu previous members asked", prev->n_members);
         size_t n_new = d->n_candidates - req_in_prev;
         if (n_new > 0) {
-            char list[FTI_QREASON_MAX / 2 - 32];
-            names_list(st, now_ms, NK_NEW, shrink, n_new, list, sizeof(list));
-            snprintf(names, sizeof(names), ", %zu new (%s)", n_new, list);
-        } else {
-            names[0] = '\0';
+            names_list(st, now_ms, NK_NEW, shrink, n_new, names, sizeof(names));
+            reason_add(d, ", %zu new (%s)", n_new, names);
         }
-        snprintf(d->reason, sizeof(d->reason),
-                 "issue: fast quorum, all %zu previous members asked%s%s", prev->n_members,
-                 names, dropped);
         d->fast = true;
         goto issue;
     }
@@ -434,15 +438,15 @@ int fti_quorum_compute(fti_quorum_state_h st, int64_t now_ms, fti_qdecision_t *d
     /* rule 5: min_replicas */
     if (d->n_candidates < (size_t)st->opts.min_replicas) {
         names_list(st, now_ms, NK_CANDIDATE, shrink, d->n_candidates, names, sizeof(names));
-        snprintf(d->reason, sizeof(d->reason), "waiting: %zu of min %d replicas (%s)%s",
-                 d->n_candidates, st->opts.min_replicas, names, dropped);
-        return FT_SUCCESS;
+        reason_add(d, "waiting: %zu of min %d replicas (%s)", d->n_candidates,
+                   st->opts.min_replicas, names);
+        goto dropped;
     }
 
     /* rule 6: split-brain guard */
     if (d->n_requesters <= d->n_healthy / 2) {
-        snprintf(d->reason, sizeof(d->reason), "split brain guard: %zu candidates of %zu healthy",
-                 d->n_requesters, d->n_healthy);
+        reason_add(d, "split brain guard: %zu candidates of %zu healthy", d->n_requesters,
+                   d->n_healthy);
         return FT_SUCCESS;
     }
 
@@ -453,25 +457,28 @@ int fti_quorum_compute(fti_quorum_state_h st, int64_t now_ms, fti_qdecision_t *d
         int64_t waited = now_ms - first_joined;
         if (waited < st->opts.join_timeout_ms) {
             d->join_wait_ms = st->opts.join_timeout_ms - waited;
-            snprintf(d->reason, sizeof(d->reason),
-                     "waiting for stragglers %s (join timeout in %" PRId64 " ms)", names,
-                     d->join_wait_ms);
+            reason_add(d, "waiting for stragglers %s (join timeout in %" PRId64 " ms)", names,
+                       d->join_wait_ms);
             return FT_SUCCESS;
         }
-        snprintf(d->reason, sizeof(d->reason),
-                 "issue: %zu members, join timeout passed without %s%s", d->n_candidates, names,
-                 dropped);
+        reason_add(d, "issue: %zu members, join timeout passed without %s", d->n_candidates,
+                   names);
         goto issue;
     }
 
     /* rule 8 */
-    snprintf(d->reason, sizeof(d->reason), "issue: %zu members, all %zu healthy groups asked%s",
-             d->n_candidates, d->n_healthy, dropped);
+    reason_add(d, "issue: %zu members, all %zu healthy groups asked", d->n_candidates,
+               d->n_healthy);
 
 issue:
     if (decision_fill_members(st, now_ms, shrink, d) != FT_SUCCESS) {
         fti_qdecision_clear(d);
         return FT_ERR_NO_MEMORY;
+    }
+dropped:
+    if (n_dropped > 0) {
+        names_list(st, now_ms, NK_DROPPED, shrink, n_dropped, names, sizeof(names));
+        reason_add(d, "; shrink_only dropped %s", names);
     }
     return FT_SUCCESS;
 }

@@ -52,10 +52,13 @@
  * serialised by the caller (one thread, or one lock).  Separate states and
  * issued quorums (fti_quorum_t) are independent.
  *
- * Cost: groups are kept in an array sorted by replica_id.  Lookups are
- * O(log n); adding a new group is O(n) pointer moves; fti_quorum_compute
- * is O(n + p log n) (p = previous quorum size) and allocates only when it
- * issues; fti_quorum_expire is O(n).
+ * Cost (n groups in the table, m quorum members): groups are kept in an
+ * array of pointers sorted by replica_id.  Lookups are O(log n); adding a
+ * new group is O(n) pointer moves (none when ids arrive in order);
+ * fti_quorum_compute is one O(n) pass and allocates only when it issues
+ * (then O(n) copies); fti_quorum_commit is O(n + m); fti_quorum_expire
+ * and the counting helpers are O(n).  Measured with 10,000 groups (-O2):
+ * a compute that waits ~20 us, one that issues ~2 ms (the copies).
  */
 #ifndef FTI_QUORUM_H
 #define FTI_QUORUM_H
