@@ -57,7 +57,7 @@ struct rpc_conn {
     struct bufferevent *bev; /* NULL once closed */
     int refs;                /* the connection itself + pending calls */
     int close_after_write;
-    char peer[64];
+    char peer[INET6_ADDRSTRLEN + 8];
     LIST_ENTRY(rpc_conn) link;
 };
 
@@ -206,7 +206,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
         close(fd);
         return;
     }
-    char host[64] = "?";
+    char host[INET6_ADDRSTRLEN] = "?";
     if (sa->sa_family == AF_INET)
         inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, host, sizeof(host));
     else if (sa->sa_family == AF_INET6)
