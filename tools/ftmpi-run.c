@@ -9,16 +9,20 @@
  * process group with FTMPI_REPLICA_ID and FTMPI_RESTART_COUNT set, and starts
  * it again when it fails, after a doubling backoff, up to --max-restarts
  * times.  SIGTERM, SIGINT and SIGHUP are forwarded to the command's process
- * group; the agent then waits at most --grace-ms for it, kills the group with
- * SIGKILL if it is still there, and exits with the command's status without
- * restarting it.
+ * group; the agent then waits at most --grace-ms for the command and what it
+ * started, kills whatever is still there with SIGKILL, and exits with the
+ * command's status without restarting it.
  *
  * The agent is single-threaded.  Signals are blocked and read from a
  * signalfd in the one poll loop, so no work runs in a signal handler.
- * Whenever the command ends, what is left of its process group (ranks
- * orphaned by a killed mpirun, say) is killed with SIGKILL before the next
- * start: the leader is left a zombie until then, so its pid (the group id)
- * cannot be reused by an unrelated process in between.
+ * Whenever the command ends, whatever it started that is still there (ranks
+ * orphaned by a killed mpirun, in process groups of their own, say) is
+ * killed with SIGKILL before the next start -- at once after a failure, at
+ * the end of the grace period after a stop signal.  The agent is a child
+ * subreaper, so all of these stay its descendants.
+ *
+ * If the agent itself is killed with SIGKILL, the command gets SIGTERM
+ * (PR_SET_PDEATHSIG).
  *
  * Exit status: 0 when the command succeeded; the command's last status when
  * it was stopped or ran out of restarts (its exit code, or 128 + the signal
@@ -27,6 +31,7 @@
  */
 #include "ftmpi_config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -37,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,7 +53,7 @@
 
 #define EXIT_USAGE 2
 #define EXIT_AGENT 1
-#define KILL_WAIT_MS 5000 /* after SIGKILL to the group, how long to wait for the leader */
+#define KILL_WAIT_MS 5000 /* after SIGKILL, how long to wait for the command's processes */
 
 static const char *prog = "ftmpi-run";
 
@@ -69,12 +75,14 @@ struct agent {
     int events_fd;        /* --events file, -1 when none */
     int events_failed;    /* a write to it failed (logged once) */
     int stdin_null;       /* stdin is a terminal: the child reads /dev/null */
-    pid_t child;          /* running command, also its process group id; 0 = none */
+    pid_t child;          /* running command (not reaped yet), also its process group
+                             id; 0 = none */
     int restarts;         /* restarts done so far (FTMPI_RESTART_COUNT of the child) */
-    int last_status;      /* the last command's status, as the agent would exit */
+    pid_t last_pid;       /* the last command that ended */
+    int last_status;      /* its status, as the agent would exit */
+    pid_t self;           /* the agent's pid */
     int stopping;         /* a stop signal arrived: forward, wait, never restart */
-    int killed;           /* the group got SIGKILL after the grace period */
-    int64_t deadline_ms;  /* while stopping: SIGKILL (or give up) at this time */
+    int64_t deadline_ms;  /* while stopping: SIGKILL at this time */
 };
 
 /* ---- command line ---------------------------------------------------- */
@@ -103,8 +111,9 @@ static void usage(FILE *out)
             "\n"
             "A command that exits 0 ends the agent with 0.  A command that fails after the\n"
             "last restart ends it with the command's status (exit code, or 128 + signal).\n"
-            "When the command ends, what is left of its process group is killed.  When\n"
-            "stdin is a terminal the command reads /dev/null instead.\n",
+            "When the command ends, whatever it started that still runs is killed (at once\n"
+            "after a failure, after the grace period after a stop signal).  When stdin is\n"
+            "a terminal the command reads /dev/null instead.\n",
             prog);
 }
 
@@ -255,9 +264,15 @@ static void json_string(char *buf, size_t cap, size_t *n, const char *s)
 /* Writes one JSON line to the --events file:
  *   {"event":E,"replica_id":ID,"restart":k,"pid":P,"status":S,"signal":G,
  *    "time_ms":T[,"backoff_ms":B]}
- * status is the agent-style status (exit code or 128 + signal) or null,
- * signal the number that killed (exit) or was forwarded (stop) or null,
- * time_ms wall-clock milliseconds since the epoch.  One write per line. */
+ * E: start (a run began), exit (it ended), restart (another run will start
+ * after backoff_ms; restart is its number), giveup (no more runs: out of
+ * restarts, or the command cannot be executed), stop (a stop signal came:
+ * forwarded while a run is on, or during a backoff).  restart: the number of
+ * the run (its FTMPI_RESTART_COUNT); pid: the run's pid (for restart, giveup
+ * and stop during a backoff: the run that ended last); status: exit code or
+ * 128 + signal, or null; signal: the one that killed the run (exit) or was
+ * forwarded (stop), or null; time_ms: wall clock, ms since the epoch.
+ * One write per line, so concurrent agents may share the file. */
 static void event(struct agent *a, const char *ev, pid_t pid, int status, int sig, int backoff)
 {
     char line[512];
@@ -336,6 +351,11 @@ static int start_child(struct agent *a)
         signal(SIGHUP, SIG_DFL);
         signal(SIGCHLD, SIG_DFL);
         sigprocmask(SIG_SETMASK, &a->orig_mask, NULL);
+        /* if the agent itself is killed (SIGKILL), the command gets SIGTERM
+         * and can take its ranks down instead of running on unsupervised */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != a->self)
+            _exit(128 + SIGTERM);
         if (a->stdin_null) {
             int fd = open("/dev/null", O_RDONLY);
             if (fd >= 0 && fd != STDIN_FILENO) {
@@ -373,39 +393,123 @@ static int start_child(struct agent *a)
     }
     a->child = pid;
     a->stopping = 0;
-    a->killed = 0;
     FTI_INFO("started '%s' as pid %ld (restart %d of at most %d)", a->o.argv[0], (long)pid,
              a->restarts, a->o.max_restarts);
     event(a, "start", pid, -1, 0, -1);
     return 0;
 }
 
-/* Collects the command if it has exited.  Returns 1 and sets a->last_status
- * (and a->child = 0) when it has, 0 when it is still running. */
-static int reap_child(struct agent *a)
+/* ---- the command's process tree ----------------------------------------
+ *
+ * The agent is a child subreaper (PR_SET_CHILD_SUBREAPER): whatever the
+ * command leaves behind -- ranks that mpirun put in process groups of their
+ * own, orphaned when mpirun is killed, say -- is re-parented to the agent
+ * instead of init, so the agent's descendants are exactly what the command
+ * started.  They are found through /proc and killed before the next start. */
+
+struct proc_ent {
+    pid_t pid;
+    pid_t ppid;
+    char state;
+    char mark; /* a descendant of the agent */
+};
+
+static int proc_cmp(const void *x, const void *y)
 {
-    siginfo_t si;
-    int st;
+    const struct proc_ent *a = x, *b = y;
+    return (a->pid > b->pid) - (a->pid < b->pid);
+}
 
-    memset(&si, 0, sizeof(si));
-    /* look without reaping: while the leader is a zombie its pid cannot be
-     * reused, so the group kill below cannot hit a stranger */
-    if (waitid(P_PID, (id_t)a->child, &si, WEXITED | WNOHANG | WNOWAIT) != 0) {
-        if (errno == EINTR)
-            return 0;
-        FTI_ERROR("waitid(%ld): %m", (long)a->child);
-        a->last_status = EXIT_AGENT;
-        a->child = 0;
-        return 1;
+/* Reads pid, ppid and state of every process into *list_p, sorted by pid
+ * (release with free()).  Returns the count, or -1 when /proc is unreadable. */
+static int proc_scan(struct proc_ent **list_p)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    struct proc_ent *list = NULL;
+    int n = 0, cap = 0;
+
+    if (d == NULL)
+        return -1;
+    while ((e = readdir(d)) != NULL) {
+        char path[300], buf[512];
+        long ppid;
+        char state;
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* gone meanwhile */
+        ssize_t r = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (r <= 0)
+            continue;
+        buf[r] = '\0';
+        /* "pid (comm) state ppid ...": comm may hold spaces and ')' */
+        char *p = strrchr(buf, ')');
+        if (p == NULL || sscanf(p + 1, " %c %ld", &state, &ppid) != 2)
+            continue;
+        if (n == cap) {
+            int ncap = cap ? 2 * cap : 256;
+            struct proc_ent *nl = realloc(list, (size_t)ncap * sizeof(*nl));
+            if (nl == NULL)
+                break;
+            list = nl;
+            cap = ncap;
+        }
+        list[n].pid = (pid_t)atol(e->d_name);
+        list[n].ppid = (pid_t)ppid;
+        list[n].state = state;
+        list[n].mark = 0;
+        n++;
     }
-    if (si.si_pid == 0)
-        return 0;
-    kill(-a->child, SIGKILL); /* what is left of the group, if anything */
-    while (waitpid(a->child, &st, 0) < 0 && errno == EINTR)
-        ;
+    closedir(d);
+    if (n > 0)
+        qsort(list, (size_t)n, sizeof(*list), proc_cmp);
+    *list_p = list;
+    return n;
+}
 
+/* Sends sig (0: only counts) to every live descendant of process self.
+ * Returns how many there were. */
+static int signal_descendants(pid_t self, int sig)
+{
+    struct proc_ent *list = NULL;
+    int n = proc_scan(&list), count = 0, changed = 1;
+
+    /* mark down the tree: one pass per level */
+    while (changed) {
+        changed = 0;
+        for (int i = 0; i < n; i++) {
+            if (list[i].mark)
+                continue;
+            struct proc_ent key = {.pid = list[i].ppid};
+            struct proc_ent *parent =
+                bsearch(&key, list, (size_t)n, sizeof(*list), proc_cmp);
+            if (list[i].ppid == self || (parent != NULL && parent->mark)) {
+                list[i].mark = 1;
+                changed = 1;
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (!list[i].mark || list[i].state == 'Z' || list[i].state == 'X')
+            continue;
+        if (sig == 0 || kill(list[i].pid, sig) == 0)
+            count++;
+    }
+    free(list);
+    return count;
+}
+
+/* Records how the command ended (a->child = 0 afterwards). */
+static void record_exit(struct agent *a, int st)
+{
     pid_t pid = a->child;
+
     a->child = 0;
+    a->last_pid = pid;
     if (WIFEXITED(st)) {
         a->last_status = WEXITSTATUS(st);
         if (a->last_status == 0)
@@ -421,16 +525,73 @@ static int reap_child(struct agent *a)
                  sig_name(sig), a->last_status, a->restarts);
         event(a, "exit", pid, a->last_status, sig, -1);
     }
-    return 1;
 }
 
-/* A stop signal: forward it to the command's group, start the grace period. */
+/* Reaps every child that has ended: the command (its status is recorded)
+ * and adopted orphans.  Returns 1 while the agent has children left. */
+static int reap_children(struct agent *a)
+{
+    for (;;) {
+        int st = 0;
+        pid_t p = waitpid(-1, &st, WNOHANG);
+        if (p == 0)
+            return 1;
+        if (p < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != ECHILD)
+                FTI_ERROR("waitpid: %m");
+            return 0;
+        }
+        if (p == a->child)
+            record_exit(a, st);
+        else
+            FTI_DEBUG("reaped pid %ld, left behind by the command", (long)p);
+    }
+}
+
+/* Kills every descendant with SIGKILL (the command too, if it still runs)
+ * and reaps them, for at most KILL_WAIT_MS. */
+static void kill_tree(struct agent *a)
+{
+    int64_t deadline = fti_now_ms() + KILL_WAIT_MS;
+    int killed = 0;
+
+    for (;;) {
+        int alive = signal_descendants(a->self, SIGKILL);
+        int children = reap_children(a);
+        if (alive > 0 && !killed) {
+            FTI_INFO("killing %d process%s left by the command", alive, alive == 1 ? "" : "es");
+            killed = 1;
+        }
+        if (alive == 0 && !children && a->child == 0)
+            return;
+        if (fti_ms_left(deadline) == 0) {
+            FTI_ERROR("%d process%s of the command still there %d ms after SIGKILL; leaving them",
+                      alive, alive == 1 ? "" : "es", KILL_WAIT_MS);
+            if (a->child != 0) {
+                a->last_status = 128 + SIGKILL;
+                a->last_pid = a->child;
+                a->child = 0;
+            }
+            return;
+        }
+        fti_sleep_ms(10);
+    }
+}
+
+/* A stop signal while the command's tree exists: forward it to the
+ * command's process group (to the remaining descendants once the command
+ * itself has ended) and start the grace period. */
 static void forward(struct agent *a, int sig)
 {
-    if (a->child == 0)
-        return;
-    if (kill(-a->child, sig) != 0 && errno != ESRCH)
-        FTI_ERROR("kill(-%ld, %d): %m", (long)a->child, sig);
+    if (a->child != 0) {
+        /* not reaped yet, so the group id is still the command's */
+        if (kill(-a->child, sig) != 0 && errno != ESRCH)
+            FTI_ERROR("kill(-%ld, %d): %m", (long)a->child, sig);
+    } else {
+        signal_descendants(a->self, sig);
+    }
     if (!a->stopping) {
         a->stopping = 1;
         a->deadline_ms = fti_now_ms() + a->o.grace_ms;
@@ -438,71 +599,69 @@ static void forward(struct agent *a, int sig)
                  (long)a->child, a->o.grace_ms);
         event(a, "stop", a->child, -1, sig, -1);
     } else {
-        FTI_WARN("got SIG%s again: forwarded to process group %ld", sig_name(sig),
-                 (long)a->child);
+        FTI_WARN("got SIG%s again: forwarded", sig_name(sig));
     }
 }
 
-/* Reads the pending signals.  Sets *stop when a stop signal was read. */
-static int drain_signals(struct agent *a, int *stop)
+/* Reads the pending signals.  Returns the last stop signal read (0: none,
+ * only SIGCHLD), or -1 on an error. */
+static int drain_signals(struct agent *a)
 {
     struct signalfd_siginfo si[8];
-    ssize_t r;
+    int stop = 0;
 
     for (;;) {
-        r = read(a->sfd, si, sizeof(si));
+        ssize_t r = read(a->sfd, si, sizeof(si));
         if (r < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN)
-                return 0;
+                return stop;
             FTI_ERROR("read(signalfd): %m");
             return -1;
         }
-        for (size_t k = 0; k < (size_t)r / sizeof(si[0]); k++) {
-            int sig = (int)si[k].ssi_signo;
-            if (sig == SIGCHLD)
-                continue;
-            *stop = 1;
-            forward(a, sig);
-        }
+        for (size_t k = 0; k < (size_t)r / sizeof(si[0]); k++)
+            if (si[k].ssi_signo != SIGCHLD)
+                stop = (int)si[k].ssi_signo;
     }
 }
 
-/* Waits for the running command to end, forwarding stop signals.  Returns
- * with a->last_status set. */
+/* Waits for the running command to end, forwarding stop signals, then
+ * clears its process tree.  Returns with a->last_status set and
+ * a->child = 0.
+ *
+ * After a failure of the command, what it left is killed at once.  After a
+ * stop signal, the rest of the tree gets the same grace period as the
+ * command (ranks may still be writing a checkpoint); what is left at the
+ * deadline is killed. */
 static void supervise(struct agent *a)
 {
     struct pollfd pfd = {.fd = a->sfd, .events = POLLIN};
 
     for (;;) {
-        if (reap_child(a))
+        reap_children(a);
+        if (a->child == 0 && (!a->stopping || signal_descendants(a->self, 0) == 0)) {
+            kill_tree(a);
             return;
+        }
         int timeout = a->stopping ? fti_ms_left(a->deadline_ms) : -1;
+        if (a->child == 0)
+            timeout = FTI_MIN(timeout, 50); /* no SIGCHLD from grandchildren: poll */
         int r = poll(&pfd, 1, timeout);
         if (r < 0 && errno != EINTR) {
             FTI_ERROR("poll: %m");
             fti_sleep_ms(100); /* never spin; the deadline still applies */
         }
         if (r > 0) {
-            int stop = 0;
-            drain_signals(a, &stop);
+            int sig = drain_signals(a);
+            if (sig > 0)
+                forward(a, sig);
         }
-        if (!a->stopping || fti_ms_left(a->deadline_ms) > 0)
-            continue;
-        if (!a->killed) {
-            FTI_WARN("process group %ld still there after %d ms: SIGKILL", (long)a->child,
-                     a->o.grace_ms);
-            kill(-a->child, SIGKILL);
-            a->killed = 1;
-            a->deadline_ms = fti_now_ms() + KILL_WAIT_MS;
-        } else if (!reap_child(a)) {
-            FTI_ERROR("pid %ld did not end %d ms after SIGKILL; leaving it", (long)a->child,
-                      KILL_WAIT_MS);
-            a->last_status = 128 + SIGKILL;
-            a->child = 0;
-            return;
-        } else {
+        if (a->stopping && fti_ms_left(a->deadline_ms) == 0) {
+            FTI_WARN("the command's processes still there after %d ms: SIGKILL", a->o.grace_ms);
+            if (a->child != 0)
+                kill(-a->child, SIGKILL);
+            kill_tree(a);
             return;
         }
     }
@@ -516,7 +675,7 @@ static int backoff_wait(struct agent *a, int ms)
     int64_t deadline = fti_now_ms() + ms;
     int stop = 0;
 
-    while (!stop) {
+    while (stop <= 0) {
         int left = fti_ms_left(deadline);
         if (left == 0)
             return 0;
@@ -525,11 +684,14 @@ static int backoff_wait(struct agent *a, int ms)
             FTI_ERROR("poll: %m");
             fti_sleep_ms(FTI_MIN(left, 100));
         }
-        if (r > 0 && drain_signals(a, &stop) != 0)
+        if (r > 0)
+            stop = drain_signals(a);
+        if (stop < 0)
             fti_sleep_ms(FTI_MIN(left, 100));
+        reap_children(a); /* stragglers kill_tree gave up on */
     }
-    FTI_WARN("stop signal during the backoff: not restarting");
-    event(a, "stop", 0, a->last_status, 0, -1);
+    FTI_WARN("got SIG%s during the backoff: not restarting", sig_name(stop));
+    event(a, "stop", a->last_pid, a->last_status, stop, -1);
     return 1;
 }
 
@@ -556,13 +718,13 @@ static int run(struct agent *a)
         if (a->restarts >= a->o.max_restarts) {
             FTI_ERROR("giving up after %d restart%s: last status %d", a->restarts,
                       a->restarts == 1 ? "" : "s", a->last_status);
-            event(a, "giveup", 0, a->last_status, 0, -1);
+            event(a, "giveup", a->last_pid, a->last_status, 0, -1);
             return a->last_status;
         }
         int ms = backoff_for(&a->o, a->restarts);
         a->restarts++;
         FTI_WARN("restart %d of %d in %d ms", a->restarts, a->o.max_restarts, ms);
-        event(a, "restart", 0, a->last_status, 0, ms);
+        event(a, "restart", a->last_pid, a->last_status, 0, ms);
         if (backoff_wait(a, ms))
             return a->last_status;
     }
@@ -603,6 +765,10 @@ int main(int argc, char **argv)
         }
     }
     a.stdin_null = isatty(STDIN_FILENO);
+    a.self = getpid();
+    /* orphans of the command come to the agent, not to init (see above) */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+        FTI_WARN("prctl(PR_SET_CHILD_SUBREAPER): %m; orphans of the command may survive it");
 
     /* an inherited SIG_IGN for SIGCHLD would make the kernel reap the
      * command before waitid could see it */

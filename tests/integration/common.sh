@@ -1,0 +1,138 @@
+# tests/integration/common.sh - helpers for the integration tests (POSIX sh;
+# `make check` runs the tests with $(SHELL), dash on Debian).  Source it first:
+#
+#     . "$top_srcdir/tests/integration/common.sh"
+#
+# It sets top_builddir/top_srcdir when run by hand, makes $TEST_TMPDIR (removed
+# at exit), and installs an EXIT trap that kills every pid and process group
+# registered with register_pid/register_pgid, and then every process that
+# still carries this run's FTI_TEST_TAG in its environment (all the test
+# started, mpirun's ranks included, unless a process cleared its
+# environment).  A test that needs more cleanup adds a command with
+# at_cleanup "CMD" (do not replace the trap).
+#
+#   die MSG...                 print "FAIL (test): MSG" and exit 1
+#   skip MSG...                print "SKIP (test): MSG" and exit 77
+#   need_mpirun                skip unless $MPIRUN names an mpirun
+#   need_cmd NAME...           skip unless each NAME is on the PATH
+#   register_pid PID           kill PID (SIGKILL) at exit
+#   register_pgid PGID         kill process group PGID (SIGKILL) at exit
+#   at_cleanup CMD             run CMD (eval) at exit, before the kills
+#   pid_alive PID              true while PID runs (a zombie counts as gone)
+#   wait_pid_timeout PID SECS  wait until PID is gone; false if it still runs
+#   wait_until SECS CMD...     run CMD every 50 ms until it succeeds; false on timeout
+#   file_has FILE PATTERN      true when FILE exists and a line matches (grep -E)
+#   count_lines FILE PATTERN   number of lines of FILE matching PATTERN (0 if none)
+
+: "${top_builddir:=.}"
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+TEST_NAME=$(basename "$0" .sh)
+
+die() {
+    echo "FAIL ($TEST_NAME): $*" >&2
+    exit 1
+}
+
+skip() {
+    echo "SKIP ($TEST_NAME): $*" >&2
+    exit 77
+}
+
+need_mpirun() {
+    [ -n "$MPIRUN" ] || skip "no mpirun (MPIRUN is empty: configure found none)"
+    [ -x "$MPIRUN" ] || command -v "$MPIRUN" >/dev/null 2>&1 || skip "mpirun '$MPIRUN' not runnable"
+}
+
+need_cmd() {
+    for _c in "$@"; do
+        command -v "$_c" >/dev/null 2>&1 || skip "'$_c' not found"
+    done
+}
+
+_fti_pids=""
+_fti_pgids=""
+_fti_cleanups=""
+
+register_pid() { _fti_pids="$_fti_pids $1"; }
+register_pgid() { _fti_pgids="$_fti_pgids $1"; }
+at_cleanup() {
+    _fti_cleanups="$_fti_cleanups
+$1"
+}
+
+_fti_cleanup() {
+    _rc=$?
+    trap - EXIT
+    [ -n "$_fti_cleanups" ] && eval "$_fti_cleanups" >/dev/null 2>&1
+    for _g in $_fti_pgids; do
+        kill -KILL "-$_g" 2>/dev/null # no "--": dash refuses it
+    done
+    for _p in $_fti_pids; do
+        kill -KILL "$_p" 2>/dev/null
+    done
+    _fti_kill_tagged
+    [ -n "$TEST_TMPDIR" ] && [ -z "$KEEP_TMPDIR" ] && rm -rf "$TEST_TMPDIR"
+    exit $_rc
+}
+# every process started from here on inherits the tag
+_fti_kill_tagged() {
+    for _i in 1 2 3; do
+        _left=0
+        for _e in $(grep -lzx "FTI_TEST_TAG=$FTI_TEST_TAG" /proc/[0-9]*/environ 2>/dev/null); do
+            _p=${_e#/proc/}
+            _p=${_p%/environ}
+            [ "$_p" = "$$" ] && continue
+            kill -KILL "$_p" 2>/dev/null && _left=1
+        done
+        [ $_left = 0 ] && break
+        sleep 0.05
+    done
+}
+trap _fti_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+TEST_TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/ftmpi-$TEST_NAME.XXXXXX") || die "mktemp failed"
+FTI_TEST_TAG=$TEST_TMPDIR
+export FTI_TEST_TAG
+
+pid_alive() {
+    kill -0 "$1" 2>/dev/null || return 1
+    # a zombie (exited, not yet waited for by its parent) is gone for us
+    if [ -r "/proc/$1/stat" ]; then
+        _st=$(sed -n 's/^.*) \(.\) .*$/\1/p' "/proc/$1/stat" 2>/dev/null)
+        [ "$_st" = Z ] && return 1
+    fi
+    return 0
+}
+
+wait_pid_timeout() {
+    _end=$(($(date +%s) + $2))
+    while pid_alive "$1"; do
+        [ "$(date +%s)" -ge "$_end" ] && return 1
+        sleep 0.05
+    done
+    return 0
+}
+
+wait_until() {
+    _secs=$1
+    shift
+    _end=$(($(date +%s) + _secs))
+    until "$@"; do
+        [ "$(date +%s)" -ge "$_end" ] && return 1
+        sleep 0.05
+    done
+    return 0
+}
+
+file_has() { [ -f "$1" ] && grep -Eq -- "$2" "$1"; }
+
+count_lines() {
+    if [ -f "$1" ]; then
+        grep -Ec -- "$2" "$1"
+    else
+        echo 0
+    fi
+}

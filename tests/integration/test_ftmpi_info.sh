@@ -1,0 +1,58 @@
+#!/bin/sh
+# test_ftmpi_info.sh - ftmpi-info names every variable of the FTMPI_* table
+# (src/settings.c) with its current value, reports the build options, and
+# refuses a bad value with exit 2 and a message naming the variable.
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/integration/common.sh"
+
+INFO=$top_builddir/ftmpi-info
+[ -x "$INFO" ] || skip "$INFO not built"
+need_cmd timeout
+T=$TEST_TMPDIR
+
+# clear any FTMPI_* of the caller's environment
+for v in $(env | sed -n 's/^\(FTMPI_[A-Z0-9_]*\)=.*/\1/p'); do
+    unset "$v"
+done
+
+# the names of the table, read from its source
+grep -o '^ *{"FTMPI_[A-Z0-9_]*"' "$top_srcdir/src/settings.c" | sed 's/.*"\(FTMPI_[A-Z0-9_]*\)"/\1/' >"$T/names"
+[ "$(wc -l <"$T/names")" -ge 10 ] || die "found only $(wc -l <"$T/names") FTMPI_* names in src/settings.c"
+
+timeout 10 "$INFO" >"$T/out" 2>"$T/err" || die "ftmpi-info failed (exit $?): $(cat "$T/err")"
+while read -r name; do
+    grep -q "^  $name " "$T/out" || die "ftmpi-info does not list $name"
+done <"$T/names"
+version=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$top_builddir/ftmpi_config.h")
+[ -n "$version" ] || die "no PACKAGE_VERSION in $top_builddir/ftmpi_config.h"
+grep -q "^libftmpi $version\$" "$T/out" || die "ftmpi-info does not print version $version"
+grep -Eq '^  CUDA +(on|off)$' "$T/out" || die "no CUDA build option"
+grep -Eq '^  NCCL +(on|off)$' "$T/out" || die "no NCCL build option"
+grep -Eq '^  MPI compiler +[^ ]' "$T/out" || die "no MPI compiler"
+
+# the current value comes from the environment, marked with *
+FTMPI_TIMEOUT_MS=1234 FTMPI_BACKEND=TCP timeout 10 "$INFO" >"$T/out2" 2>&1 || die "ftmpi-info failed with good values"
+grep -Eq '^  FTMPI_TIMEOUT_MS +10000 +1234\* ' "$T/out2" || die "FTMPI_TIMEOUT_MS=1234 not shown: $(grep FTMPI_TIMEOUT_MS "$T/out2")"
+grep -Eq '^  FTMPI_BACKEND +auto +tcp\* ' "$T/out2" || die "FTMPI_BACKEND=TCP not shown as tcp"
+grep -Eq '^  FTMPI_HEARTBEAT_MS +100 +100 ' "$T/out2" || die "an unset variable is not shown with its default"
+
+# a bad value: exit 2, the message names the variable and the value
+FTMPI_TIMEOUT_MS=abc timeout 10 "$INFO" >"$T/out3" 2>"$T/err3"
+rc=$?
+[ $rc -eq 2 ] || die "FTMPI_TIMEOUT_MS=abc: exit $rc, expected 2"
+grep -q "FTMPI_TIMEOUT_MS='abc'" "$T/err3" || die "message does not name FTMPI_TIMEOUT_MS: $(cat "$T/err3")"
+FTMPI_BACKEND=nccl9 timeout 10 "$INFO" >/dev/null 2>"$T/err4"
+rc=$?
+[ $rc -eq 2 ] || die "FTMPI_BACKEND=nccl9: exit $rc, expected 2"
+grep -q FTMPI_BACKEND "$T/err4" || die "message does not name FTMPI_BACKEND"
+
+# the markdown page names every variable too
+timeout 10 "$INFO" --env-markdown >"$T/md" || die "--env-markdown failed"
+while read -r name; do
+    grep -q "^| \`$name\` |" "$T/md" || die "--env-markdown does not list $name"
+done <"$T/names"
+
+timeout 10 "$INFO" --version | grep -q "(libftmpi) $version\$" || die "--version"
+timeout 10 "$INFO" --bogus >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || die "--bogus: exit $rc, expected 2"
+echo "PASS ($TEST_NAME)"

@@ -1,0 +1,204 @@
+/*
+ * ftmpi-info - what this libftmpi was built with and how the FTMPI_*
+ * environment configures it (after ucx_info and ompi_info).
+ *
+ *     ftmpi-info                 version, build options, the FTMPI_* table with
+ *                                the current values; exit 2 on a bad value
+ *     ftmpi-info --env-markdown  the page doc/ENVIRONMENT.md holds (generated
+ *                                from src/settings.c; independent of the
+ *                                environment)
+ *
+ * Everything printed about settings comes from fti_config_table, so the
+ * tool, the library and the documentation cannot drift apart.
+ */
+#include "ftmpi_config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "settings.h"
+#include "util.h"
+
+#define EXIT_USAGE 2
+
+static const char *prog = "ftmpi-info";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: %s [--env-markdown | --version | --help]\n"
+            "\n"
+            "Without options: prints the libftmpi version, its build options and every\n"
+            "FTMPI_* environment variable with its default and current value (exits 2,\n"
+            "naming the variable, when a value is refused).\n"
+            "  --env-markdown   print the environment-variable page (doc/ENVIRONMENT.md)\n"
+            "  --version        print the version\n",
+            prog);
+}
+
+/* ---- the current configuration --------------------------------------- */
+
+static void print_build(void)
+{
+    printf("libftmpi %s\n\n", PACKAGE_VERSION);
+    printf("Build options:\n");
+#ifdef FTMPI_MPICC
+    printf("  %-14s %s\n", "MPI compiler", FTMPI_MPICC);
+#else
+    printf("  %-14s %s\n", "MPI compiler", "(not recorded)");
+#endif
+#ifdef FTMPI_HAVE_CUDA
+    printf("  %-14s %s\n", "CUDA", "on");
+#else
+    printf("  %-14s %s\n", "CUDA", "off");
+#endif
+#ifdef FTMPI_HAVE_NCCL
+    printf("  %-14s %s\n", "NCCL", "on");
+#else
+    printf("  %-14s %s\n", "NCCL", "off");
+#endif
+}
+
+/* Text of a value for the table: strings quoted so that empty shows. */
+static void shown(const fti_config_field_t *f, const char *v, char *buf, size_t len)
+{
+    if (f->type == FTI_CFG_STRING)
+        snprintf(buf, len, "\"%s\"", v);
+    else
+        snprintf(buf, len, "%s", v);
+}
+
+static int print_config(void)
+{
+    fti_config_t cfg;
+    char err[512];
+    size_t wname = strlen("NAME"), wdflt = strlen("DEFAULT"), wval = strlen("VALUE");
+    char val[300], dflt[300];
+
+    if (fti_config_load(&cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return EXIT_USAGE;
+    }
+
+    /* column widths from the rows themselves */
+    for (const fti_config_field_t *f = fti_config_table; f->name; f++) {
+        char raw[280];
+        fti_config_format(&cfg, f, raw, sizeof(raw));
+        shown(f, raw, val, sizeof(val));
+        shown(f, f->dflt, dflt, sizeof(dflt));
+        wname = FTI_MAX(wname, strlen(f->name));
+        wdflt = FTI_MAX(wdflt, strlen(dflt));
+        wval = FTI_MAX(wval, strlen(val) + 1);
+    }
+
+    print_build();
+    printf("\nEnvironment (VALUE is what FT_Init would use; * = set in the environment):\n");
+    printf("  %-*s  %-*s  %-*s  %s\n", (int)wname, "NAME", (int)wdflt, "DEFAULT", (int)wval,
+           "VALUE", "MEANING");
+    for (const fti_config_field_t *f = fti_config_table; f->name; f++) {
+        char raw[280];
+        fti_config_format(&cfg, f, raw, sizeof(raw));
+        shown(f, raw, val, sizeof(val) - 1);
+        if (getenv(f->name) != NULL)
+            strcat(val, "*");
+        shown(f, f->dflt, dflt, sizeof(dflt));
+        printf("  %-*s  %-*s  %-*s  %s\n", (int)wname, f->name, (int)wdflt, dflt, (int)wval, val,
+               f->doc);
+    }
+    return 0;
+}
+
+/* ---- the generated page ------------------------------------------------ */
+
+/* Prints s with the characters markdown tables treat specially escaped
+ * (not '_': GitHub's markdown leaves it alone inside words). */
+static void md_text(const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|' || *s == '\\' || *s == '`' || *s == '*' || *s == '<')
+            putchar('\\');
+        putchar(*s);
+    }
+}
+
+/* What a field accepts, in words. */
+static void md_accepts(const fti_config_field_t *f)
+{
+    switch (f->type) {
+    case FTI_CFG_STRING:
+        printf("text, at most %zu characters", f->size - 1);
+        break;
+    case FTI_CFG_INT:
+        printf("integer, %" PRId64 " to %" PRId64, f->min, f->max);
+        break;
+    case FTI_CFG_BYTES:
+        printf("bytes, %" PRId64 " to %" PRId64 "; suffix k, m or g (powers of 1024)", f->min,
+               f->max);
+        break;
+    case FTI_CFG_BOOL:
+        printf("0 or 1 (also true/false, yes/no, on/off)");
+        break;
+    case FTI_CFG_ENUM:
+        for (int i = 0; f->choices[i]; i++)
+            printf("%s`%s`", i ? ", " : "one of ", f->choices[i]);
+        break;
+    case FTI_CFG_LOGLEVEL:
+        printf("`none`, `error`, `warn`, `info`, `debug`, `trace`, or 0 to 5");
+        break;
+    default:
+        printf("?");
+    }
+}
+
+static void print_markdown(void)
+{
+    printf("# Environment variables\n"
+           "\n"
+           "<!-- Generated by `ftmpi-info --env-markdown` from the table in src/settings.c.\n"
+           "     Do not edit; regenerate with: ftmpi-info --env-markdown > doc/ENVIRONMENT.md -->\n"
+           "\n"
+           "libftmpi reads every `FTMPI_*` variable once, in `FT_Init`, from one table\n"
+           "(`src/settings.c`).  A value that does not parse or is out of range makes\n"
+           "`FT_Init` fail with `FT_ERR_CONFIG` and a message that names the variable and\n"
+           "the value.  `ftmpi-info` prints the value each variable would take in the\n"
+           "current environment, and checks them the same way (exit status 2 on a bad\n"
+           "value).  `ftmpi-run` sets `FTMPI_REPLICA_ID` and `FTMPI_RESTART_COUNT` for the\n"
+           "command it runs and checks the other variables before the first start.\n"
+           "\n"
+           "| Variable | Default | Accepts | Meaning |\n"
+           "|---|---|---|---|\n");
+    for (const fti_config_field_t *f = fti_config_table; f->name; f++) {
+        printf("| `%s` | ", f->name);
+        if (f->dflt[0] == '\0')
+            printf("(empty)");
+        else
+            printf("`%s`", f->dflt);
+        printf(" | ");
+        md_accepts(f);
+        printf(" | ");
+        md_text(f->doc);
+        printf(" |\n");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 1)
+        return print_config();
+    if (argc == 2 && strcmp(argv[1], "--env-markdown") == 0) {
+        print_markdown();
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("%s (libftmpi) %s\n", prog, PACKAGE_VERSION);
+        return 0;
+    }
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "%s: unknown argument '%s'\nTry '%s --help'.\n", prog, argv[1], prog);
+    return EXIT_USAGE;
+}
