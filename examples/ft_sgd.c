@@ -1,0 +1,580 @@
+/*
+ * ft_sgd.c - fault-tolerant data-parallel training of a logistic regression
+ * with libftmpi (the step protocol of DESIGN.md section 4).
+ *
+ * Mode A: every replica group is its own `mpirun -np R ./ft_sgd ...`, each
+ * under `ftmpi-run`, all talking to one `ftmpi-lighthouse`.  A group that
+ * dies is restarted by its agent, heals its parameters from a live group in
+ * FT_Quorum and takes part again; the others go on without it meanwhile.
+ *
+ * Data: a seeded, generated data set of --samples points in --features
+ * dimensions drawn from two Gaussian blobs (label 0 around -c, label 1
+ * around +c, |c| = 2, unit noise per coordinate).  The noise comes from a
+ * table of Gaussian numbers indexed by a per-sample offset, so a sample of a
+ * million features costs a table walk, not a million random draws, and
+ * every process generates exactly the same data from --seed.
+ *
+ * Who trains on what: at step s the quorum has P groups; the group with
+ * replica rank r takes the --batch samples starting at (s * P + r) * batch
+ * (mod --samples), so every group of a step sees different data and the
+ * step's global batch is P * batch samples.  Inside a group of R ranks,
+ * group rank g takes its contiguous part of the group's batch.
+ *
+ * Inside a group (R > 1) the parameters are replicated: every rank holds
+ * and registers the whole parameter vector, the group's gradient is summed
+ * with MPI_Allreduce on MPI_COMM_WORLD (in mode A that is the group's own
+ * world, and the group is the unit of failure, so a plain MPI collective is
+ * right there), and then every rank averages that same group gradient
+ * across the groups with FT_Allreduce on its slice (FT_COMM_REPLICAS: the
+ * ranks with the same group rank in every group).  The R slices thus carry
+ * identical data; this keeps the example short and lets healing copy whole
+ * parameter vectors rank by rank.  A code with large models would shard
+ * instead: reduce-scatter inside the group, FT_Allreduce 1/R of the
+ * gradient per slice, all-gather inside the group.
+ *
+ * One step:
+ *     FT_Quorum(0)                       quorum, new slice, heal if behind
+ *     gradient of the local samples
+ *     MPI_Allreduce(SUM) in the group    the group's gradient and loss
+ *     FT_Allreduce(FT_AVG) across groups  averaged over the participants
+ *     FT_Commit(&committed)              every collective of the step ok?
+ *     if committed: w -= lr * gradient
+ * Any FT_ error just means the step did not commit: the loop goes on with
+ * the next FT_Quorum (that is the point of the library).  Every rank runs
+ * the same sequence of calls whatever happened, so the group's MPI
+ * collectives always match.  The loop stops after --steps committed steps
+ * (FT_Step() counts them, healed steps included) or --max-attempts steps.
+ *
+ * Output (group rank 0, stdout, line-buffered):
+ *     initial loss X                       eval loss of the initial parameters
+ *     step N loss X quorum Q participants P    every --print-every steps
+ *     step N failed: ERROR (where)         a step that did not commit
+ *     final loss X
+ *     steps committed N
+ *     failures survived K
+ *     state checksum 0x0123456789abcdef    FNV-1a 64 of the parameter bytes
+ * "loss" of a step line is the batch loss averaged over the participants;
+ * initial and final losses are measured on the same fixed evaluation set
+ * (the first --eval samples) in every group.
+ *
+ * --dump FILE writes the raw parameter bytes at the end (rank 0 to FILE,
+ * group rank g > 0 to FILE.g), so tests can compare groups with cmp.
+ *
+ * Initial parameters come from --init-seed (default: a hash of the replica
+ * id, so groups start different and FTMPI_INIT_SYNC=1, the default, makes
+ * them equal at step 0).  With FTMPI_INIT_SYNC=0 every group must be given
+ * the same --init-seed.
+ *
+ * Exit status: 0 after --steps committed steps; 2 when FT_Init (or a bad
+ * flag) fails; 3 when --max-attempts ran out first.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "ftmpi.h"
+
+#define NOISE_TABLE 65521 /* prime: per-sample windows wrap at different places */
+
+struct opts {
+    long steps;
+    long features;
+    long batch;
+    long samples;
+    long eval;
+    long print_every;
+    long sleep_ms;
+    long max_attempts;
+    double lr;
+    uint64_t seed;
+    uint64_t init_seed;
+    int init_seed_set;
+    const char *dump;
+};
+
+struct data {
+    long features;
+    long samples;
+    uint64_t seed;
+    float *center; /* unit direction times 2: label 1 is around +center, label 0 around -center */
+    float *noise;  /* NOISE_TABLE standard normal numbers */
+};
+
+/* ---- deterministic random numbers ------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static uint64_t hash2(uint64_t a, uint64_t b)
+{
+    uint64_t s = a ^ (b * UINT64_C(0xd6e8feb86659fd93));
+    return splitmix64(&s);
+}
+
+/* uniform in (0, 1) */
+static double uniform01(uint64_t *s)
+{
+    return ((double)(splitmix64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+static double normal(uint64_t *s)
+{
+    double u = uniform01(s), v = uniform01(s);
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static uint64_t fnv1a64(const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+/* ---- the data set ----------------------------------------------------- */
+
+static int data_init(struct data *d, long features, long samples, uint64_t seed)
+{
+    uint64_t s = seed ^ UINT64_C(0x5eed0000da7a5e7);
+    double scale = 2.0 / sqrt((double)features);
+
+    d->features = features;
+    d->samples = samples;
+    d->seed = seed;
+    d->center = malloc((size_t)features * sizeof(float));
+    d->noise = malloc(NOISE_TABLE * sizeof(float));
+    if (d->center == NULL || d->noise == NULL)
+        return -1;
+    for (long j = 0; j < features; j++)
+        d->center[j] = (float)((splitmix64(&s) & 1 ? scale : -scale));
+    for (long i = 0; i < NOISE_TABLE; i++)
+        d->noise[i] = (float)normal(&s);
+    return 0;
+}
+
+static void data_free(struct data *d)
+{
+    free(d->center);
+    free(d->noise);
+}
+
+/* Label (0/1) and noise offset of sample k. */
+static void data_sample(const struct data *d, long k, int *y_p, long *off_p)
+{
+    uint64_t h = hash2(d->seed, (uint64_t)k);
+    *y_p = (int)(h & 1);
+    *off_p = (long)((h >> 1) % NOISE_TABLE);
+}
+
+/* w . x_k + b, with x_k[j] = (2y - 1) * center[j] + noise[(off + j) mod table]. */
+static double sample_logit(const struct data *d, const float *w, long k, int *y_p)
+{
+    long off, F = d->features;
+    int y;
+    data_sample(d, k, &y, &off);
+    float sign = y ? 1.0f : -1.0f;
+    double z = w[F];
+    long j = 0, t = off;
+    while (j < F) {
+        long run = NOISE_TABLE - t;
+        if (run > F - j)
+            run = F - j;
+        float acc = 0.0f;
+        for (long i = 0; i < run; i++)
+            acc += w[j + i] * (sign * d->center[j + i] + d->noise[t + i]);
+        z += acc;
+        j += run;
+        t = 0;
+    }
+    *y_p = y;
+    return z;
+}
+
+/* g += coef * x_k (weights), g[F] += coef (bias). */
+static void sample_axpy(const struct data *d, float *g, long k, float coef)
+{
+    long off, F = d->features;
+    int y;
+    data_sample(d, k, &y, &off);
+    float sign = y ? 1.0f : -1.0f;
+    long j = 0, t = off;
+    while (j < F) {
+        long run = NOISE_TABLE - t;
+        if (run > F - j)
+            run = F - j;
+        for (long i = 0; i < run; i++)
+            g[j + i] += coef * (sign * d->center[j + i] + d->noise[t + i]);
+        j += run;
+        t = 0;
+    }
+    g[F] += coef;
+}
+
+/* log(1 + e^-|z|) + max(z, 0) - y z: the logistic loss, stable for any z. */
+static double logistic_loss(double z, int y)
+{
+    return log1p(exp(-fabs(z))) + (z > 0 ? z : 0) - (y ? z : 0);
+}
+
+static double sigmoid(double z)
+{
+    return z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z));
+}
+
+/* Mean loss over the evaluation set (samples 0..eval-1): the same for
+ * every group, so equal parameters give equal losses. */
+static double eval_loss(const struct data *d, const float *w, long eval)
+{
+    double sum = 0.0;
+    for (long k = 0; k < eval; k++) {
+        int y;
+        double z = sample_logit(d, w, k % d->samples, &y);
+        sum += logistic_loss(z, y);
+    }
+    return eval > 0 ? sum / (double)eval : 0.0;
+}
+
+/* ---- command line ----------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: ft_sgd [options]   (run each replica group as mpirun -np R ft_sgd ...)\n"
+            "  --steps N          committed steps to train (default 100)\n"
+            "  --features F       input dimension (default 64); the state is F+1 floats\n"
+            "  --batch B          samples per group and step (default 32)\n"
+            "  --samples N        size of the generated data set (default 8192)\n"
+            "  --eval N           evaluation samples for the initial/final loss (default 256)\n"
+            "  --lr X             learning rate (default 0.5)\n"
+            "  --seed S           data set seed (default 42)\n"
+            "  --init-seed S      initial parameters (default: hash of the replica id)\n"
+            "  --sleep-ms MS      extra time per step, between compute and allreduce (default 0)\n"
+            "  --print-every K    print a step line every K steps (default 10)\n"
+            "  --max-attempts N   give up after N steps tried (default 10 * steps + 100)\n"
+            "  --dump FILE        write the parameter bytes at the end (rank g>0: FILE.g)\n");
+}
+
+static int parse_long(const char *name, const char *s, long min, long *v_p)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 0);
+    if (errno != 0 || end == s || *end != '\0' || v < min) {
+        fprintf(stderr, "ft_sgd: %s '%s': expected an integer >= %ld\n", name, s, min);
+        return -1;
+    }
+    *v_p = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    o->steps = 100;
+    o->features = 64;
+    o->batch = 32;
+    o->samples = 8192;
+    o->eval = 256;
+    o->print_every = 10;
+    o->sleep_ms = 0;
+    o->max_attempts = -1;
+    o->lr = 0.5;
+    o->seed = 42;
+    o->init_seed = 0;
+    o->init_seed_set = 0;
+    o->dump = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        long v;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 1;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "ft_sgd: unknown flag or missing value: %s\n", a);
+            usage(stderr);
+            return -1;
+        }
+        const char *val = argv[++i];
+        if (!strcmp(a, "--steps")) {
+            if (parse_long(a, val, 0, &o->steps))
+                return -1;
+        } else if (!strcmp(a, "--features")) {
+            if (parse_long(a, val, 1, &o->features))
+                return -1;
+        } else if (!strcmp(a, "--batch")) {
+            if (parse_long(a, val, 1, &o->batch))
+                return -1;
+        } else if (!strcmp(a, "--samples")) {
+            if (parse_long(a, val, 1, &o->samples))
+                return -1;
+        } else if (!strcmp(a, "--eval")) {
+            if (parse_long(a, val, 0, &o->eval))
+                return -1;
+        } else if (!strcmp(a, "--print-every")) {
+            if (parse_long(a, val, 1, &o->print_every))
+                return -1;
+        } else if (!strcmp(a, "--sleep-ms")) {
+            if (parse_long(a, val, 0, &o->sleep_ms))
+                return -1;
+        } else if (!strcmp(a, "--max-attempts")) {
+            if (parse_long(a, val, 1, &o->max_attempts))
+                return -1;
+        } else if (!strcmp(a, "--seed")) {
+            if (parse_long(a, val, 0, &v))
+                return -1;
+            o->seed = (uint64_t)v;
+        } else if (!strcmp(a, "--init-seed")) {
+            if (parse_long(a, val, 0, &v))
+                return -1;
+            o->init_seed = (uint64_t)v;
+            o->init_seed_set = 1;
+        } else if (!strcmp(a, "--lr")) {
+            char *end;
+            o->lr = strtod(val, &end);
+            if (end == val || *end != '\0' || !(o->lr > 0)) {
+                fprintf(stderr, "ft_sgd: --lr '%s': expected a positive number\n", val);
+                return -1;
+            }
+        } else if (!strcmp(a, "--dump")) {
+            o->dump = val;
+        } else {
+            fprintf(stderr, "ft_sgd: unknown flag: %s\n", a);
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (o->max_attempts < 0)
+        o->max_attempts = 10 * o->steps + 100;
+    if ((size_t)o->features + 2 > (size_t)INT32_MAX) {
+        fprintf(stderr, "ft_sgd: --features too large for one allreduce\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Writes the parameter bytes to path through a temporary name and rename,
+ * so a reader never sees a partial file. */
+static int dump_state(const char *path, const void *buf, size_t bytes)
+{
+    char tmp[4096];
+    int len = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+    if (len < 0 || (size_t)len >= sizeof(tmp)) {
+        fprintf(stderr, "ft_sgd: --dump %s: path too long\n", path);
+        return -1;
+    }
+    FILE *f = fopen(tmp, "wb");
+    if (f == NULL) {
+        fprintf(stderr, "ft_sgd: --dump %s: %s\n", tmp, strerror(errno));
+        return -1;
+    }
+    size_t w = fwrite(buf, 1, bytes, f);
+    if (fclose(f) != 0 || w != bytes || rename(tmp, path) != 0) {
+        fprintf(stderr, "ft_sgd: --dump %s: %s\n", path, strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- training --------------------------------------------------------- */
+
+/* The quorum id for the step lines; -1 while the library has no accessor
+ * for it (TODO: ftmpi_quorum_id in ftmpi.h). */
+#if defined(__GNUC__)
+extern int64_t ftmpi_quorum_id(void) __attribute__((weak));
+#endif
+static int64_t quorum_id(void)
+{
+#if defined(__GNUC__)
+    if (ftmpi_quorum_id != NULL)
+        return ftmpi_quorum_id();
+#endif
+    return -1;
+}
+
+/* The rank's part [lo, hi) of a group batch of b samples over r ranks. */
+static void my_part(long b, int r, int g, long *lo_p, long *hi_p)
+{
+    *lo_p = b * g / r;
+    *hi_p = b * (g + 1) / r;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    struct data d;
+    int rank = 0, nranks = 1, rc;
+    int exit_code = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    rc = parse_args(argc, argv, &o);
+    if (rc != 0) {
+        MPI_Finalize();
+        return rc > 0 ? 0 : 2;
+    }
+
+    rc = FT_Init(&argc, &argv);
+    if (rc != FT_SUCCESS) {
+        fprintf(stderr, "ft_sgd: FT_Init failed: %s (%d)\n", FT_Error_string(rc), rc);
+        MPI_Finalize();
+        return 2;
+    }
+
+    char replica_id[128] = "?";
+    ftmpi_replica_id(replica_id, sizeof(replica_id));
+    if (!o.init_seed_set)
+        o.init_seed = fnv1a64(replica_id, strlen(replica_id));
+
+    const long F = o.features;
+    const int n = (int)(F + 2); /* weights, bias, loss */
+    float *w = calloc((size_t)F + 1, sizeof(float));
+    float *g = calloc((size_t)n, sizeof(float));
+    if (w == NULL || g == NULL || data_init(&d, F, o.samples, o.seed) != 0) {
+        fprintf(stderr, "ft_sgd: out of memory for %ld features\n", F);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    /* small random weights, scaled so that the initial logits stay O(1)
+     * whatever the dimension (+-0.1 per weight at 64 features) */
+    uint64_t s = o.init_seed;
+    double init_scale = 1.6 / sqrt((double)F);
+    for (long j = 0; j <= F; j++)
+        w[j] = (float)((uniform01(&s) - 0.5) * init_scale);
+
+    rc = FT_State_register("weights", w, ((size_t)F + 1) * sizeof(float));
+    if (rc != FT_SUCCESS) {
+        fprintf(stderr, "ft_sgd: FT_State_register: %s\n", FT_Error_string(rc));
+        FT_Finalize();
+        MPI_Finalize();
+        return 2;
+    }
+
+    double initial = eval_loss(&d, w, o.eval);
+    if (rank == 0)
+        printf("initial loss %.6f replica %s ranks %d init-seed %" PRIu64 "\n", initial,
+               replica_id, nranks, o.init_seed);
+
+    long attempts = 0, commits_here = 0, quorum_failures = 0;
+    while (FT_Step() < o.steps && attempts < o.max_attempts) {
+        int committed = 0, participants = 1, replica_rank = 0;
+        const char *where = "quorum";
+        attempts++;
+
+        int qrc = FT_Quorum(0);
+        if (qrc == FT_SUCCESS) {
+            quorum_failures = 0;
+            if (FT_Comm_size(FT_COMM_REPLICAS, &participants) != FT_SUCCESS || participants < 1)
+                participants = 1;
+            if (FT_Comm_rank(FT_COMM_REPLICAS, &replica_rank) != FT_SUCCESS || replica_rank < 0)
+                replica_rank = 0;
+        }
+        int64_t step = FT_Step();
+
+        /* this rank's samples of the group's batch */
+        long lo, hi;
+        my_part(o.batch, nranks, rank, &lo, &hi);
+        long base = (long)((step * participants + replica_rank) % o.samples) * o.batch;
+        memset(g, 0, (size_t)n * sizeof(float));
+        for (long i = lo; i < hi; i++) {
+            long k = (base + i) % o.samples;
+            int y;
+            double z = sample_logit(&d, w, k, &y);
+            sample_axpy(&d, g, k, (float)((sigmoid(z) - y) / (double)o.batch));
+            g[F + 1] += (float)(logistic_loss(z, y) / (double)o.batch);
+        }
+        if (o.sleep_ms > 0)
+            sleep_ms(o.sleep_ms);
+
+        /* the group's gradient: plain MPI, the group is the unit of failure */
+        if (nranks > 1)
+            MPI_Allreduce(MPI_IN_PLACE, g, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+
+        /* across the groups: may fail, then the step does not commit */
+        int arc = FT_Allreduce(MPI_IN_PLACE, g, n, MPI_FLOAT, FT_AVG, FT_COMM_REPLICAS);
+        if (qrc == FT_SUCCESS && arc != FT_SUCCESS)
+            where = "allreduce";
+
+        int crc = FT_Commit(&committed);
+        if (crc != FT_SUCCESS) {
+            committed = 0;
+            if (qrc == FT_SUCCESS && arc == FT_SUCCESS)
+                where = "commit";
+        }
+
+        if (committed) {
+            for (long j = 0; j <= F; j++)
+                w[j] -= (float)o.lr * g[j];
+            commits_here++;
+            int64_t now = FT_Step();
+            if (rank == 0 && (now % o.print_every == 0 || now == o.steps))
+                printf("step %" PRId64 " loss %.6f quorum %" PRId64 " participants %d\n", now,
+                       (double)g[F + 1], quorum_id(), participants);
+        } else {
+            int err = qrc != FT_SUCCESS ? qrc : arc != FT_SUCCESS ? arc : crc;
+            if (rank == 0)
+                printf("step %" PRId64 " failed: %s (%s)\n", step,
+                       err != FT_SUCCESS ? FT_Error_string(err) : "not committed", where);
+            /* a quorum that fails at once (lighthouse down) must not spin */
+            if (qrc != FT_SUCCESS) {
+                quorum_failures++;
+                sleep_ms(quorum_failures < 10 ? 50 * quorum_failures : 500);
+            }
+        }
+    }
+
+    double final = eval_loss(&d, w, o.eval);
+    size_t bytes = ((size_t)F + 1) * sizeof(float);
+    if (rank == 0) {
+        printf("final loss %.6f\n", final);
+        printf("steps committed %" PRId64 " (here %ld, attempts %ld)\n", FT_Step(), commits_here,
+               attempts);
+        printf("failures survived %d\n", ftmpi_failures_survived());
+        printf("state checksum 0x%016" PRIx64 "\n", fnv1a64(w, bytes));
+    }
+    if (FT_Step() < o.steps) {
+        fprintf(stderr, "ft_sgd: rank %d gave up after %ld attempts at step %" PRId64 "\n", rank,
+                attempts, FT_Step());
+        exit_code = 3;
+    }
+    if (o.dump != NULL) {
+        char path[4096];
+        int len = rank == 0 ? snprintf(path, sizeof(path), "%s", o.dump)
+                            : snprintf(path, sizeof(path), "%s.%d", o.dump, rank);
+        if (len < 0 || (size_t)len >= sizeof(path) || dump_state(path, w, bytes) != 0)
+            exit_code = 1;
+    }
+
+    FT_Finalize();
+    data_free(&d);
+    free(w);
+    free(g);
+    MPI_Finalize();
+    return exit_code;
+}
