@@ -25,6 +25,9 @@ typedef struct fti_lighthouse_opts {
     int64_t quorum_tick_ms;      /* default 100 */
     int64_t heartbeat_timeout_ms;/* default 5000 */
     size_t max_frame;            /* RPC frame cap, default 4 MiB */
+    int64_t initial_quorum_id;   /* the first quorum gets this + 1; -1 (default) =
+                                  * the wall clock in ms, so a restarted
+                                  * lighthouse never repeats an id */
 } fti_lighthouse_opts_t;
 
 void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o);

@@ -1,0 +1,465 @@
+/*
+ * http.c - the lighthouse's HTTP side (see lighthouse.h): an HTML
+ * dashboard, /status.json, /metrics in the Prometheus text format and
+ * POST /replica/<id>/kill, served by libevent's evhttp on the lighthouse's
+ * event loop.  Every page is built from one fti_lighthouse_snapshot.
+ */
+#include "lighthouse.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ftmpi.h"
+#include "log.h"
+#include "net.h"
+#include "util.h"
+
+#define HTTP_MAX_BODY 4096
+#define HTTP_MAX_HEADERS 16384
+#define HTTP_TIMEOUT_S 10
+#define KILL_PREFIX "/replica/"
+#define KILL_SUFFIX "/kill"
+
+struct fti_lh_http {
+    struct evhttp *http;
+    fti_lighthouse_h lh;
+    char token[256];
+    char addr[128];
+};
+
+/* ---- escaping ----------------------------------------------------------- */
+
+static void html_escape(struct evbuffer *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': evbuffer_add(b, "&amp;", 5); break;
+        case '<': evbuffer_add(b, "&lt;", 4); break;
+        case '>': evbuffer_add(b, "&gt;", 4); break;
+        case '"': evbuffer_add(b, "&quot;", 6); break;
+        case '\'': evbuffer_add(b, "&#39;", 5); break;
+        default: evbuffer_add(b, s, 1);
+        }
+    }
+}
+
+/* Writes s as a JSON string literal, quotes included. */
+static void json_string(struct evbuffer *b, const char *s)
+{
+    evbuffer_add(b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            evbuffer_add_printf(b, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            evbuffer_add_printf(b, "\\u%04x", c);
+        else
+            evbuffer_add(b, s, 1);
+    }
+    evbuffer_add(b, "\"", 1);
+}
+
+/* ---- replies -------------------------------------------------------------- */
+
+static void reply(struct evhttp_request *req, int code, const char *reason, const char *ctype,
+                  struct evbuffer *body)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Content-Type", ctype);
+    evhttp_add_header(h, "Cache-Control", "no-store");
+    evhttp_send_reply(req, code, reason, body);
+}
+
+static void reply_text(struct evhttp_request *req, int code, const char *reason,
+                       const char *text)
+{
+    struct evbuffer *b = evbuffer_new();
+    if (b == NULL) {
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    evbuffer_add_printf(b, "%s\n", text);
+    reply(req, code, reason, "text/plain; charset=utf-8", b);
+    evbuffer_free(b);
+}
+
+/* ---- pages ------------------------------------------------------------------ */
+
+static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s)
+{
+    size_t in_quorum = 0;
+    for (size_t i = 0; i < s->n_members; i++)
+        in_quorum += s->members[i].in_quorum;
+    evbuffer_add_printf(
+        b,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
+        "<meta http-equiv=\"refresh\" content=\"2\">\n"
+        "<title>ftmpi lighthouse</title>\n<style>\n"
+        "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}\n"
+        "td,th{border:1px solid #bbb;padding:.2em .6em;text-align:left}\n"
+        "tr.behind td.step{color:#b00;font-weight:bold}tr.out{color:#888}\n"
+        ".reason{background:#f4f4f4;padding:.4em;font-family:monospace}\n"
+        "</style></head><body>\n<h1>ftmpi lighthouse</h1>\n");
+    if (s->quorum_id >= 0) {
+        time_t secs = (time_t)(s->quorum_created_ms / 1000);
+        struct tm tm;
+        char when[64] = "?";
+        if (gmtime_r(&secs, &tm))
+            strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+        evbuffer_add_printf(b,
+                            "<p>Quorum <b id=\"quorum-id\">%" PRId64 "</b>: %zu members, "
+                            "max step %" PRId64 ", min replicas %d, issued %s.%03d UTC.</p>\n",
+                            s->quorum_id, in_quorum, s->max_step, s->min_replicas, when,
+                            (int)(s->quorum_created_ms % 1000));
+    } else
+        evbuffer_add_printf(b, "<p>No quorum yet (min replicas %d).</p>\n", s->min_replicas);
+    evbuffer_add_printf(b, "<p>Next quorum: <span class=\"reason\">");
+    html_escape(b, s->waiting_reason);
+    evbuffer_add_printf(b, "</span></p>\n<table>\n<tr><th>replica</th><th>in quorum</th>"
+                           "<th>step</th><th>address</th><th>world size</th>"
+                           "<th>heartbeat age</th><th>state</th><th></th></tr>\n");
+    for (size_t i = 0; i < s->n_members; i++) {
+        const fti_lh_member_view_t *m = &s->members[i];
+        evbuffer_add_printf(b, "<tr class=\"%s\"><td>",
+                            m->behind ? "behind" : m->in_quorum ? "member" : "out");
+        html_escape(b, m->replica_id);
+        evbuffer_add_printf(b, "</td><td>%s</td><td class=\"step\">", m->in_quorum ? "yes" : "no");
+        if (m->step >= 0)
+            evbuffer_add_printf(b, "%" PRId64 "%s", m->step, m->behind ? " (behind)" : "");
+        evbuffer_add_printf(b, "</td><td>");
+        html_escape(b, m->address);
+        evbuffer_add_printf(b, "</td><td>%" PRIu64 "</td><td>", m->world_size);
+        if (m->heartbeat_age_ms >= 0)
+            evbuffer_add_printf(b, "%.1f s", (double)m->heartbeat_age_ms / 1000.0);
+        else
+            evbuffer_add_printf(b, "never");
+        evbuffer_add_printf(b, "</td><td>%s%s</td><td>", m->healthy ? "healthy" : "unhealthy",
+                            m->waiting ? ", waiting" : "");
+        if (m->address[0]) {
+            evbuffer_add_printf(b, "<button data-id=\"");
+            html_escape(b, m->replica_id);
+            evbuffer_add_printf(b, "\" onclick=\"killReplica(this)\">kill</button>");
+        }
+        evbuffer_add_printf(b, "</td></tr>\n");
+    }
+    evbuffer_add_printf(
+        b,
+        "</table>\n<p>Quorums issued %" PRIu64 ", quorum requests %" PRIu64
+        ", heartbeats %" PRIu64 ", rejected frames %" PRIu64 ".</p>\n"
+        "<p><a href=\"/status.json\">status.json</a> &middot; <a href=\"/metrics\">metrics</a></p>\n"
+        "<script>\nfunction killReplica(btn){\n"
+        "  var id=btn.getAttribute('data-id');\n"
+        "  if(!confirm('Kill replica group '+id+'?'))return;\n"
+        "  var t=sessionStorage.getItem('ftmpiToken');\n"
+        "  if(t===null){t=prompt('Token (empty if none):')||'';sessionStorage.setItem('ftmpiToken',t);}\n"
+        "  var h=t?{'Authorization':'Bearer '+t}:{};\n"
+        "  fetch('/replica/'+encodeURIComponent(id)+'/kill',{method:'POST',headers:h})\n"
+        "   .then(function(r){if(r.status==401)sessionStorage.removeItem('ftmpiToken');"
+        "return r.text().then(function(x){alert(r.status+' '+x);});});\n"
+        "}\n</script>\n</body></html>\n",
+        s->quorums_issued, s->quorum_requests, s->heartbeats, s->rejected_frames);
+}
+
+static void page_status_json(struct evbuffer *b, const fti_lh_snapshot_t *s)
+{
+    evbuffer_add_printf(b,
+                        "{\"quorum_id\":%" PRId64 ",\"quorum_created_ms\":%" PRId64
+                        ",\"max_step\":%" PRId64 ",\"min_replicas\":%d,\"waiting_reason\":",
+                        s->quorum_id, s->quorum_created_ms, s->max_step, s->min_replicas);
+    json_string(b, s->waiting_reason);
+    evbuffer_add_printf(b,
+                        ",\"counters\":{\"quorums_issued\":%" PRIu64 ",\"quorum_requests\":%" PRIu64
+                        ",\"heartbeats\":%" PRIu64 ",\"rejected_frames\":%" PRIu64 "}",
+                        s->quorums_issued, s->quorum_requests, s->heartbeats, s->rejected_frames);
+    evbuffer_add_printf(b, ",\"members\":[");
+    for (size_t i = 0; i < s->n_members; i++) {
+        const fti_lh_member_view_t *m = &s->members[i];
+        evbuffer_add_printf(b, "%s\n{\"replica_id\":", i ? "," : "");
+        json_string(b, m->replica_id);
+        evbuffer_add_printf(b, ",\"address\":");
+        json_string(b, m->address);
+        evbuffer_add_printf(b,
+                            ",\"step\":%" PRId64 ",\"world_size\":%" PRIu64
+                            ",\"heartbeat_age_ms\":%" PRId64
+                            ",\"in_quorum\":%s,\"behind\":%s,\"waiting\":%s,\"healthy\":%s}",
+                            m->step, m->world_size, m->heartbeat_age_ms,
+                            m->in_quorum ? "true" : "false", m->behind ? "true" : "false",
+                            m->waiting ? "true" : "false", m->healthy ? "true" : "false");
+    }
+    evbuffer_add_printf(b, "]}\n");
+}
+
+static void metric_head(struct evbuffer *b, const char *name, const char *type, const char *help)
+{
+    evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void page_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
+{
+    size_t members = 0, healthy = 0, waiting = 0;
+    for (size_t i = 0; i < s->n_members; i++) {
+        members += s->members[i].in_quorum;
+        healthy += s->members[i].healthy;
+        waiting += s->members[i].waiting;
+    }
+    metric_head(b, "ftmpi_lighthouse_quorums_total", "counter", "Quorums issued.");
+    evbuffer_add_printf(b, "ftmpi_lighthouse_quorums_total %" PRIu64 "\n", s->quorums_issued);
+    metric_head(b, "ftmpi_lighthouse_quorum_id", "gauge",
+                "Id of the current quorum (-1 before the first).");
+    evbuffer_add_printf(b, "ftmpi_lighthouse_quorum_id %" PRId64 "\n", s->quorum_id);
+    metric_head(b, "ftmpi_lighthouse_members", "gauge", "Replica groups in the current quorum.");
+    evbuffer_add_printf(b, "ftmpi_lighthouse_members %zu\n", members);
+    metric_head(b, "ftmpi_lighthouse_groups_healthy", "gauge",
+                "Replica groups whose last heartbeat is within the heartbeat timeout.");
+    evbuffer_add_printf(b, "ftmpi_lighthouse_groups_healthy %zu\n", healthy);
+    metric_head(b, "ftmpi_lighthouse_groups_waiting", "gauge",
+                "Replica groups waiting for a quorum.");
+    evbuffer_add_printf(b, "ftmpi_lighthouse_groups_waiting %zu\n", waiting);
+    metric_head(b, "ftmpi_lighthouse_max_step", "gauge",
+                "Highest step among the members of the current quorum (-1 before the first).");
+    evbuffer_add_printf(b, "ftmpi_lighthouse_max_step %" PRId64 "\n", s->max_step);
+    metric_head(b, "ftmpi_lighthouse_heartbeats_total", "counter", "Heartbeat requests received.");
+    evbuffer_add_printf(b, "ftmpi_lighthouse_heartbeats_total %" PRIu64 "\n", s->heartbeats);
+    metric_head(b, "ftmpi_lighthouse_quorum_requests_total", "counter",
+                "Quorum requests received.");
+    evbuffer_add_printf(b, "ftmpi_lighthouse_quorum_requests_total %" PRIu64 "\n",
+                        s->quorum_requests);
+    metric_head(b, "ftmpi_lighthouse_rejected_frames_total", "counter",
+                "RPC frames rejected, by reason.");
+    const struct {
+        const char *reason;
+        uint64_t n;
+    } rej[] = {{"garbage", s->rejected_garbage},
+               {"oversize", s->rejected_oversize},
+               {"truncated", s->rejected_truncated},
+               {"unknown_method", s->rejected_unknown},
+               {"decode", s->rejected_decode}};
+    for (size_t i = 0; i < FTI_ARRAY_SIZE(rej); i++)
+        evbuffer_add_printf(b, "ftmpi_lighthouse_rejected_frames_total{reason=\"%s\"} %" PRIu64 "\n",
+                            rej[i].reason, rej[i].n);
+    metric_head(b, "ftmpi_lighthouse_quorum_formation_seconds", "histogram",
+                "Time from the first quorum request of a round to the quorum.");
+    uint64_t cum = 0;
+    for (size_t i = 0; i < FTI_LH_HIST_BUCKETS; i++) {
+        cum += s->hist[i];
+        if (i < FTI_LH_HIST_BUCKETS - 1)
+            evbuffer_add_printf(b,
+                                "ftmpi_lighthouse_quorum_formation_seconds_bucket{le=\"%g\"} "
+                                "%" PRIu64 "\n",
+                                fti_lh_hist_bounds_ms[i] / 1000.0, cum);
+        else
+            evbuffer_add_printf(b,
+                                "ftmpi_lighthouse_quorum_formation_seconds_bucket{le=\"+Inf\"} "
+                                "%" PRIu64 "\n",
+                                cum);
+    }
+    evbuffer_add_printf(b, "ftmpi_lighthouse_quorum_formation_seconds_sum %.6f\n",
+                        s->hist_sum_ms / 1000.0);
+    evbuffer_add_printf(b, "ftmpi_lighthouse_quorum_formation_seconds_count %" PRIu64 "\n",
+                        s->hist_count);
+}
+
+/* ---- kill ------------------------------------------------------------------ */
+
+/* Constant-time comparison of a presented token with the configured one. */
+static bool token_ok(const char *want, const char *got)
+{
+    size_t lw = strlen(want), lg = strlen(got);
+    unsigned char diff = lw != lg;
+    for (size_t i = 0; i < lw; i++)
+        diff |= (unsigned char)want[i] ^ (unsigned char)(i < lg ? got[i] : 0);
+    return diff == 0;
+}
+
+static void handle_kill(struct fti_lh_http *h, struct evhttp_request *req, const char *enc_id,
+                        size_t enc_len)
+{
+    if (h->token[0]) {
+        const char *auth =
+            evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+        if (auth == NULL || strncmp(auth, "Bearer ", 7) != 0 || !token_ok(h->token, auth + 7)) {
+            char *peer = NULL;
+            ev_uint16_t port = 0;
+            evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer, &port);
+            FTI_WARN("http: kill of a replica refused without the right token (from %s:%u)",
+                     peer ? peer : "?", (unsigned)port);
+            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                              "Bearer");
+            reply_text(req, 401, "Unauthorized", "a valid 'Authorization: Bearer <token>' is needed");
+            return;
+        }
+    }
+    char enc[256], msg[256] = "killed from the lighthouse dashboard";
+    if (enc_len == 0 || enc_len >= sizeof(enc)) {
+        reply_text(req, 404, "Not Found", "no such replica group");
+        return;
+    }
+    memcpy(enc, enc_id, enc_len);
+    enc[enc_len] = '\0';
+    char *id = evhttp_uridecode(enc, 0, NULL);
+    if (id == NULL) {
+        reply_text(req, 500, "Internal Server Error", "out of memory");
+        return;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t blen = evbuffer_get_length(in);
+    if (blen > 0) {
+        if (blen >= sizeof(msg))
+            blen = sizeof(msg) - 1;
+        evbuffer_copyout(in, msg, blen);
+        msg[blen] = '\0';
+        for (size_t i = 0; i < blen; i++) /* keep the message printable */
+            if ((unsigned char)msg[i] < 0x20)
+                msg[i] = ' ';
+    }
+    int rc = fti_lighthouse_kill(h->lh, id, msg);
+    if (rc == FT_SUCCESS) {
+        char text[320];
+        snprintf(text, sizeof(text), "kill sent to %s", id);
+        reply_text(req, 200, "OK", text);
+    } else if (rc == FT_ERR_NOT_FOUND) {
+        reply_text(req, 404, "Not Found", "no such replica group (or no manager address known)");
+    } else {
+        reply_text(req, 500, "Internal Server Error", FT_Error_string(rc));
+    }
+    free(id);
+}
+
+/* ---- dispatch ---------------------------------------------------------------- */
+
+static void handle(struct evhttp_request *req, void *arg)
+{
+    struct fti_lh_http *h = arg;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    if (path == NULL || *path == '\0')
+        path = "/";
+
+    size_t plen = strlen(path), pre = strlen(KILL_PREFIX), suf = strlen(KILL_SUFFIX);
+    if (plen > pre + suf && strncmp(path, KILL_PREFIX, pre) == 0 &&
+        strcmp(path + plen - suf, KILL_SUFFIX) == 0 &&
+        memchr(path + pre, '/', plen - pre - suf) == NULL) {
+        if (cmd != EVHTTP_REQ_POST) {
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
+            reply_text(req, 405, "Method Not Allowed", "use POST");
+            return;
+        }
+        handle_kill(h, req, path + pre, plen - pre - suf);
+        return;
+    }
+
+    enum { P_NONE, P_DASH, P_JSON, P_METRICS } page = P_NONE;
+    if (strcmp(path, "/") == 0 || strcmp(path, "/index.html") == 0)
+        page = P_DASH;
+    else if (strcmp(path, "/status.json") == 0)
+        page = P_JSON;
+    else if (strcmp(path, "/metrics") == 0)
+        page = P_METRICS;
+    if (page == P_NONE) {
+        reply_text(req, 404, "Not Found", "not found");
+        return;
+    }
+    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        reply_text(req, 405, "Method Not Allowed", "use GET");
+        return;
+    }
+
+    fti_lh_snapshot_t *s = NULL;
+    struct evbuffer *b = evbuffer_new();
+    if (b == NULL || fti_lighthouse_snapshot(h->lh, &s) != FT_SUCCESS) {
+        if (b)
+            evbuffer_free(b);
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    const char *ctype;
+    switch (page) {
+    case P_DASH:
+        page_dashboard(b, s);
+        ctype = "text/html; charset=utf-8";
+        break;
+    case P_JSON:
+        page_status_json(b, s);
+        ctype = "application/json";
+        break;
+    default:
+        page_metrics(b, s);
+        ctype = "text/plain; version=0.0.4; charset=utf-8";
+        break;
+    }
+    fti_lh_snapshot_free(s);
+    if (cmd == EVHTTP_REQ_HEAD)
+        evbuffer_drain(b, evbuffer_get_length(b)); /* headers only */
+    reply(req, 200, "OK", ctype, b);
+    evbuffer_free(b);
+}
+
+/* ---- create / destroy ------------------------------------------------------ */
+
+int fti_lh_http_create(struct event_base *base, fti_lighthouse_h lh, const char *bind,
+                       const char *token, fti_lh_http_h *http_p)
+{
+    int fd = -1, rc;
+    if (base == NULL || lh == NULL || bind == NULL || http_p == NULL)
+        return FT_ERR_ARG;
+    struct fti_lh_http *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return FT_ERR_NO_MEMORY;
+    h->lh = lh;
+    if (fti_strlcpy(h->token, token ? token : "", sizeof(h->token)) != 0) {
+        free(h);
+        return FT_ERR_ARG;
+    }
+    if ((rc = fti_tcp_listen(bind, 128, &fd)) != FT_SUCCESS ||
+        (rc = fti_sock_name(fd, h->addr, sizeof(h->addr))) != FT_SUCCESS) {
+        FTI_ERROR("http: cannot listen on %s: %s", bind, FT_Error_string(rc));
+        if (fd >= 0)
+            close(fd);
+        free(h);
+        return rc;
+    }
+    h->http = evhttp_new(base);
+    if (h->http == NULL || evhttp_accept_socket_with_handle(h->http, fd) == NULL) {
+        FTI_ERROR("http: evhttp setup failed on %s", bind);
+        if (h->http)
+            evhttp_free(h->http);
+        close(fd);
+        free(h);
+        return FT_ERR_SYSTEM;
+    }
+    /* every method reaches handle(), which answers 405 itself */
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+    evhttp_set_max_body_size(h->http, HTTP_MAX_BODY);
+    evhttp_set_max_headers_size(h->http, HTTP_MAX_HEADERS);
+    evhttp_set_timeout(h->http, HTTP_TIMEOUT_S);
+    evhttp_set_gencb(h->http, handle, h);
+    FTI_INFO("http dashboard on http://%s/%s", h->addr, h->token[0] ? " (kill needs the token)" : "");
+    *http_p = h;
+    return FT_SUCCESS;
+}
+
+void fti_lh_http_destroy(fti_lh_http_h h)
+{
+    if (h == NULL)
+        return;
+    evhttp_free(h->http);
+    free(h);
+}
+
+const char *fti_lh_http_address(fti_lh_http_h h)
+{
+    return h->addr;
+}

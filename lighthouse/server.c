@@ -1,0 +1,820 @@
+/*
+ * server.c - the lighthouse server (see lighthouse.h): the RPC methods
+ * LIGHTHOUSE_QUORUM and LIGHTHOUSE_HEARTBEAT on an fti_rpc_server, the
+ * quorum rules of quorum.h, deferred replies, counters for the dashboard.
+ *
+ * Threads: everything runs on the event loop's thread.  lh->mu guards the
+ * quorum state and the counters: the loop thread takes it around every
+ * change, fti_lighthouse_snapshot takes it to read (from any thread).
+ *
+ * Cost with many groups: a request costs O(log n) (O(n) pointer moves for
+ * a new group).  The O(n) evaluation runs on every tick, and after
+ * requests only when counts kept here say it could issue (every member of
+ * the current quorum waits, every known group waits, or the join timeout
+ * has passed), at most once per batch of requests read in one loop
+ * iteration (an activated event).  An issued quorum is packed once and the
+ * same bytes are sent to every waiter by reference; waiters are found by
+ * replica id in a hash table.
+ */
+#include "lighthouse.h"
+
+#include <event2/event.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftmpi.h"
+#include "log.h"
+#include "proto/ftmpi.pb-c.h"
+#include "quorum.h"
+#include "rpc.h"
+#include "util.h"
+
+#define LH_KILL_TIMEOUT_MS 5000
+#define LH_LOG_NAMES 16 /* membership changes listed by name up to this many */
+
+const double fti_lh_hist_bounds_ms[FTI_LH_HIST_BUCKETS - 1] = {
+    1, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000};
+
+void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    snprintf(o->bind, sizeof(o->bind), "0.0.0.0:29510");
+    o->min_replicas = 1;
+    o->join_timeout_ms = 60000;
+    o->quorum_tick_ms = 100;
+    o->heartbeat_timeout_ms = 5000;
+    o->max_frame = 4u << 20;
+    o->initial_quorum_id = -1;
+}
+
+/* ---- waiters: deferred quorum calls, by replica id ----------------------- */
+
+struct waiter {
+    fti_rpc_call_h call;
+    uint64_t hash;
+    struct waiter *next; /* bucket chain */
+    char replica_id[FTI_QID_MAX];
+};
+
+struct waiters {
+    struct waiter **buckets;
+    size_t mask;       /* buckets - 1, a power of two minus one */
+    size_t n;          /* waiters */
+    size_t n_ids;      /* distinct replica ids among them (= pending groups) */
+    size_t n_prev_ids; /* ... of which members of the current quorum */
+};
+
+static uint64_t id_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int waiters_init(struct waiters *w)
+{
+    w->mask = 255;
+    w->n = 0;
+    w->buckets = calloc(w->mask + 1, sizeof(*w->buckets));
+    return w->buckets ? FT_SUCCESS : FT_ERR_NO_MEMORY;
+}
+
+static void waiters_grow(struct waiters *w)
+{
+    size_t nmask = w->mask * 2 + 1;
+    struct waiter **nb = calloc(nmask + 1, sizeof(*nb));
+    if (nb == NULL)
+        return; /* keep the longer chains */
+    for (size_t i = 0; i <= w->mask; i++) {
+        struct waiter *x = w->buckets[i], *next;
+        for (; x; x = next) {
+            next = x->next;
+            x->next = nb[x->hash & nmask];
+            nb[x->hash & nmask] = x;
+        }
+    }
+    free(w->buckets);
+    w->buckets = nb;
+    w->mask = nmask;
+}
+
+static void waiters_add(struct waiters *w, struct waiter *x)
+{
+    if (w->n >= w->mask + 1)
+        waiters_grow(w);
+    x->hash = id_hash(x->replica_id);
+    x->next = w->buckets[x->hash & w->mask];
+    w->buckets[x->hash & w->mask] = x;
+    w->n++;
+}
+
+/* Unlinks every waiter of replica_id and returns them as a list. */
+static struct waiter *waiters_take(struct waiters *w, const char *replica_id)
+{
+    uint64_t h = id_hash(replica_id);
+    struct waiter **pp = &w->buckets[h & w->mask], *out = NULL;
+    while (*pp) {
+        struct waiter *x = *pp;
+        if (x->hash == h && strcmp(x->replica_id, replica_id) == 0) {
+            *pp = x->next;
+            x->next = out;
+            out = x;
+            w->n--;
+        } else {
+            pp = &x->next;
+        }
+    }
+    return out;
+}
+
+static bool waiters_has(const struct waiters *w, const char *replica_id)
+{
+    uint64_t h = id_hash(replica_id);
+    for (const struct waiter *x = w->buckets[h & w->mask]; x; x = x->next)
+        if (x->hash == h && strcmp(x->replica_id, replica_id) == 0)
+            return true;
+    return false;
+}
+
+/* ---- the server ----------------------------------------------------------- */
+
+/* One packed LighthouseQuorumResponse shared by every waiter it answers
+ * (released when the last send is done). */
+struct shared_reply {
+    int refs;
+    size_t len;
+    uint8_t data[];
+};
+
+struct fti_lighthouse {
+    struct event_base *base;
+    fti_lighthouse_opts_t opts;
+    fti_rpc_server_h rpc;
+    struct event *tick_ev;
+    struct event *eval_ev; /* activated by requests: one evaluation per loop batch */
+    struct waiters waiters;
+
+    pthread_mutex_t mu; /* guards everything below */
+    fti_quorum_state_h st;
+    int64_t quorum_created_wall; /* wall ms of the current quorum */
+    char reason[FTI_QREASON_MAX];
+    uint64_t quorums_issued, heartbeats, quorum_requests;
+    fti_rpc_stats_t rpc_stats; /* refreshed on the loop thread */
+    uint64_t hist[FTI_LH_HIST_BUCKETS];
+    double hist_sum_ms;
+    uint64_t hist_count;
+    int64_t round_first_req_ms; /* first request since the last quorum, -1 none */
+    int64_t round_last_req_ms;
+};
+
+static void reply_release(void *arg)
+{
+    struct shared_reply *r = arg;
+    if (--r->refs == 0)
+        free(r);
+}
+
+/* Packs q as a LighthouseQuorumResponse.  Returns NULL on no memory. */
+static struct shared_reply *pack_quorum(const fti_quorum_t *q, int64_t created_wall)
+{
+    Ftmpi__QuorumMember *pm = calloc(q->n_members, sizeof(*pm));
+    Ftmpi__QuorumMember **pp = calloc(q->n_members, sizeof(*pp));
+    struct shared_reply *r = NULL;
+    if (pm && pp) {
+        for (size_t i = 0; i < q->n_members; i++) {
+            const fti_qmember_t *m = &q->members[i];
+            ftmpi__quorum_member__init(&pm[i]);
+            pm[i].replica_id = (char *)m->replica_id;
+            pm[i].address = (char *)m->address;
+            pm[i].store_address = (char *)m->store_address;
+            pm[i].step = m->step;
+            pm[i].world_size = m->world_size;
+            pm[i].shrink_only = m->shrink_only;
+            pm[i].commit_failures = m->commit_failures;
+            pm[i].data.data = m->data;
+            pm[i].data.len = m->data_len;
+            pp[i] = &pm[i];
+        }
+        Ftmpi__Quorum pq = FTMPI__QUORUM__INIT;
+        Ftmpi__LighthouseQuorumResponse resp = FTMPI__LIGHTHOUSE_QUORUM_RESPONSE__INIT;
+        pq.quorum_id = q->quorum_id;
+        pq.n_participants = q->n_members;
+        pq.participants = pp;
+        pq.created_ms = created_wall;
+        resp.quorum = &pq;
+        size_t len = ftmpi__lighthouse_quorum_response__get_packed_size(&resp);
+        r = malloc(sizeof(*r) + len);
+        if (r) {
+            r->refs = 1;
+            r->len = ftmpi__lighthouse_quorum_response__pack(&resp, r->data);
+        }
+    }
+    free(pm);
+    free(pp);
+    return r;
+}
+
+static void refresh_rpc_stats(struct fti_lighthouse *lh)
+{
+    fti_rpc_stats_t s;
+    fti_rpc_server_stats(lh->rpc, &s);
+    pthread_mutex_lock(&lh->mu);
+    lh->rpc_stats = s;
+    pthread_mutex_unlock(&lh->mu);
+}
+
+/* Whether replica_id is a member of the current quorum.  Loop thread (the
+ * only writer of the state, so reading without lh->mu is safe). */
+static bool in_quorum(struct fti_lighthouse *lh, const char *replica_id)
+{
+    const fti_quorum_t *prev = fti_quorum_prev(lh->st);
+    return prev && fti_quorum_member_index(prev, replica_id) >= 0;
+}
+
+/* Whether a request-triggered evaluation could issue now; when not, the
+ * next tick evaluates.  True in every case where fti_quorum_compute would
+ * issue, except one: groups that neither wait nor are healthy are still in
+ * the table (they count as possible stragglers here), where the quorum
+ * comes with the next tick.  Loop thread. */
+static bool worth_evaluating(struct fti_lighthouse *lh, int64_t now)
+{
+    const fti_quorum_t *prev = fti_quorum_prev(lh->st);
+    const struct waiters *w = &lh->waiters;
+    if (prev && w->n_prev_ids >= prev->n_members)
+        return true; /* rule 4, fast quorum */
+    if (w->n_ids < (size_t)lh->opts.min_replicas)
+        return false; /* rule 5 */
+    if (w->n_ids >= fti_quorum_n_groups(lh->st))
+        return true; /* no straggler left for rule 7 */
+    return lh->round_first_req_ms >= 0 && now - lh->round_first_req_ms >= lh->opts.join_timeout_ms;
+}
+
+/* Ends deferred calls whose connection died and withdraws their groups'
+ * requests (unless another live call of the same group waits).  Loop
+ * thread, without lh->mu. */
+static void sweep_dead(struct fti_lighthouse *lh)
+{
+    struct waiters *w = &lh->waiters;
+    for (size_t b = 0; b <= w->mask; b++) {
+        struct waiter **pp = &w->buckets[b];
+        while (*pp) {
+            struct waiter *x = *pp;
+            if (fti_rpc_call_alive(x->call)) {
+                pp = &x->next;
+                continue;
+            }
+            *pp = x->next;
+            w->n--;
+            FTI_DEBUG("quorum request of %s: connection closed, withdrawn", x->replica_id);
+            fti_rpc_reply_error(x->call, FT_ERR_PROC_FAILED, "connection closed");
+            if (!waiters_has(w, x->replica_id)) {
+                w->n_ids--;
+                if (in_quorum(lh, x->replica_id))
+                    w->n_prev_ids--;
+                pthread_mutex_lock(&lh->mu);
+                (void)fti_quorum_withdraw(lh->st, x->replica_id);
+                pthread_mutex_unlock(&lh->mu);
+            }
+            free(x);
+        }
+    }
+}
+
+/* Ends deferred calls of groups that fti_quorum_expire forgot (silent for
+ * many heartbeat timeouts with their connection still open, e.g. a stopped
+ * process): their request is gone from the state.  Loop thread. */
+static void sweep_forgotten(struct fti_lighthouse *lh)
+{
+    struct waiters *w = &lh->waiters;
+    for (size_t b = 0; b <= w->mask; b++) {
+        struct waiter **pp = &w->buckets[b];
+        while (*pp) {
+            struct waiter *x = *pp;
+            if (fti_quorum_is_waiting(lh->st, x->replica_id)) {
+                pp = &x->next;
+                continue;
+            }
+            *pp = x->next;
+            w->n--;
+            FTI_WARN("quorum request of %s dropped: no heartbeat for %d heartbeat timeouts",
+                     x->replica_id, FTI_QUORUM_EXPIRE_FACTOR);
+            fti_rpc_reply_error(x->call, FT_ERR_TIMEOUT, "no heartbeat: forgotten by the lighthouse");
+            if (!waiters_has(w, x->replica_id)) {
+                w->n_ids--;
+                if (in_quorum(lh, x->replica_id))
+                    w->n_prev_ids--;
+            }
+            free(x);
+        }
+    }
+}
+
+/* "+a +b -c" membership change between the previous quorum and the members
+ * of d (both sorted), for the log. */
+static void membership_change(const fti_quorum_t *prev, const fti_qdecision_t *d, char *buf,
+                              size_t len)
+{
+    size_t i = 0, j = 0, used = 0, shown = 0, more = 0;
+    size_t np = prev ? prev->n_members : 0;
+    buf[0] = '\0';
+    while (i < np || j < d->n_members) {
+        int c = i >= np ? 1 : j >= d->n_members
+                                  ? -1
+                                  : strcmp(prev->members[i].replica_id, d->members[j].replica_id);
+        const char *sign, *id;
+        if (c == 0) {
+            i++, j++;
+            continue;
+        }
+        if (c < 0) {
+            sign = "-";
+            id = prev->members[i++].replica_id;
+        } else {
+            sign = "+";
+            id = d->members[j++].replica_id;
+        }
+        if (shown >= LH_LOG_NAMES) {
+            more++;
+            continue;
+        }
+        int n = snprintf(buf + used, len - used, "%s%s%s", used ? " " : "", sign, id);
+        if (n < 0 || (size_t)n >= len - used) {
+            more++;
+            continue;
+        }
+        used += (size_t)n;
+        shown++;
+    }
+    if (more > 0 && used < len)
+        snprintf(buf + used, len - used, " (+%zu more changes)", more);
+}
+
+static void hist_add(struct fti_lighthouse *lh, double ms)
+{
+    size_t b = 0;
+    while (b < FTI_LH_HIST_BUCKETS - 1 && ms > fti_lh_hist_bounds_ms[b])
+        b++;
+    lh->hist[b]++;
+    lh->hist_sum_ms += ms;
+    lh->hist_count++;
+}
+
+/* Applies the rules; issues and answers a quorum if they say so. */
+static void evaluate(struct fti_lighthouse *lh)
+{
+    fti_qdecision_t d;
+    fti_quorum_t *q = NULL;
+    char change[512] = "";
+    int64_t first_ms = -1, last_ms = -1, now;
+
+    sweep_dead(lh);
+    pthread_mutex_lock(&lh->mu);
+    now = fti_now_ms();
+    int rc = fti_quorum_compute(lh->st, now, &d);
+    if (rc != FT_SUCCESS) {
+        pthread_mutex_unlock(&lh->mu);
+        FTI_ERROR("quorum evaluation failed: %s", FT_Error_string(rc));
+        return;
+    }
+    if (!d.issue && d.n_requesters == 0)
+        snprintf(lh->reason, sizeof(lh->reason), "idle: no healthy group waits for a quorum");
+    else
+        fti_strlcpy(lh->reason, d.reason, sizeof(lh->reason));
+    if (d.issue) {
+        membership_change(fti_quorum_prev(lh->st), &d, change, sizeof(change));
+        rc = fti_quorum_commit(lh->st, &d, now, &q);
+        if (rc == FT_SUCCESS) {
+            first_ms = lh->round_first_req_ms;
+            last_ms = lh->round_last_req_ms;
+            lh->quorums_issued++;
+            lh->quorum_created_wall = fti_wall_ms();
+            hist_add(lh, first_ms >= 0 ? (double)(now - first_ms) : 0.0);
+            /* requests left pending start the next round now */
+            lh->round_first_req_ms = fti_quorum_n_waiting(lh->st) > 0 ? now : -1;
+            lh->round_last_req_ms = lh->round_first_req_ms;
+        } else {
+            FTI_ERROR("quorum commit failed: %s", FT_Error_string(rc));
+        }
+    }
+    fti_qdecision_clear(&d);
+    int64_t created_wall = lh->quorum_created_wall;
+    pthread_mutex_unlock(&lh->mu);
+    if (q == NULL)
+        return;
+
+    fti_log_ctx.quorum_id = q->quorum_id;
+    FTI_INFO("quorum %" PRId64 ": %zu members%s%s; formed %" PRId64 " ms after the first request, "
+             "%" PRId64 " ms after the last",
+             q->quorum_id, q->n_members, change[0] ? ", " : "", change,
+             first_ms >= 0 ? now - first_ms : 0, last_ms >= 0 ? now - last_ms : 0);
+
+    struct shared_reply *r = pack_quorum(q, created_wall);
+    size_t answered = 0;
+    for (size_t i = 0; i < q->n_members; i++) {
+        struct waiter *x = waiters_take(&lh->waiters, q->members[i].replica_id), *next;
+        if (x)
+            lh->waiters.n_ids--;
+        for (; x; x = next) {
+            next = x->next;
+            if (r == NULL) {
+                fti_rpc_reply_error(x->call, FT_ERR_NO_MEMORY, "lighthouse out of memory");
+            } else {
+                r->refs++;
+                if (fti_rpc_reply_ref(x->call, r->data, r->len, reply_release, r) == FT_SUCCESS)
+                    answered++;
+            }
+            free(x);
+        }
+    }
+    lh->waiters.n_prev_ids = 0; /* the waiters left are not members */
+    if (r == NULL)
+        FTI_ERROR("out of memory packing quorum %" PRId64, q->quorum_id);
+    else
+        reply_release(r);
+    FTI_DEBUG("quorum %" PRId64 " sent to %zu waiting calls", q->quorum_id, answered);
+    fti_quorum_free(q);
+}
+
+static void eval_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    evaluate(arg);
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct fti_lighthouse *lh = arg;
+    (void)fd;
+    (void)what;
+    pthread_mutex_lock(&lh->mu);
+    size_t dropped = fti_quorum_expire(lh->st, fti_now_ms());
+    pthread_mutex_unlock(&lh->mu);
+    if (dropped > 0) {
+        FTI_INFO("forgot %zu groups silent for %d heartbeat timeouts", dropped,
+                 FTI_QUORUM_EXPIRE_FACTOR);
+        sweep_forgotten(lh);
+    }
+    evaluate(lh);
+    refresh_rpc_stats(lh);
+}
+
+/* ---- RPC handlers ---------------------------------------------------------- */
+
+static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
+{
+    struct fti_lighthouse *lh = arg;
+    Ftmpi__LighthouseHeartbeatRequest *req =
+        ftmpi__lighthouse_heartbeat_request__unpack(NULL, len, payload);
+    if (req == NULL) {
+        FTI_WARN("heartbeat from %s does not decode", fti_rpc_call_peer(call));
+        fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "heartbeat does not decode");
+        refresh_rpc_stats(lh);
+        return;
+    }
+    pthread_mutex_lock(&lh->mu);
+    int rc = fti_quorum_heartbeat(lh->st, req->replica_id, fti_now_ms());
+    if (rc == FT_SUCCESS)
+        lh->heartbeats++;
+    pthread_mutex_unlock(&lh->mu);
+    if (rc == FT_SUCCESS) {
+        fti_rpc_reply(call, NULL, 0); /* LighthouseHeartbeatResponse packs to 0 bytes */
+    } else {
+        FTI_WARN("heartbeat from %s refused: %s", fti_rpc_call_peer(call), FT_Error_string(rc));
+        fti_rpc_reply_error(call, rc, rc == FT_ERR_ARG ? "replica_id empty or too long"
+                                                       : "lighthouse cannot track the group");
+    }
+    ftmpi__lighthouse_heartbeat_request__free_unpacked(req, NULL);
+}
+
+/* Copies a QuorumMember message into m (data by reference).  FT_ERR_ARG
+ * when a field does not fit. */
+static int member_from_msg(const Ftmpi__QuorumMember *pm, fti_qmember_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    if (pm->replica_id == NULL || pm->replica_id[0] == '\0' ||
+        fti_strlcpy(m->replica_id, pm->replica_id, sizeof(m->replica_id)) != 0 ||
+        fti_strlcpy(m->address, pm->address ? pm->address : "", sizeof(m->address)) != 0 ||
+        fti_strlcpy(m->store_address, pm->store_address ? pm->store_address : "",
+                    sizeof(m->store_address)) != 0)
+        return FT_ERR_ARG;
+    m->step = pm->step;
+    m->world_size = pm->world_size;
+    m->shrink_only = pm->shrink_only;
+    m->commit_failures = pm->commit_failures;
+    m->data = pm->data.data;
+    m->data_len = pm->data.len;
+    return FT_SUCCESS;
+}
+
+static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
+{
+    struct fti_lighthouse *lh = arg;
+    fti_qmember_t m;
+    Ftmpi__LighthouseQuorumRequest *req =
+        ftmpi__lighthouse_quorum_request__unpack(NULL, len, payload);
+    if (req == NULL) {
+        FTI_WARN("quorum request from %s does not decode", fti_rpc_call_peer(call));
+        fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "quorum request does not decode");
+        refresh_rpc_stats(lh);
+        return;
+    }
+    if (req->requester == NULL || member_from_msg(req->requester, &m) != FT_SUCCESS) {
+        FTI_WARN("quorum request from %s: requester missing or a field too long",
+                 fti_rpc_call_peer(call));
+        fti_rpc_reply_error(call, FT_ERR_ARG,
+                            "requester missing, replica_id empty, or a field too long");
+        ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL);
+        return;
+    }
+    struct waiter *x = calloc(1, sizeof(*x));
+    if (x == NULL) {
+        FTI_ERROR("out of memory for a quorum request");
+        fti_rpc_reply_error(call, FT_ERR_NO_MEMORY, "lighthouse out of memory");
+        ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL);
+        return;
+    }
+    pthread_mutex_lock(&lh->mu);
+    int64_t now = fti_now_ms();
+    int rc = fti_quorum_request(lh->st, &m, now);
+    if (rc == FT_SUCCESS) {
+        lh->quorum_requests++;
+        if (lh->round_first_req_ms < 0)
+            lh->round_first_req_ms = now;
+        lh->round_last_req_ms = now;
+    }
+    pthread_mutex_unlock(&lh->mu);
+    ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL);
+    if (rc != FT_SUCCESS) {
+        FTI_WARN("quorum request of %s refused: %s", m.replica_id, FT_Error_string(rc));
+        fti_rpc_reply_error(call, rc, "lighthouse cannot track the group");
+        free(x);
+        return;
+    }
+    FTI_DEBUG("quorum request of %s (step %" PRId64 ") from %s", m.replica_id, m.step,
+              fti_rpc_call_peer(call));
+    x->call = call;
+    memcpy(x->replica_id, m.replica_id, sizeof(x->replica_id));
+    if (!waiters_has(&lh->waiters, x->replica_id)) {
+        lh->waiters.n_ids++;
+        if (in_quorum(lh, x->replica_id))
+            lh->waiters.n_prev_ids++;
+    }
+    waiters_add(&lh->waiters, x);
+    if (worth_evaluating(lh, now))
+        event_active(lh->eval_ev, EV_TIMEOUT, 0);
+}
+
+/* ---- create / destroy -------------------------------------------------- */
+
+int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *o,
+                          fti_lighthouse_h *lh_p)
+{
+    if (base == NULL || o == NULL || lh_p == NULL || o->min_replicas < 1 ||
+        o->join_timeout_ms < 0 || o->quorum_tick_ms < 1 || o->heartbeat_timeout_ms < 1 ||
+        o->max_frame < 64)
+        return FT_ERR_ARG;
+    struct fti_lighthouse *lh = calloc(1, sizeof(*lh));
+    if (lh == NULL)
+        return FT_ERR_NO_MEMORY;
+    lh->base = base;
+    lh->opts = *o;
+    lh->round_first_req_ms = lh->round_last_req_ms = -1;
+    lh->quorum_created_wall = 0;
+    snprintf(lh->reason, sizeof(lh->reason), "no quorum request yet");
+    pthread_mutex_init(&lh->mu, NULL);
+
+    fti_quorum_opts_t qo;
+    fti_quorum_opts_default(&qo);
+    qo.min_replicas = o->min_replicas;
+    qo.join_timeout_ms = o->join_timeout_ms;
+    qo.heartbeat_timeout_ms = o->heartbeat_timeout_ms;
+    /* seeded from the wall clock by default, so a restarted lighthouse
+     * never repeats an id its clients saw */
+    qo.initial_quorum_id = o->initial_quorum_id >= 0 ? o->initial_quorum_id : fti_wall_ms();
+
+    static const fti_rpc_method_t methods[] = {
+        {FTMPI__METHOD__LIGHTHOUSE_QUORUM, on_quorum},
+        {FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, on_heartbeat},
+    };
+    struct timeval tv = {(time_t)(o->quorum_tick_ms / 1000),
+                         (suseconds_t)(o->quorum_tick_ms % 1000) * 1000};
+    int rc = fti_quorum_state_create(&qo, &lh->st);
+    if (rc == FT_SUCCESS)
+        rc = waiters_init(&lh->waiters);
+    if (rc == FT_SUCCESS &&
+        ((lh->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, lh)) == NULL ||
+         (lh->eval_ev = event_new(base, -1, 0, eval_cb, lh)) == NULL ||
+         event_add(lh->tick_ev, &tv) != 0)) {
+        FTI_ERROR("lighthouse: cannot create its timer events");
+        rc = FT_ERR_SYSTEM;
+    }
+    if (rc == FT_SUCCESS) {
+        rc = fti_rpc_server_create(base, o->bind, o->max_frame, methods,
+                                   FTI_ARRAY_SIZE(methods), lh, &lh->rpc);
+        if (rc != FT_SUCCESS)
+            FTI_ERROR("lighthouse: cannot listen on %s: %s", o->bind, FT_Error_string(rc));
+    }
+    if (rc != FT_SUCCESS) {
+        fti_lighthouse_destroy(lh);
+        return rc;
+    }
+    FTI_INFO("lighthouse on %s: min_replicas %d, join timeout %" PRId64
+             " ms, heartbeat timeout %" PRId64 " ms, tick %" PRId64 " ms",
+             fti_rpc_server_address(lh->rpc), o->min_replicas, o->join_timeout_ms,
+             o->heartbeat_timeout_ms, o->quorum_tick_ms);
+    *lh_p = lh;
+    return FT_SUCCESS;
+}
+
+void fti_lighthouse_destroy(fti_lighthouse_h lh)
+{
+    if (lh == NULL)
+        return;
+    if (lh->waiters.buckets) {
+        for (size_t b = 0; b <= lh->waiters.mask; b++) {
+            struct waiter *x = lh->waiters.buckets[b], *next;
+            for (; x; x = next) {
+                next = x->next;
+                fti_rpc_reply_error(x->call, FT_ERR_CONNECT, "lighthouse shutting down");
+                free(x);
+            }
+        }
+        free(lh->waiters.buckets);
+    }
+    if (lh->tick_ev)
+        event_free(lh->tick_ev);
+    if (lh->eval_ev)
+        event_free(lh->eval_ev);
+    fti_rpc_server_destroy(lh->rpc);
+    fti_quorum_state_destroy(lh->st);
+    pthread_mutex_destroy(&lh->mu);
+    free(lh);
+}
+
+const char *fti_lighthouse_address(fti_lighthouse_h lh)
+{
+    return fti_rpc_server_address(lh->rpc);
+}
+
+/* ---- kill ---------------------------------------------------------------- */
+
+struct kill_job {
+    char replica_id[FTI_QID_MAX];
+    char address[FTI_QADDR_MAX];
+    char msg[256];
+};
+
+static void *kill_thread(void *arg)
+{
+    struct kill_job *j = arg;
+    fti_rpc_client_h c = NULL;
+    Ftmpi__KillRequest req = FTMPI__KILL_REQUEST__INIT;
+    ProtobufCMessage *resp = NULL;
+    req.msg = j->msg;
+    int rc = fti_rpc_client_create(j->address, LH_KILL_TIMEOUT_MS, 4096, &c);
+    if (rc == FT_SUCCESS)
+        rc = fti_rpc_call_msg(c, FTMPI__METHOD__MANAGER_KILL, &req.base,
+                              &ftmpi__kill_response__descriptor, LH_KILL_TIMEOUT_MS, &resp);
+    if (rc == FT_SUCCESS) {
+        FTI_INFO("kill delivered to %s at %s", j->replica_id, j->address);
+        protobuf_c_message_free_unpacked(resp, NULL);
+    } else {
+        FTI_WARN("kill of %s at %s failed: %s", j->replica_id, j->address, FT_Error_string(rc));
+    }
+    fti_rpc_client_destroy(c);
+    free(j);
+    return NULL;
+}
+
+int fti_lighthouse_kill(fti_lighthouse_h lh, const char *replica_id, const char *msg)
+{
+    fti_qgroup_view_t v;
+    struct kill_job *j;
+    if (lh == NULL || replica_id == NULL)
+        return FT_ERR_ARG;
+    if ((j = calloc(1, sizeof(*j))) == NULL)
+        return FT_ERR_NO_MEMORY;
+    pthread_mutex_lock(&lh->mu);
+    const fti_quorum_t *prev = fti_quorum_prev(lh->st);
+    long k = prev ? fti_quorum_member_index(prev, replica_id) : -1;
+    if (fti_quorum_group_find(lh->st, replica_id, fti_now_ms(), &v) == FT_SUCCESS && v.member)
+        fti_strlcpy(j->address, v.member->address, sizeof(j->address));
+    else if (k >= 0)
+        fti_strlcpy(j->address, prev->members[k].address, sizeof(j->address));
+    pthread_mutex_unlock(&lh->mu);
+    if (j->address[0] == '\0') {
+        free(j);
+        return FT_ERR_NOT_FOUND;
+    }
+    fti_strlcpy(j->replica_id, replica_id, sizeof(j->replica_id));
+    fti_strlcpy(j->msg, msg ? msg : "killed by the lighthouse", sizeof(j->msg));
+    FTI_INFO("sending kill to %s at %s: %s", j->replica_id, j->address, j->msg);
+
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int err = pthread_create(&t, &attr, kill_thread, j);
+    pthread_attr_destroy(&attr);
+    if (err != 0) {
+        FTI_ERROR("cannot start the kill thread: %s", strerror(err));
+        free(j);
+        return FT_ERR_SYSTEM;
+    }
+    return FT_SUCCESS;
+}
+
+/* ---- snapshot ------------------------------------------------------------ */
+
+static void view_fill(fti_lh_member_view_t *mv, const fti_qmember_t *m, const char *id)
+{
+    fti_strlcpy(mv->replica_id, id, sizeof(mv->replica_id));
+    if (m) {
+        fti_strlcpy(mv->address, m->address, sizeof(mv->address));
+        mv->step = m->step;
+        mv->world_size = m->world_size;
+    } else {
+        mv->step = -1;
+    }
+}
+
+int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
+{
+    fti_lh_snapshot_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return FT_ERR_NO_MEMORY;
+    pthread_mutex_lock(&lh->mu);
+    int64_t now = fti_now_ms();
+    const fti_quorum_t *prev = fti_quorum_prev(lh->st);
+    size_t np = prev ? prev->n_members : 0, ng = fti_quorum_n_groups(lh->st);
+    s->members = calloc(np + ng + 1, sizeof(*s->members));
+    if (s->members == NULL) {
+        pthread_mutex_unlock(&lh->mu);
+        free(s);
+        return FT_ERR_NO_MEMORY;
+    }
+    s->quorum_id = prev ? prev->quorum_id : -1;
+    s->quorum_created_ms = prev ? lh->quorum_created_wall : 0;
+    s->max_step = -1;
+    for (size_t i = 0; i < np; i++)
+        if (prev->members[i].step > s->max_step)
+            s->max_step = prev->members[i].step;
+    s->min_replicas = lh->opts.min_replicas;
+    fti_strlcpy(s->waiting_reason, lh->reason, sizeof(s->waiting_reason));
+
+    /* quorum members first (their details as in the quorum) */
+    for (size_t i = 0; i < np; i++) {
+        fti_lh_member_view_t *mv = &s->members[s->n_members++];
+        fti_qgroup_view_t v;
+        view_fill(mv, &prev->members[i], prev->members[i].replica_id);
+        mv->in_quorum = true;
+        mv->behind = prev->members[i].step < s->max_step;
+        mv->heartbeat_age_ms = -1;
+        if (fti_quorum_group_find(lh->st, mv->replica_id, now, &v) == FT_SUCCESS) {
+            mv->heartbeat_age_ms = v.heartbeat_age_ms;
+            mv->healthy = v.healthy;
+            mv->waiting = v.waiting;
+        }
+    }
+    /* then every other group of the table */
+    for (size_t i = 0; i < ng; i++) {
+        fti_qgroup_view_t v;
+        if (fti_quorum_group_at(lh->st, i, now, &v) != FT_SUCCESS || v.in_quorum)
+            continue;
+        fti_lh_member_view_t *mv = &s->members[s->n_members++];
+        view_fill(mv, v.member, v.replica_id);
+        mv->heartbeat_age_ms = v.heartbeat_age_ms;
+        mv->healthy = v.healthy;
+        mv->waiting = v.waiting;
+    }
+
+    s->quorums_issued = lh->quorums_issued;
+    s->heartbeats = lh->heartbeats;
+    s->quorum_requests = lh->quorum_requests;
+    s->rejected_garbage = lh->rpc_stats.rejected_garbage;
+    s->rejected_oversize = lh->rpc_stats.rejected_oversize;
+    s->rejected_truncated = lh->rpc_stats.rejected_truncated;
+    s->rejected_unknown = lh->rpc_stats.rejected_unknown;
+    s->rejected_decode = lh->rpc_stats.rejected_decode;
+    s->rejected_frames = s->rejected_garbage + s->rejected_oversize + s->rejected_truncated +
+                         s->rejected_unknown + s->rejected_decode;
+    memcpy(s->hist, lh->hist, sizeof(s->hist));
+    s->hist_sum_ms = lh->hist_sum_ms;
+    s->hist_count = lh->hist_count;
+    pthread_mutex_unlock(&lh->mu);
+    *snap_p = s;
+    return FT_SUCCESS;
+}
+
+void fti_lh_snapshot_free(fti_lh_snapshot_t *snap)
+{
+    if (snap == NULL)
+        return;
+    free(snap->members);
+    free(snap);
+}

@@ -1,0 +1,338 @@
+/*
+ * lh_probe.c - a small client for the lighthouse tests (no curl, no bash
+ * /dev/tcp needed):
+ *
+ *   lh_probe http ADDR METHOD PATH [-H 'Name: value']... [-d BODY]
+ *       one HTTP/1.1 request; prints "HTTP <code>" on the first line, then
+ *       the body.  Exit 0 when a response came, 1 otherwise.
+ *   lh_probe frame ADDR KIND [MAX_FRAME]
+ *       sends one bad RPC frame and reports what came back.  KIND:
+ *       garbage      not a frame header        -> error reply, then closed
+ *       oversize     length MAX_FRAME + 1      -> error reply, then closed
+ *       truncated    says 100 bytes, sends 10, half-closes -> closed, no reply
+ *       unknown      method 999                -> error reply, connection kept
+ *       undecodable  LIGHTHOUSE_QUORUM payload that is not protobuf
+ *                                              -> error reply, connection kept
+ *       Exit 0 when the lighthouse answered as listed, 1 otherwise.
+ *   lh_probe quorum ADDR REPLICA_ID [STEP [TIMEOUT_MS]]
+ *       asks for a quorum with the library's lighthouse client; prints
+ *       "quorum ID members N [a b c]".
+ *   lh_probe heartbeat ADDR REPLICA_ID
+ *
+ * Every wait has a deadline (5 s, or TIMEOUT_MS).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ftmpi.h"
+#include "lighthouse_client.h"
+#include "log.h"
+#include "net.h"
+#include "proto/ftmpi.pb-c.h"
+#include "rpc.h"
+#include "util.h"
+
+#define PROBE_TIMEOUT_MS 5000
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: lh_probe http ADDR METHOD PATH [-H 'Name: value']... [-d BODY]\n"
+                    "       lh_probe frame ADDR garbage|oversize|truncated|unknown|undecodable "
+                    "[MAX_FRAME]\n"
+                    "       lh_probe quorum ADDR REPLICA_ID [STEP [TIMEOUT_MS]]\n"
+                    "       lh_probe heartbeat ADDR REPLICA_ID\n");
+    return 2;
+}
+
+/* Reads until EOF or the deadline into a growing buffer.  Returns bytes
+ * read, or -1 on a timeout (*buf_p still set). */
+static ssize_t read_to_eof(int fd, char **buf_p, int64_t deadline)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap + 1);
+    if (buf == NULL)
+        return -1;
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int left = fti_ms_left(deadline);
+        if (left <= 0) {
+            buf[len] = '\0';
+            *buf_p = buf;
+            return -1;
+        }
+        int n = poll(&p, 1, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            continue;
+        if (len == cap) {
+            char *nb = realloc(buf, 2 * cap + 1);
+            if (nb == NULL)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = recv(fd, buf + len, cap - len, 0);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (r <= 0)
+            break; /* EOF or reset */
+        len += (size_t)r;
+    }
+    buf[len] = '\0';
+    *buf_p = buf;
+    return (ssize_t)len;
+}
+
+/* ---- http ------------------------------------------------------------- */
+
+static int cmd_http(int argc, char **argv)
+{
+    if (argc < 3)
+        return usage();
+    const char *addr = argv[0], *method = argv[1], *path = argv[2], *body = "";
+    char headers[4096] = "";
+    size_t hl = 0;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "-H") == 0 && i + 1 < argc) {
+            int n = snprintf(headers + hl, sizeof(headers) - hl, "%s\r\n", argv[++i]);
+            if (n < 0 || (size_t)n >= sizeof(headers) - hl)
+                return usage();
+            hl += (size_t)n;
+        } else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) {
+            body = argv[++i];
+        } else {
+            return usage();
+        }
+    }
+    int64_t deadline = fti_now_ms() + PROBE_TIMEOUT_MS;
+    int fd = -1;
+    if (fti_tcp_connect(addr, deadline, &fd) != FT_SUCCESS) {
+        fprintf(stderr, "lh_probe: cannot connect to %s\n", addr);
+        return 1;
+    }
+    char req[8192];
+    int n = snprintf(req, sizeof(req),
+                     "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nContent-Length: %zu\r\n"
+                     "%s\r\n%s",
+                     method, path, addr, strlen(body), headers, body);
+    if (n < 0 || (size_t)n >= sizeof(req) || fti_write_full(fd, req, (size_t)n, deadline) != 0) {
+        fprintf(stderr, "lh_probe: cannot send the request\n");
+        close(fd);
+        return 1;
+    }
+    char *resp = NULL;
+    ssize_t len = read_to_eof(fd, &resp, deadline);
+    close(fd);
+    int code = 0;
+    if (len < 0 || resp == NULL || sscanf(resp, "HTTP/1.%*d %d", &code) != 1) {
+        fprintf(stderr, "lh_probe: no HTTP response from %s%s\n", addr,
+                len < 0 ? " (timeout)" : "");
+        free(resp);
+        return 1;
+    }
+    char *b = strstr(resp, "\r\n\r\n");
+    printf("HTTP %d\n%s", code, b ? b + 4 : "");
+    free(resp);
+    return 0;
+}
+
+/* ---- bad frames ------------------------------------------------------------- */
+
+/* Reads one reply frame; returns 1 and fills h/msg, 0 on EOF, -1 on timeout
+ * or a malformed reply. */
+static int read_reply(int fd, fti_rpc_header_t *h, char *msg, size_t msglen, int64_t deadline)
+{
+    uint8_t hdr[FTI_RPC_HEADER_LEN];
+    int rc = fti_read_full(fd, hdr, sizeof(hdr), deadline);
+    if (rc == FT_ERR_PROC_FAILED)
+        return 0;
+    if (rc != FT_SUCCESS)
+        return -1;
+    fti_rpc_header_decode(hdr, h);
+    if (h->magic != FTI_RPC_MAGIC || !(h->flags & FTI_RPC_F_REPLY) || h->length >= msglen)
+        return -1;
+    if (h->length && fti_read_full(fd, msg, h->length, deadline) != FT_SUCCESS)
+        return -1;
+    msg[h->length] = '\0';
+    return 1;
+}
+
+/* True when the peer closes fd before the deadline (EOF or reset). */
+static bool closed_by_peer(int fd, int64_t deadline)
+{
+    char *rest = NULL;
+    ssize_t n = read_to_eof(fd, &rest, deadline);
+    free(rest);
+    return n == 0;
+}
+
+static int send_frame(int fd, uint16_t method, uint32_t length, const void *payload, size_t plen,
+                      int64_t deadline)
+{
+    uint8_t hdr[FTI_RPC_HEADER_LEN];
+    fti_rpc_header_t h = {FTI_RPC_MAGIC, 0, method, 0, length};
+    fti_rpc_header_encode(&h, hdr);
+    int rc = fti_write_full(fd, hdr, sizeof(hdr), deadline);
+    if (rc == FT_SUCCESS && plen > 0)
+        rc = fti_write_full(fd, payload, plen, deadline);
+    return rc;
+}
+
+/* After an error reply the connection must still serve: a heartbeat. */
+static bool still_serves(int fd, int64_t deadline)
+{
+    Ftmpi__LighthouseHeartbeatRequest hb = FTMPI__LIGHTHOUSE_HEARTBEAT_REQUEST__INIT;
+    uint8_t buf[128];
+    fti_rpc_header_t h;
+    char msg[4096];
+    hb.replica_id = "lh-probe";
+    size_t len = ftmpi__lighthouse_heartbeat_request__pack(&hb, buf);
+    if (send_frame(fd, FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, (uint32_t)len, buf, len, deadline) !=
+        FT_SUCCESS)
+        return false;
+    return read_reply(fd, &h, msg, sizeof(msg), deadline) == 1 && h.status == 0 &&
+           h.method == FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT;
+}
+
+static int cmd_frame(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage();
+    const char *addr = argv[0], *kind = argv[1];
+    unsigned long cap = argc > 2 ? strtoul(argv[2], NULL, 10) : 4ul << 20;
+    int64_t deadline = fti_now_ms() + PROBE_TIMEOUT_MS;
+    int fd = -1, rc = FT_SUCCESS;
+    bool expect_reply = true, expect_close = true;
+    fti_rpc_header_t h;
+    char msg[4096];
+
+    if (fti_tcp_connect(addr, deadline, &fd) != FT_SUCCESS) {
+        fprintf(stderr, "lh_probe: cannot connect to %s\n", addr);
+        return 1;
+    }
+    if (strcmp(kind, "garbage") == 0) {
+        static const char g[] = "GET / HTTP/1.0\r\nthis is not an ftmpi frame\r\n\r\n";
+        rc = fti_write_full(fd, g, sizeof(g) - 1, deadline);
+    } else if (strcmp(kind, "oversize") == 0) {
+        rc = send_frame(fd, FTMPI__METHOD__LIGHTHOUSE_QUORUM, (uint32_t)(cap + 1), NULL, 0,
+                        deadline);
+    } else if (strcmp(kind, "truncated") == 0) {
+        rc = send_frame(fd, FTMPI__METHOD__LIGHTHOUSE_QUORUM, 100, "0123456789", 10, deadline);
+        shutdown(fd, SHUT_WR);
+        expect_reply = false;
+    } else if (strcmp(kind, "unknown") == 0) {
+        rc = send_frame(fd, 999, 4, "abcd", 4, deadline);
+        expect_close = false;
+    } else if (strcmp(kind, "undecodable") == 0) {
+        static const uint8_t bad[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
+        rc = send_frame(fd, FTMPI__METHOD__LIGHTHOUSE_QUORUM, sizeof(bad), bad, sizeof(bad),
+                        deadline);
+        expect_close = false;
+    } else {
+        close(fd);
+        return usage();
+    }
+    if (rc != FT_SUCCESS) {
+        fprintf(stderr, "lh_probe: cannot send the frame: %s\n", FT_Error_string(rc));
+        close(fd);
+        return 1;
+    }
+    int ok = 1;
+    if (expect_reply) {
+        int r = read_reply(fd, &h, msg, sizeof(msg), deadline);
+        if (r == 1 && h.status != 0) {
+            printf("%s: error reply status %d (%s) method %u: %s\n", kind, h.status,
+                   FT_Error_string(h.status), h.method, msg);
+        } else {
+            printf("%s: %s\n", kind,
+                   r == 1 ? "unexpected success reply" : r == 0 ? "closed without a reply"
+                                                               : "no reply (timeout)");
+            ok = 0;
+        }
+    }
+    if (expect_close) {
+        bool closed = closed_by_peer(fd, deadline);
+        printf("%s: %s\n", kind, closed ? "connection closed" : "connection NOT closed");
+        ok &= closed;
+    } else {
+        bool serves = still_serves(fd, deadline);
+        printf("%s: %s\n", kind, serves ? "connection still serves" : "connection broken");
+        ok &= serves;
+    }
+    close(fd);
+    return ok ? 0 : 1;
+}
+
+/* ---- library client ------------------------------------------------------------ */
+
+static int cmd_quorum(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage();
+    fti_lighthouse_client_h c;
+    Ftmpi__QuorumMember me = FTMPI__QUORUM_MEMBER__INIT;
+    Ftmpi__Quorum *q = NULL;
+    int timeout = argc > 3 ? atoi(argv[3]) : PROBE_TIMEOUT_MS;
+    me.replica_id = argv[1];
+    me.address = "127.0.0.1:1";
+    me.store_address = "127.0.0.1:2";
+    me.step = argc > 2 ? atoll(argv[2]) : 0;
+    me.world_size = 1;
+    int rc = fti_lighthouse_client_create(argv[0], 2000, &c);
+    if (rc == FT_SUCCESS)
+        rc = fti_lighthouse_quorum(c, &me, timeout, &q);
+    if (rc != FT_SUCCESS) {
+        fprintf(stderr, "lh_probe: quorum: %s\n", FT_Error_string(rc));
+        fti_lighthouse_client_destroy(c);
+        return 1;
+    }
+    printf("quorum %" PRId64 " members %zu [", q->quorum_id, q->n_participants);
+    for (size_t i = 0; i < q->n_participants; i++)
+        printf("%s%s", i ? " " : "", q->participants[i]->replica_id);
+    printf("] created %" PRId64 "\n", q->created_ms);
+    ftmpi__quorum__free_unpacked(q, NULL);
+    fti_lighthouse_client_destroy(c);
+    return 0;
+}
+
+static int cmd_heartbeat(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage();
+    fti_lighthouse_client_h c;
+    int rc = fti_lighthouse_client_create(argv[0], 2000, &c);
+    if (rc == FT_SUCCESS)
+        rc = fti_lighthouse_heartbeat(c, argv[1], PROBE_TIMEOUT_MS);
+    fti_lighthouse_client_destroy(c);
+    if (rc != FT_SUCCESS) {
+        fprintf(stderr, "lh_probe: heartbeat: %s\n", FT_Error_string(rc));
+        return 1;
+    }
+    printf("heartbeat ok\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    fti_log_init("lh_probe", FTI_LOG_WARN);
+    if (argc < 3)
+        return usage();
+    if (strcmp(argv[1], "http") == 0)
+        return cmd_http(argc - 2, argv + 2);
+    if (strcmp(argv[1], "frame") == 0)
+        return cmd_frame(argc - 2, argv + 2);
+    if (strcmp(argv[1], "quorum") == 0)
+        return cmd_quorum(argc - 2, argv + 2);
+    if (strcmp(argv[1], "heartbeat") == 0)
+        return cmd_heartbeat(argc - 2, argv + 2);
+    return usage();
+}
