@@ -1,0 +1,639 @@
+/*
+ * tcp.c - the tcp data plane (DESIGN section 5): a ring of TCP connections,
+ * each rank connected to the next and accepting from the previous one.
+ *
+ * Allreduce: the ring reduce-scatter + all-gather of ring.h for large
+ * messages (every rank sends and receives 2(n-1)/n of the buffer); for small
+ * ones (bytes * (n-1) <= small_max) a ring all-gather of whole buffers
+ * followed by a local reduction in rank order, which takes n-1 hops instead
+ * of 2(n-1).  Both run on one engine that streams the steps back to back:
+ * the bytes sent at step t are those received at step t-1, and they leave
+ * as soon as they are final (reduced chunk by chunk through a one-chunk
+ * scratch buffer, or received in place for the copy steps).  Both sockets
+ * are non-blocking; when neither can move, the engine polls both without
+ * blocking for TCP_SPIN_US, yielding the CPU in between (a wake-up costs
+ * more than a short message takes on a fast link), then blocks in poll()
+ * until the caller's deadline.
+ *
+ * Every rank ends with the same bits: a reduced segment is computed once, by
+ * one rank, and copied by the others; the small path reduces the same
+ * buffers in the same order on every rank.
+ *
+ * Errors: a peer that closes or resets (FT_ERR_PROC_FAILED) or a deadline
+ * (FT_ERR_TIMEOUT) is logged once at warn level; the sockets are closed at
+ * once (so the neighbours see it without waiting for their deadline) and
+ * the communicator is dead: later allreduces return FT_ERR_ABORTED.  The
+ * contents of buf are then unspecified.
+ */
+#include "comm.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ftmpi.h"
+#include "log.h"
+#include "net.h"
+#include "ring.h"
+#include "util.h"
+
+#define TCP_MAGIC 0x46544d52u /* "FTMR" */
+#define TCP_VERSION 1u
+#define TCP_ROLE_PREV 1u      /* sent by the connecting side: "I am your prev" */
+#define TCP_ROLE_NEXT 2u      /* sent by the accepting side: "I am your next" */
+#define TCP_HELLO_BYTES 20
+#define TCP_DEFAULT_CHUNK (256u * 1024u)
+#define TCP_DEFAULT_SMALL_MAX (64u * 1024u)
+#define TCP_DEADLINE_EVERY 64 /* engine iterations between clock checks */
+#define TCP_SPIN_US 50        /* busy polling before a blocking poll() */
+
+struct fti_tcp_listener {
+    int fd;
+    char addr[160];
+};
+
+struct tcp_comm {
+    struct fti_comm base;
+    int next_fd, prev_fd;
+    int dead;
+    size_t chunk_bytes;
+    size_t small_max;
+    char *scratch;
+    size_t scratch_cap;
+};
+
+/* ---- listener ------------------------------------------------------------ */
+
+int fti_tcp_listener_create(const char *bind_host, fti_tcp_listener_h *l_p)
+{
+    char addr[160];
+    const char *h = (bind_host && *bind_host) ? bind_host : "127.0.0.1";
+
+    if (strchr(h, ':') && h[0] != '[')
+        snprintf(addr, sizeof(addr), "[%s]:0", h);
+    else
+        snprintf(addr, sizeof(addr), "%s:0", h);
+    struct fti_tcp_listener *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return FT_ERR_NO_MEMORY;
+    int rc = fti_tcp_listen(addr, 16, &l->fd);
+    if (rc != FT_SUCCESS) {
+        free(l);
+        return rc;
+    }
+    /* accepted sockets inherit the buffer sizes, before the handshake */
+    if ((rc = fti_sock_tune(l->fd)) != FT_SUCCESS ||
+        (rc = fti_sock_name(l->fd, l->addr, sizeof(l->addr))) != FT_SUCCESS) {
+        close(l->fd);
+        free(l);
+        return rc;
+    }
+    *l_p = l;
+    return FT_SUCCESS;
+}
+
+const char *fti_tcp_listener_address(fti_tcp_listener_h l)
+{
+    return l ? l->addr : "";
+}
+
+void fti_tcp_listener_destroy(fti_tcp_listener_h l)
+{
+    if (l == NULL)
+        return;
+    close(l->fd);
+    free(l);
+}
+
+/* ---- allreduce engine ---------------------------------------------------- */
+
+enum plan_kind { PLAN_RING, PLAN_GATHER };
+
+/* What one allreduce moves: the steps are computed on demand. */
+struct plan {
+    enum plan_kind kind;
+    int rank, n, nsteps;
+    char *buf;
+    char *slots; /* PLAN_GATHER: n slots of bytes (slot rank unused) */
+    size_t count, esize, bytes;
+    enum fti_dtype dt;
+    enum fti_op op;
+};
+
+/* One step: send src_len bytes from src, receive dst_len bytes into dst
+ * (reduced into it, or copied). */
+struct step {
+    char *src;
+    size_t src_len;
+    char *dst;
+    size_t dst_len;
+    int reduce;
+};
+
+static void plan_step(const struct plan *p, int t, struct step *s)
+{
+    if (p->kind == PLAN_GATHER) {
+        /* the whole-buffer twin of the reduce-scatter: at step t send slot
+         * rank-t (our own buffer at t = 0), receive slot rank-t-1 */
+        int ks = fti_ring_send_seg(p->rank, p->n, t), kr = fti_ring_recv_seg(p->rank, p->n, t);
+        s->src = t == 0 ? p->buf : p->slots + (size_t)ks * p->bytes;
+        s->dst = p->slots + (size_t)kr * p->bytes;
+        s->src_len = s->dst_len = p->bytes;
+        s->reduce = 0;
+        return;
+    }
+    size_t off, len;
+    fti_ring_segment(p->count, p->n, fti_ring_send_seg(p->rank, p->n, t), &off, &len);
+    s->src = p->buf + off * p->esize;
+    s->src_len = len * p->esize;
+    fti_ring_segment(p->count, p->n, fti_ring_recv_seg(p->rank, p->n, t), &off, &len);
+    s->dst = p->buf + off * p->esize;
+    s->dst_len = len * p->esize;
+    s->reduce = fti_ring_step_reduces(p->n, t);
+}
+
+/* Why the engine stopped; logged once by the caller. */
+struct why {
+    const char *what;
+    int err; /* errno, 0 if none */
+};
+
+static int engine_fail(struct why *w, const char *what, int err, int rc)
+{
+    w->what = what;
+    w->err = err;
+    return rc;
+}
+
+/*
+ * Runs the steps of p over the ring.  Send and receive streams advance
+ * independently; the send of step t >= 1 may only go as far as the bytes of
+ * step t-1 that are final ("done").  Invariant: tr >= ts - 1.
+ */
+static int engine_run(struct tcp_comm *tc, const struct plan *p, size_t cbytes,
+                      int64_t deadline_ms, struct why *why)
+{
+    const int T = p->nsteps;
+    struct step ss, rs;
+    int ts = 0, tr = 0;
+    size_t sent = 0, rcvd = 0, done = 0;
+    int out_ready = 1, in_ready = 1;
+    unsigned iter = 0;
+
+    plan_step(p, 0, &ss);
+    rs = ss;
+    for (;;) {
+        /* finish completed (or empty) steps */
+        while (tr < T && rcvd == rs.dst_len) {
+            if (++tr < T)
+                plan_step(p, tr, &rs);
+            rcvd = done = 0;
+        }
+        while (ts < T && sent == ss.src_len) {
+            if (++ts < T)
+                plan_step(p, ts, &ss);
+            sent = 0;
+        }
+        if (ts == T && tr == T)
+            return FT_SUCCESS;
+
+        size_t limit = 0;
+        if (ts < T)
+            limit = (ts == 0 || tr > ts - 1) ? ss.src_len : done;
+        int want_out = ts < T && sent < limit;
+        int want_in = tr < T;
+        int progress = 0;
+
+        if (want_out && out_ready) {
+            size_t ask = limit - sent;
+            ssize_t k = send(tc->next_fd, ss.src + sent, ask, MSG_NOSIGNAL);
+            if (k > 0) {
+                sent += (size_t)k;
+                progress = 1;
+                if ((size_t)k < ask)
+                    out_ready = 0;
+            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                out_ready = 0;
+            } else if (errno == EINTR) {
+                progress = 1;
+            } else {
+                return engine_fail(why, "send to next", errno, FT_ERR_PROC_FAILED);
+            }
+        }
+        if (want_in && in_ready) {
+            size_t cstart = 0, cend = rs.dst_len, ask;
+            char *dst;
+            if (rs.reduce) {
+                cstart = rcvd - rcvd % cbytes;
+                cend = FTI_MIN(rs.dst_len, cstart + cbytes);
+                dst = tc->scratch + (rcvd - cstart);
+            } else {
+                dst = rs.dst + rcvd;
+            }
+            ask = cend - rcvd;
+            ssize_t k = recv(tc->prev_fd, dst, ask, 0);
+            if (k > 0) {
+                rcvd += (size_t)k;
+                progress = 1;
+                if ((size_t)k < ask)
+                    in_ready = 0;
+                if (!rs.reduce) {
+                    done = rcvd;
+                } else if (rcvd == cend) {
+                    fti_reduce(rs.dst + cstart, tc->scratch, (cend - cstart) / p->esize, p->dt,
+                               p->op);
+                    done = rcvd;
+                }
+            } else if (k == 0) {
+                return engine_fail(why, "previous rank closed the connection", 0,
+                                   FT_ERR_PROC_FAILED);
+            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                in_ready = 0;
+            } else if (errno == EINTR) {
+                progress = 1;
+            } else {
+                return engine_fail(why, "recv from previous rank", errno, FT_ERR_PROC_FAILED);
+            }
+        }
+        if (progress) {
+            if (++iter % TCP_DEADLINE_EVERY == 0 && fti_now_ms() >= deadline_ms)
+                return engine_fail(why, "deadline passed", 0, FT_ERR_TIMEOUT);
+            continue;
+        }
+
+        /* Both directions blocked: wait.  The next rank never writes to us,
+         * so its socket turning readable while we still owe it data means it
+         * closed or reset. */
+        struct pollfd pf[2] = {
+            {ts < T ? tc->next_fd : -1, (short)(POLLIN | (want_out ? POLLOUT : 0)), 0},
+            {want_in ? tc->prev_fd : -1, POLLIN, 0},
+        };
+        /* spin briefly first: the peer's bytes are often microseconds
+         * away, and a sleep and wake-up cost more than that.  Yielding
+         * lets a peer that shares our core run meanwhile. */
+        int64_t spin_end = fti_now_us() + TCP_SPIN_US;
+        int k;
+        while ((k = poll(pf, 2, 0)) == 0 && fti_now_us() < spin_end)
+            sched_yield();
+        if (k == 0)
+            k = poll(pf, 2, fti_ms_left(deadline_ms));
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return engine_fail(why, "poll", errno, FT_ERR_SYSTEM);
+        }
+        if (k == 0) {
+            if (fti_ms_left(deadline_ms) == 0)
+                return engine_fail(why, "deadline passed", 0, FT_ERR_TIMEOUT);
+            continue;
+        }
+        if (pf[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
+            return engine_fail(why, "next rank closed the connection", 0, FT_ERR_PROC_FAILED);
+        if (pf[0].revents & POLLOUT)
+            out_ready = 1;
+        if (pf[1].revents)
+            in_ready = 1;
+    }
+}
+
+static int scratch_reserve(struct tcp_comm *tc, size_t bytes)
+{
+    if (bytes <= tc->scratch_cap)
+        return FT_SUCCESS;
+    char *s = malloc(bytes);
+    if (s == NULL)
+        return FT_ERR_NO_MEMORY; /* logged by the caller */
+    free(tc->scratch);
+    tc->scratch = s;
+    tc->scratch_cap = bytes;
+    return FT_SUCCESS;
+}
+
+static void tcp_close_fds(struct tcp_comm *tc)
+{
+    if (tc->next_fd >= 0)
+        close(tc->next_fd);
+    if (tc->prev_fd >= 0)
+        close(tc->prev_fd);
+    tc->next_fd = tc->prev_fd = -1;
+}
+
+/* Small path: buf = slot 0 op slot 1 op ... op slot n-1 (slot rank = buf),
+ * the same order on every rank. */
+static void gather_reduce(const struct plan *p)
+{
+    char *acc = p->rank == 0 ? p->buf : p->slots;
+    for (int k = 1; k < p->n; k++) {
+        const char *in = k == p->rank ? p->buf : p->slots + (size_t)k * p->bytes;
+        fti_reduce(acc, in, p->count, p->dt, p->op);
+    }
+    if (acc != p->buf)
+        memcpy(p->buf, acc, p->bytes);
+}
+
+static int tcp_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype dt,
+                         enum fti_op op, int64_t deadline_ms)
+{
+    struct tcp_comm *tc = (struct tcp_comm *)c;
+    const int n = c->size;
+
+    if (tc->dead)
+        return FT_ERR_ABORTED;
+    if (!fti_reduce_supported(dt, op))
+        return FT_ERR_UNSUPPORTED;
+    if (count > 0 && buf == NULL)
+        return FT_ERR_ARG;
+    size_t esize = fti_dtype_size(dt);
+    if (count > SIZE_MAX / esize / (size_t)n)
+        return FT_ERR_ARG;
+    if (n == 1 || count == 0)
+        return FT_SUCCESS; /* AVG over one rank divides by 1 */
+
+    struct plan p = {.kind = PLAN_RING, .rank = c->rank, .n = n,
+                     .nsteps = fti_ring_nsteps(n), .buf = buf, .count = count,
+                     .esize = esize, .bytes = count * esize, .dt = dt, .op = op};
+    size_t cbytes = fti_ring_chunk_elems(tc->chunk_bytes, esize) * esize;
+    int rc;
+    if (p.bytes * (size_t)(n - 1) <= tc->small_max) {
+        p.kind = PLAN_GATHER;
+        p.nsteps = n - 1;
+        rc = scratch_reserve(tc, p.bytes * (size_t)n);
+        p.slots = tc->scratch;
+    } else {
+        rc = scratch_reserve(tc, cbytes);
+    }
+    struct why why = {"out of memory", 0};
+    if (rc == FT_SUCCESS)
+        rc = engine_run(tc, &p, cbytes, deadline_ms, &why);
+    if (rc != FT_SUCCESS) {
+        /* the peers' streams went on without us: the ring cannot be reused */
+        if (why.err) {
+            errno = why.err;
+            FTI_WARN("tcp ring allreduce (rank %d of %d, %zu x %s): %s: %m", c->rank, n, count,
+                     fti_dtype_name(dt), why.what);
+        } else {
+            FTI_WARN("tcp ring allreduce (rank %d of %d, %zu x %s): %s", c->rank, n, count,
+                     fti_dtype_name(dt), why.what);
+        }
+        tc->dead = 1;
+        tcp_close_fds(tc);
+        return rc;
+    }
+    if (p.kind == PLAN_GATHER)
+        gather_reduce(&p);
+    if (op == FTI_OP_AVG)
+        fti_reduce_scale(buf, count, dt, n);
+    return FT_SUCCESS;
+}
+
+static void tcp_destroy(fti_comm_h c)
+{
+    struct tcp_comm *tc = (struct tcp_comm *)c;
+    tcp_close_fds(tc);
+    free(tc->scratch);
+    free(tc);
+}
+
+static const struct fti_comm_ops tcp_ops = {
+    .name = "tcp",
+    .allreduce = tcp_allreduce,
+    .destroy = tcp_destroy,
+};
+
+void fti_tcp_set_small_max(fti_comm_h c, size_t small_max)
+{
+    if (c && c->ops == &tcp_ops)
+        ((struct tcp_comm *)c)->small_max = small_max;
+}
+
+/* ---- ring build ---------------------------------------------------------- */
+
+/* One connection of the ring while it is being set up. */
+struct hs_conn {
+    int fd;         /* -1 until connected / accepted */
+    int connecting; /* connect() in progress */
+    int expect_rank;
+    uint32_t expect_role;
+    unsigned char out[TCP_HELLO_BYTES], in[TCP_HELLO_BYTES];
+    size_t out_off, in_off;
+};
+
+static void hello_pack(unsigned char *b, uint32_t role, int rank, int size)
+{
+    uint32_t w[5] = {htonl(TCP_MAGIC), htonl(TCP_VERSION), htonl(role), htonl((uint32_t)rank),
+                     htonl((uint32_t)size)};
+    memcpy(b, w, sizeof(w));
+}
+
+static int hello_check(const struct hs_conn *h, int size, const char *which)
+{
+    uint32_t w[5];
+    memcpy(w, h->in, sizeof(w));
+    for (int i = 0; i < 5; i++)
+        w[i] = ntohl(w[i]);
+    if (w[0] != TCP_MAGIC || w[1] != TCP_VERSION || w[2] != h->expect_role ||
+        (int)w[3] != h->expect_rank || (int)w[4] != size) {
+        FTI_WARN("tcp ring: bad hello from %s (magic %#x version %u role %u rank %d size %d; "
+                 "expected rank %d size %d)", which, w[0], w[1], w[2], (int)w[3], (int)w[4],
+                 h->expect_rank, size);
+        return FT_ERR_BAD_MESSAGE;
+    }
+    return FT_SUCCESS;
+}
+
+/* Starts a non-blocking connect to addr. */
+static int connect_start(const char *addr, struct hs_conn *h)
+{
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    int rc = fti_addr_resolve(addr, &sa, &salen);
+    if (rc != FT_SUCCESS) {
+        FTI_WARN("tcp ring: bad next address '%s'", addr);
+        return FT_ERR_CONNECT;
+    }
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        FTI_ERROR("socket: %m");
+        return FT_ERR_SYSTEM;
+    }
+    if ((rc = fti_sock_tune(fd)) != FT_SUCCESS) {
+        close(fd);
+        return rc;
+    }
+    h->fd = fd;
+    if (connect(fd, (struct sockaddr *)&sa, salen) == 0)
+        return FT_SUCCESS;
+    if (errno == EINPROGRESS || errno == EINTR) {
+        h->connecting = 1;
+        return FT_SUCCESS;
+    }
+    FTI_WARN("tcp ring: connect to next rank at %s: %m", addr);
+    return FT_ERR_CONNECT;
+}
+
+/* Moves a connected hs_conn's hello forward; *fin_p = 1 once both hellos
+ * have crossed. */
+static int hello_progress(struct hs_conn *h, int size, const char *which, int *fin_p)
+{
+    while (h->out_off < TCP_HELLO_BYTES) {
+        ssize_t k = send(h->fd, h->out + h->out_off, TCP_HELLO_BYTES - h->out_off, MSG_NOSIGNAL);
+        if (k > 0) {
+            h->out_off += (size_t)k;
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            break;
+        } else {
+            FTI_WARN("tcp ring: hello to %s: %m", which);
+            return FT_ERR_PROC_FAILED;
+        }
+    }
+    while (h->in_off < TCP_HELLO_BYTES) {
+        ssize_t k = recv(h->fd, h->in + h->in_off, TCP_HELLO_BYTES - h->in_off, 0);
+        if (k > 0) {
+            h->in_off += (size_t)k;
+        } else if (k == 0) {
+            FTI_WARN("tcp ring: %s closed the connection during the hello", which);
+            return FT_ERR_PROC_FAILED;
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            break;
+        } else {
+            FTI_WARN("tcp ring: hello from %s: %m", which);
+            return FT_ERR_PROC_FAILED;
+        }
+    }
+    *fin_p = 0;
+    if (h->in_off == TCP_HELLO_BYTES && h->out_off == TCP_HELLO_BYTES) {
+        int rc = hello_check(h, size, which);
+        if (rc != FT_SUCCESS)
+            return rc;
+        *fin_p = 1;
+    }
+    return FT_SUCCESS;
+}
+
+/* Connects next and accepts prev concurrently, then exchanges hellos. */
+static int ring_connect(int lfd, int rank, int size, const char *next_addr, int64_t deadline_ms,
+                        int *next_fd_p, int *prev_fd_p)
+{
+    struct hs_conn nx = {.fd = -1, .expect_rank = (rank + 1) % size,
+                         .expect_role = TCP_ROLE_NEXT};
+    struct hs_conn pv = {.fd = -1, .expect_rank = (rank - 1 + size) % size,
+                         .expect_role = TCP_ROLE_PREV};
+    int nx_fin = 0, pv_fin = 0;
+
+    hello_pack(nx.out, TCP_ROLE_PREV, rank, size);
+    hello_pack(pv.out, TCP_ROLE_NEXT, rank, size);
+    int rc = connect_start(next_addr, &nx);
+    while (rc == FT_SUCCESS && !(nx_fin && pv_fin)) {
+        if (nx.fd >= 0 && nx.connecting) {
+            int err = 0;
+            socklen_t elen = sizeof(err);
+            struct pollfd q = {nx.fd, POLLOUT, 0};
+            if (poll(&q, 1, 0) == 1) {
+                if (getsockopt(nx.fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
+                    err = errno;
+                if (err != 0) {
+                    errno = err;
+                    FTI_WARN("tcp ring: connect to next rank at %s: %m", next_addr);
+                    rc = FT_ERR_CONNECT;
+                    break;
+                }
+                nx.connecting = 0;
+            }
+        }
+        if (pv.fd < 0) {
+            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                if ((rc = fti_sock_tune(fd)) != FT_SUCCESS) {
+                    close(fd);
+                    break;
+                }
+                pv.fd = fd;
+            } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                       errno != ECONNABORTED) {
+                FTI_ERROR("tcp ring: accept: %m");
+                rc = FT_ERR_SYSTEM;
+                break;
+            }
+        }
+        if (!nx_fin && nx.fd >= 0 && !nx.connecting &&
+            (rc = hello_progress(&nx, size, "next rank", &nx_fin)) != FT_SUCCESS)
+            break;
+        if (!pv_fin && pv.fd >= 0 &&
+            (rc = hello_progress(&pv, size, "previous rank", &pv_fin)) != FT_SUCCESS)
+            break;
+        if (nx_fin && pv_fin)
+            break;
+
+        if (fti_ms_left(deadline_ms) == 0) {
+            FTI_WARN("tcp ring: rank %d of %d: deadline passed while %s", rank, size,
+                     !nx_fin ? "connecting to the next rank" : "waiting for the previous rank");
+            rc = FT_ERR_TIMEOUT;
+            break;
+        }
+        struct pollfd pf[2] = {{-1, 0, 0}, {-1, 0, 0}};
+        if (!nx_fin) {
+            pf[0].fd = nx.fd;
+            pf[0].events = nx.connecting || nx.out_off < TCP_HELLO_BYTES ? POLLOUT : POLLIN;
+        }
+        if (!pv_fin) {
+            pf[1].fd = pv.fd >= 0 ? pv.fd : lfd;
+            pf[1].events = pv.fd >= 0 && pv.out_off < TCP_HELLO_BYTES ? POLLOUT : POLLIN;
+        }
+        if (poll(pf, 2, fti_ms_left(deadline_ms)) < 0 && errno != EINTR) {
+            FTI_ERROR("tcp ring: poll: %m");
+            rc = FT_ERR_SYSTEM;
+        }
+    }
+    if (rc != FT_SUCCESS) {
+        if (nx.fd >= 0)
+            close(nx.fd);
+        if (pv.fd >= 0)
+            close(pv.fd);
+        return rc;
+    }
+    *next_fd_p = nx.fd;
+    *prev_fd_p = pv.fd;
+    return FT_SUCCESS;
+}
+
+int fti_tcp_ring_create(fti_tcp_listener_h l, int rank, int size, const char *next_addr,
+                        size_t chunk_bytes, int64_t deadline_ms, fti_comm_h *comm_p)
+{
+    if (size < 1 || rank < 0 || rank >= size || comm_p == NULL)
+        return FT_ERR_ARG;
+    if (size > 1 && (l == NULL || next_addr == NULL))
+        return FT_ERR_ARG;
+
+    struct tcp_comm *tc = calloc(1, sizeof(*tc));
+    if (tc == NULL)
+        return FT_ERR_NO_MEMORY;
+    tc->base.ops = &tcp_ops;
+    tc->base.rank = rank;
+    tc->base.size = size;
+    tc->next_fd = tc->prev_fd = -1;
+    tc->chunk_bytes = chunk_bytes ? chunk_bytes : TCP_DEFAULT_CHUNK;
+    tc->small_max = TCP_DEFAULT_SMALL_MAX;
+    if (size > 1) {
+        int rc = ring_connect(l->fd, rank, size, next_addr, deadline_ms, &tc->next_fd,
+                              &tc->prev_fd);
+        if (rc != FT_SUCCESS) {
+            free(tc);
+            return rc;
+        }
+    }
+    FTI_DEBUG("tcp ring: rank %d of %d connected (next %s)", rank, size,
+              size > 1 ? next_addr : "-");
+    *comm_p = &tc->base;
+    return FT_SUCCESS;
+}
