@@ -39,6 +39,8 @@ int fti_addr_split(const char *addr, char *host, size_t hostlen, int *port_p)
     }
     if (hl == 0 || hl >= hostlen)
         return FT_ERR_ARG;
+    if (colon[1] < '0' || colon[1] > '9') /* strtol would take " 80" and "+80" */
+        return FT_ERR_ARG;
     errno = 0;
     long port = strtol(colon + 1, &end, 10);
     if (errno || end == colon + 1 || *end != '\0' || port < 0 || port > 65535)

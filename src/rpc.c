@@ -341,7 +341,9 @@ int fti_rpc_reply_msg(fti_rpc_call_h call, const ProtobufCMessage *msg)
 int fti_rpc_reply_error(fti_rpc_call_h call, int status, const char *msg)
 {
     int rc = FT_ERR_PROC_FAILED;
-    if (status == FT_ERR_BAD_MESSAGE)
+    /* counted only while the connection is open: once it is closed the
+     * server may have been destroyed (a deferred call answered late) */
+    if (status == FT_ERR_BAD_MESSAGE && call->conn->bev != NULL)
         call->conn->srv->stats.rejected_decode++;
     if (fti_rpc_call_alive(call)) {
         conn_send(call->conn, call->method, status ? status : FT_ERR_INTERNAL, msg,
@@ -501,8 +503,10 @@ static int client_error_reply(struct fti_rpc_client *c, const fti_rpc_header_t *
 {
     char msg[4097];
     int rc = fti_read_full(c->fd, msg, h->length, deadline);
-    if (rc != FT_SUCCESS)
+    if (rc != FT_SUCCESS) {
+        client_drop(c); /* the rest of the message must not be read as the next reply */
         return rc;
+    }
     msg[h->length] = '\0';
     FTI_DEBUG("rpc %s method %u: error %d (%s): %s", c->addr, h->method, h->status,
               FT_Error_string(h->status), msg);

@@ -28,9 +28,10 @@ int64_t fti_wall_ms(void)
 
 int fti_ms_left(int64_t deadline_ms)
 {
-    int64_t left = deadline_ms - fti_now_ms();
-    if (left < 0)
+    int64_t now = fti_now_ms();
+    if (deadline_ms <= now) /* compared first: deadline - now may overflow */
         return 0;
+    int64_t left = deadline_ms - now;
     if (left > 0x7fffffff)
         return 0x7fffffff;
     return (int)left;
@@ -58,7 +59,9 @@ int fti_strlcpy(char *dst, const char *src, size_t n)
 }
 
 /* Four independent multiply-xorshift lanes over 8-byte words, so the loop
- * runs at memory speed; the tail and length are folded in at the end. */
+ * runs at memory speed; the tail (as zero-padded words, each step a
+ * bijection so no byte is shifted out) and the length are folded in at the
+ * end. */
 uint64_t fti_checksum64(const void *buf, size_t len, uint64_t seed)
 {
     const unsigned char *p = buf;
@@ -75,8 +78,12 @@ uint64_t fti_checksum64(const void *buf, size_t len, uint64_t seed)
         }
     }
     uint64_t t = 0;
-    for (; i < len; i++)
-        t = (t << 8 | p[i]) * 31 + p[i];
+    for (; i < len; i += 8) {
+        uint64_t w = 0;
+        memcpy(&w, p + i, len - i < 8 ? len - i : 8);
+        t = (t ^ w) * k;
+        t ^= t >> 29;
+    }
     uint64_t r = (uint64_t)len * k;
     for (int l = 0; l < 4; l++)
         r = (r ^ h[l]) * k + (r >> 31);

@@ -1,0 +1,98 @@
+/*
+ * test_event_log.c - the JSON-lines event log (src/event_log.c): string
+ * escaping and the lines written for quorum, heal and commit events.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "event_log.h"
+#include "ftmpi.h"
+
+static void test_json_string(void **state)
+{
+    (void)state;
+    char buf[64] = "x=";
+    assert_int_equal(fti_json_append_string(buf, sizeof(buf), "a\"b\\c\nd\x01"), 0);
+    assert_string_equal(buf, "x=\"a\\\"b\\\\c\\nd\\u0001\"");
+
+    char small[8] = "";
+    assert_int_equal(fti_json_append_string(small, sizeof(small), "1234567"), -1);
+    assert_string_equal(small, ""); /* unchanged */
+    assert_int_equal(fti_json_append_string(small, sizeof(small), "12345"), 0);
+    assert_string_equal(small, "\"12345\"");
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char buf[8192];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void test_lines(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_event_log.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+
+    fti_event_log_h log = NULL;
+    assert_int_equal(fti_event_log_open(path, "g\"0", 2, &log), FT_SUCCESS);
+    const char *members[] = {"g0", "g1"};
+    fti_event_quorum(log, 7, 3, members, 2, 1, 2, 12, true, false, 0);
+    fti_event_heal(log, 0, 7, 4096, 5, "127.0.0.1:5000", 0);
+    fti_event_commit(log, 7, false, 2, FT_ERR_TIMEOUT);
+    fti_event_quorum(NULL, 7, 3, members, 2, 1, 2, 12, true, false, 0); /* no-op */
+    fti_event_log_close(log);
+
+    char *text = read_all(path);
+    unlink(path);
+    /* three lines, one per event */
+    int lines = 0;
+    for (char *p = text; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, 3);
+    char *l1 = text, *l2 = strchr(l1, '\n') + 1, *l3 = strchr(l2, '\n') + 1;
+    assert_true(strncmp(l1, "{\"ts_ms\":", 9) == 0);
+    assert_non_null(strstr(l1, "\"event\":\"quorum\",\"replica_id\":\"g\\\"0\",\"group_rank\":2,"
+                               "\"step\":7,\"quorum_id\":3,\"members\":[\"g0\",\"g1\"],"
+                               "\"replica_rank\":1,\"size\":2,\"quorum_ms\":12,"
+                               "\"changed\":true,\"heal\":false,\"error\":0}\n"));
+    assert_non_null(strstr(l2, "\"event\":\"heal\""));
+    assert_non_null(strstr(l2, "\"max_step\":7,\"bytes\":4096,\"heal_ms\":5,"
+                               "\"source\":\"127.0.0.1:5000\",\"error\":0}"));
+    assert_non_null(strstr(l3, "\"event\":\"commit\""));
+    assert_non_null(strstr(l3, "\"committed\":false,\"participants\":2,\"error\":-21}"));
+}
+
+static void test_open_fails(void **state)
+{
+    (void)state;
+    fti_event_log_h log = NULL;
+    assert_int_equal(fti_event_log_open("/nonexistent-dir/x/events.jsonl", "g0", 0, &log),
+                     FT_ERR_CONFIG);
+    assert_null(log);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_string),
+        cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_open_fails),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
