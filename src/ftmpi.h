@@ -116,7 +116,10 @@ FTMPI_EXPORT int FT_Quorum(int flags);
 FTMPI_EXPORT int FT_Allreduce(const void *sendbuf, void *recvbuf, int count,
                               MPI_Datatype datatype, MPI_Op op, FT_Comm comm);
 
-/* Non-blocking form; the buffers must stay untouched until FT_Wait. */
+/* Non-blocking form; the buffers must stay untouched until FT_Wait.  There
+ * is no asynchronous progress yet: FT_Iallreduce checks its arguments
+ * (returning FT_ERR_UNSUPPORTED etc. at once) and the reduction itself runs
+ * inside FT_Wait, which returns what FT_Allreduce would. */
 typedef struct ftmpi_request *FT_Request;
 #define FT_REQUEST_NULL ((FT_Request)0)
 FTMPI_EXPORT int FT_Iallreduce(const void *sendbuf, void *recvbuf, int count,
@@ -126,7 +129,13 @@ FTMPI_EXPORT int FT_Iallreduce(const void *sendbuf, void *recvbuf, int count,
 FTMPI_EXPORT int FT_Wait(FT_Request *request);
 
 /* Ends the step: *committed is 1 when every collective of the step
- * succeeded in every rank of this group and enough groups took part. */
+ * succeeded in every rank of this group and enough groups took part
+ * (FTMPI_MIN_REPLICAS); the step count then advances.  *committed is
+ * always written and is the decision, the same on every rank of the group.
+ * Returns FT_SUCCESS when committed; otherwise the step's first error
+ * (e.g. FT_ERR_TIMEOUT after a quorum that timed out), FT_ERR_QUORUM when
+ * too few groups took part, or FT_ERR_ABORTED when another rank of the
+ * group voted no.  FT_ERR_STATE without a preceding FT_Quorum. */
 FTMPI_EXPORT int FT_Commit(int *committed);
 
 /* Participants of the current quorum and this group's index among them. */

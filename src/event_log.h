@@ -1,0 +1,47 @@
+/*
+ * event_log.h - the optional JSON-lines event log (FTMPI_EVENT_LOG): one
+ * line per quorum, heal and commit, with the wall-clock time in ms and the
+ * replica id, for tooling (the demo's timeline).  Lines are appended with
+ * one write() on an O_APPEND descriptor, so the ranks and groups of a run
+ * can share one file.
+ *
+ * Every line is an object with "ts_ms", "event", "replica_id",
+ * "group_rank" and "step", then the event's own fields:
+ *   quorum: quorum_id, members (replica ids), replica_rank, size,
+ *           quorum_ms, changed, heal, error
+ *   heal:   bytes, heal_ms, source, max_step, error
+ *   commit: committed, error, participants
+ * ("error" is the FT_Error code, 0 on success; "step" is the step the
+ * event belongs to, before a commit advances it).
+ *
+ * Threads: one thread at a time per log (the application thread).
+ */
+#ifndef FTI_EVENT_LOG_H
+#define FTI_EVENT_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct fti_event_log *fti_event_log_h;
+
+/* Opens (creates, appends to) path.  Release with fti_event_log_close. */
+int fti_event_log_open(const char *path, const char *replica_id, int group_rank,
+                       fti_event_log_h *log_p);
+void fti_event_log_close(fti_event_log_h log);
+
+/* Each is a no-op when log is NULL. */
+void fti_event_quorum(fti_event_log_h log, int64_t step, int64_t quorum_id,
+                      const char *const *members, size_t n_members, int replica_rank, int size,
+                      int64_t quorum_ms, bool changed, bool heal, int error);
+void fti_event_heal(fti_event_log_h log, int64_t step, int64_t max_step, uint64_t bytes,
+                    int64_t heal_ms, const char *source, int error);
+void fti_event_commit(fti_event_log_h log, int64_t step, bool committed, int participants,
+                      int error);
+
+/* Appends s as a JSON string literal (quotes and escapes) to buf of size
+ * len holding a string; returns 0, or -1 when it does not fit (buf is then
+ * unchanged). */
+int fti_json_append_string(char *buf, size_t len, const char *s);
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * heal.h - the registered state of a rank and live healing (DESIGN
+ * section 7).
+ *
+ * Serving: every rank's RPC server hands HEAL_METADATA and HEAL_FETCH to
+ * fti_heal_handle.  A rank serves only while its step is open (from
+ * FT_Quorum until a successful FT_Commit; a failed commit leaves the state
+ * and the step unchanged, so serving goes on) and only the step it is at:
+ * a request for another step gets an FT_ERR_STATE error reply.  Metadata
+ * carries each buffer's name, length and fti_checksum64, computed on the
+ * first metadata request of a step and cached.  Fetch replies are the raw
+ * bytes of [offset, offset+length), sent zero-copy from the registered
+ * memory.
+ *
+ * Fetching: fti_heal_fetch asks the source group's manager which address
+ * serves the same group rank, checks the source's buffers against this
+ * rank's registrations (same names and lengths), streams each buffer in
+ * chunks straight into the registered memory and verifies its checksum.
+ *
+ * Threads: fti_heal_register, fti_heal_set_step and fti_heal_fetch run on
+ * the application thread; fti_heal_handle on the RPC server's loop thread.
+ * A mutex guards the buffer list and the served step; the buffers'
+ * contents are read without it (the application does not change them
+ * while the step is open).
+ */
+#ifndef FTI_HEAL_H
+#define FTI_HEAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rpc.h"
+
+#define FTI_HEAL_MAX_NAME 256
+/* Bytes per HEAL_FETCH call. */
+#define FTI_HEAL_CHUNK_BYTES ((size_t)32 << 20)
+
+typedef struct fti_heal *fti_heal_h;
+
+/* An empty registry (closed, step 0).  Release with fti_heal_destroy once
+ * the RPC server that serves it is gone. */
+int fti_heal_create(fti_heal_h *h_p);
+void fti_heal_destroy(fti_heal_h h);
+
+/* Registers len bytes at buf under name (1..FTI_HEAL_MAX_NAME-1 bytes,
+ * unique: FT_ERR_EXISTS otherwise).  The caller keeps ownership; buf must
+ * stay valid until fti_heal_destroy. */
+int fti_heal_register(fti_heal_h h, const char *name, void *buf, size_t len);
+
+/* Number of buffers and bytes registered. */
+void fti_heal_totals(fti_heal_h h, size_t *count_p, uint64_t *bytes_p);
+
+/* The step this rank is at and whether it serves it.  Every call drops
+ * the cached checksums (the state may have changed). */
+void fti_heal_set_step(fti_heal_h h, int64_t step, bool open);
+
+/* Waits until n healers have received a complete copy of the state since
+ * the last fti_heal_set_step (the last bytes of the last buffer sent, or
+ * the metadata when nothing is registered), or until deadline_ms
+ * (FT_ERR_TIMEOUT).  A source calls it before it ends the step, so that a
+ * step without a cross-group collective cannot close the state its
+ * healers are still copying. */
+int fti_heal_wait_served(fti_heal_h h, int n, int64_t deadline_ms);
+
+/* RPC dispatch for HEAL_METADATA and HEAL_FETCH (loop thread; takes over
+ * call). */
+void fti_heal_handle(fti_heal_h h, fti_rpc_call_h call, uint16_t method, const uint8_t *payload,
+                     size_t len);
+
+typedef struct fti_heal_opts {
+    int connect_timeout_ms;
+    size_t max_reply;   /* cap of metadata replies */
+    size_t chunk_bytes; /* per fetch; 0 = FTI_HEAL_CHUNK_BYTES */
+} fti_heal_opts_t;
+
+typedef struct fti_heal_stats {
+    uint64_t bytes;
+    int64_t ms;
+    char source[128]; /* heal address of the source rank */
+} fti_heal_stats_t;
+
+/* Copies the state of step `step` from the rank with group rank
+ * `group_rank` of the group whose manager is src_manager, before
+ * deadline_ms.  FT_ERR_TIMEOUT on the deadline, FT_ERR_CHECKSUM when a
+ * buffer does not match its checksum, FT_ERR_ARG when the source's buffers
+ * differ from the registered ones, FT_ERR_PROC_FAILED for any other failure
+ * of the source.  On failure the registered memory may be partly
+ * overwritten.  *stats (may be NULL) is filled in every case. */
+int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
+                   const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_stats_t *stats);
+
+#endif

@@ -1,0 +1,154 @@
+/* manager.c - lighthouse client and heartbeats of group rank 0 (see
+ * manager.h). */
+#include "manager.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ftmpi.h"
+#include "lighthouse_client.h"
+#include "log.h"
+#include "util.h"
+
+/* Pause between attempts when the lighthouse cannot be reached. */
+#define MANAGER_RETRY_MS 200
+
+struct fti_manager {
+    fti_lighthouse_client_h quorum_client;
+    fti_lighthouse_client_h hb_client;
+    char replica_id[64];
+    int heartbeat_ms;
+    int hb_timeout_ms;
+
+    pthread_t hb_thread;
+    int hb_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    int stop;
+};
+
+static void *heartbeat_thread(void *arg)
+{
+    struct fti_manager *m = arg;
+    int failing = 0;
+
+    pthread_mutex_lock(&m->mu);
+    while (!m->stop) {
+        pthread_mutex_unlock(&m->mu);
+        int rc = fti_lighthouse_heartbeat(m->hb_client, m->replica_id, m->hb_timeout_ms);
+        if (rc != FT_SUCCESS && !failing)
+            FTI_WARN("manager: heartbeat to the lighthouse failed: %s (retrying every %d ms)",
+                     FT_Error_string(rc), m->heartbeat_ms);
+        else if (rc == FT_SUCCESS && failing)
+            FTI_INFO("manager: heartbeats reach the lighthouse again");
+        failing = rc != FT_SUCCESS;
+
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += m->heartbeat_ms / 1000;
+        ts.tv_nsec += (long)(m->heartbeat_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&m->mu);
+        while (!m->stop) {
+            int w = pthread_cond_timedwait(&m->cv, &m->mu, &ts);
+            if (w == ETIMEDOUT)
+                break;
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+int fti_manager_create(const char *lighthouse, const char *replica_id, int connect_timeout_ms,
+                       int heartbeat_ms, fti_manager_h *m_p)
+{
+    struct fti_manager *m = calloc(1, sizeof(*m));
+    pthread_condattr_t ca;
+    int rc;
+
+    if (m == NULL)
+        return FT_ERR_NO_MEMORY;
+    fti_strlcpy(m->replica_id, replica_id, sizeof(m->replica_id));
+    m->heartbeat_ms = heartbeat_ms > 0 ? heartbeat_ms : 100;
+    /* a heartbeat may take a few periods, not more (it must not hold up
+     * FT_Finalize long when the lighthouse is gone) */
+    m->hb_timeout_ms = FTI_MIN(connect_timeout_ms, FTI_MAX(1000, 5 * m->heartbeat_ms));
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&m->cv, &ca);
+    pthread_condattr_destroy(&ca);
+
+    if ((rc = fti_lighthouse_client_create(lighthouse, connect_timeout_ms, &m->quorum_client)) !=
+            FT_SUCCESS ||
+        (rc = fti_lighthouse_client_create(lighthouse, connect_timeout_ms, &m->hb_client)) !=
+            FT_SUCCESS) {
+        FTI_ERROR("manager: bad lighthouse address '%s' (FTMPI_LIGHTHOUSE)", lighthouse);
+        fti_manager_destroy(m);
+        return rc == FT_ERR_ARG ? FT_ERR_CONFIG : rc;
+    }
+    if (pthread_create(&m->hb_thread, NULL, heartbeat_thread, m) != 0) {
+        FTI_ERROR("manager: pthread_create failed: %m");
+        fti_manager_destroy(m);
+        return FT_ERR_SYSTEM;
+    }
+    m->hb_started = 1;
+    *m_p = m;
+    return FT_SUCCESS;
+}
+
+void fti_manager_destroy(fti_manager_h m)
+{
+    if (m == NULL)
+        return;
+    if (m->hb_started) {
+        pthread_mutex_lock(&m->mu);
+        m->stop = 1;
+        pthread_cond_signal(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+        pthread_join(m->hb_thread, NULL);
+    }
+    fti_lighthouse_client_destroy(m->quorum_client);
+    fti_lighthouse_client_destroy(m->hb_client);
+    pthread_cond_destroy(&m->cv);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, int timeout_ms,
+                       Ftmpi__Quorum **q_p)
+{
+    int64_t deadline = fti_now_ms() + timeout_ms;
+    int rc, tries = 0;
+    for (;;) {
+        Ftmpi__Quorum *q = NULL;
+        tries++;
+        rc = fti_lighthouse_quorum(m->quorum_client, me, FTI_MAX(1, fti_ms_left(deadline)), &q);
+        if (rc == FT_SUCCESS) {
+            *q_p = q;
+            return FT_SUCCESS;
+        }
+        if (rc != FT_ERR_CONNECT && rc != FT_ERR_PROC_FAILED)
+            break;
+        if (tries == 1)
+            FTI_WARN("manager: lighthouse unreachable (%s); asking again until the quorum "
+                     "timeout",
+                     FT_Error_string(rc));
+        if (fti_ms_left(deadline) <= MANAGER_RETRY_MS) {
+            rc = FT_ERR_TIMEOUT;
+            break;
+        }
+        fti_sleep_ms(MANAGER_RETRY_MS);
+    }
+    if (rc == FT_ERR_TIMEOUT)
+        FTI_WARN("manager: no quorum within %d ms", timeout_ms);
+    else
+        FTI_WARN("manager: quorum request failed: %s", FT_Error_string(rc));
+    return rc;
+}

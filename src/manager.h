@@ -1,0 +1,37 @@
+/*
+ * manager.h - the group's manager on group rank 0 (DESIGN section 4): asks
+ * the lighthouse for each step's quorum on behalf of the whole group and
+ * keeps the group alive there with heartbeats from a thread of its own.
+ *
+ * The quorum request and the heartbeats use two lighthouse clients, so a
+ * long quorum wait never delays a heartbeat.  The manager's RPC services
+ * (store, kill, checkpoint metadata) run on the rank server.
+ *
+ * Threads: create, quorum and destroy run on the application thread; the
+ * heartbeat thread only sends heartbeats.
+ */
+#ifndef FTI_MANAGER_H
+#define FTI_MANAGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/ftmpi.pb-c.h"
+
+typedef struct fti_manager *fti_manager_h;
+
+/* Creates the lighthouse clients for lighthouse ("host:port") and starts
+ * heartbeats for replica_id every heartbeat_ms.  Release with
+ * fti_manager_destroy (stops and joins the heartbeat thread). */
+int fti_manager_create(const char *lighthouse, const char *replica_id, int connect_timeout_ms,
+                       int heartbeat_ms, fti_manager_h *m_p);
+void fti_manager_destroy(fti_manager_h m);
+
+/* Asks for the quorum of the next step with `me` as this group's member,
+ * waiting up to timeout_ms.  A lighthouse that cannot be reached is asked
+ * again until the time is up (it may be restarting).  On success *q_p is
+ * set; free it with ftmpi__quorum__free_unpacked(q, NULL). */
+int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, int timeout_ms,
+                       Ftmpi__Quorum **q_p);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * rank_server.h - each rank's background thread: a libevent loop with one
+ * RPC server bound to FTMPI_BIND_HOST:0.
+ *
+ * Every rank serves HEAL_METADATA and HEAL_FETCH (its registered state).
+ * Group rank 0 (the manager) also serves the group's store (STORE_*),
+ * MANAGER_KILL (sets a flag the next FT_Quorum reports as FT_ERR_KILLED)
+ * and MANAGER_CHECKPOINT_METADATA (the heal address of a group rank).
+ *
+ * Threads: fti_rank_server_start/stop run on the application thread; the
+ * handlers on the server's own thread.  address, set_peers and killed may
+ * be called from the application thread while the server runs.
+ */
+#ifndef FTI_RANK_SERVER_H
+#define FTI_RANK_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "heal.h"
+
+typedef struct fti_rank_server *fti_rank_server_h;
+
+/* Starts the thread and the server on bind_host:0.  manager: serve the
+ * store, kill and checkpoint metadata too.  heal must outlive the server.
+ * Release with fti_rank_server_stop. */
+int fti_rank_server_start(const char *bind_host, size_t max_frame, bool manager, fti_heal_h heal,
+                          fti_rank_server_h *s_p);
+
+/* Stops the loop (from outside, through an event the loop runs), joins the
+ * thread, frees the server, its store and the connections. */
+void fti_rank_server_stop(fti_rank_server_h s);
+
+/* "host:port" the server listens on. */
+const char *fti_rank_server_address(fti_rank_server_h s);
+
+/* The heal addresses of the group's ranks (n entries, copied), which
+ * MANAGER_CHECKPOINT_METADATA hands out. */
+int fti_rank_server_set_peers(fti_rank_server_h s, const char *const *addrs, int n);
+
+/* Whether a MANAGER_KILL arrived; its message is copied into msg. */
+bool fti_rank_server_killed(fti_rank_server_h s, char *msg, size_t len);
+
+#endif

@@ -1,0 +1,91 @@
+/* slice.c - the tcp ring of a quorum, through the store (see slice.h). */
+#include "slice.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftmpi.h"
+#include "log.h"
+#include "rpc.h"
+#include "store.h"
+#include "util.h"
+
+void fti_slice_key(char *buf, size_t len, int64_t quorum_id, int group_rank, int replica_rank)
+{
+    snprintf(buf, len, "/ftmpi/%" PRId64 "/%d/%d", quorum_id, group_rank, replica_rank);
+}
+
+int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_h *comm_p)
+{
+    fti_tcp_listener_h l = NULL;
+    fti_rpc_client_h store = NULL;
+    char key[96], *next = NULL;
+    size_t next_len = 0;
+    int rc;
+
+    if (p->size < 1 || p->replica_rank < 0 || p->replica_rank >= p->size)
+        return FT_ERR_ARG;
+    if (p->size == 1)
+        return fti_tcp_ring_create(NULL, 0, 1, NULL, p->chunk_bytes, deadline_ms, comm_p);
+    if (p->store_address == NULL || p->store_address[0] == '\0')
+        return FT_ERR_ARG;
+
+    rc = fti_tcp_listener_create(p->bind_host, &l);
+    if (rc != FT_SUCCESS) {
+        FTI_WARN("slice: cannot open a listener on %s: %s", p->bind_host, FT_Error_string(rc));
+        return rc;
+    }
+    rc = fti_rpc_client_create(p->store_address, p->connect_timeout_ms, FTI_STORE_MAX_FRAME,
+                               &store);
+    if (rc == FT_SUCCESS) {
+        const char *mine = fti_tcp_listener_address(l);
+        fti_slice_key(key, sizeof(key), p->quorum_id, p->group_rank, p->replica_rank);
+        rc = fti_store_set(store, key, mine, strlen(mine), FTI_MAX(1, fti_ms_left(deadline_ms)));
+        if (rc != FT_SUCCESS)
+            FTI_WARN("slice: publishing %s in the store %s failed: %s", key, p->store_address,
+                     FT_Error_string(rc));
+    }
+    if (rc == FT_SUCCESS) {
+        fti_slice_key(key, sizeof(key), p->quorum_id, p->group_rank,
+                      (p->replica_rank + 1) % p->size);
+        rc = fti_store_get(store, key, FTI_MAX(1, fti_ms_left(deadline_ms)), (void **)&next,
+                           &next_len);
+        if (rc != FT_SUCCESS)
+            FTI_WARN("slice: waiting for %s in the store %s failed: %s", key, p->store_address,
+                     FT_Error_string(rc));
+    }
+    fti_rpc_client_destroy(store);
+    if (rc == FT_SUCCESS) {
+        rc = fti_tcp_ring_create(l, p->replica_rank, p->size, next, p->chunk_bytes, deadline_ms,
+                                 comm_p);
+        if (rc != FT_SUCCESS)
+            FTI_WARN("slice: connecting the ring (next %s) failed: %s", next,
+                     FT_Error_string(rc));
+    }
+    free(next);
+    fti_tcp_listener_destroy(l);
+    /* errors of the store or the ring mean a peer (or the store's host) is
+     * gone: report them as such, keeping timeouts */
+    if (rc != FT_SUCCESS && rc != FT_ERR_TIMEOUT && rc != FT_ERR_NO_MEMORY && rc != FT_ERR_ARG)
+        rc = FT_ERR_PROC_FAILED;
+    return rc;
+}
+
+int fti_slice_forget(const char *store_address, int64_t quorum_id, int connect_timeout_ms,
+                     int timeout_ms)
+{
+    fti_rpc_client_h store = NULL;
+    char prefix[64];
+    int64_t n = 0;
+    int rc = fti_rpc_client_create(store_address, connect_timeout_ms, FTI_STORE_MAX_FRAME, &store);
+    if (rc != FT_SUCCESS)
+        return rc;
+    snprintf(prefix, sizeof(prefix), "/ftmpi/%" PRId64 "/", quorum_id);
+    rc = fti_store_delete_prefix(store, prefix, timeout_ms, &n);
+    fti_rpc_client_destroy(store);
+    if (rc == FT_SUCCESS && n > 0)
+        FTI_DEBUG("slice: deleted %" PRId64 " keys of quorum %" PRId64, n, quorum_id);
+    return rc;
+}

@@ -1,0 +1,41 @@
+/*
+ * slice.h - builds a rank's slice communicator for a quorum (DESIGN
+ * section 5, tcp): the ranks with the same group rank in every group of
+ * the quorum, connected in a ring in replica-rank order.
+ *
+ * Rendezvous: each rank opens a fresh listener, publishes its address in
+ * the quorum's store (result.store_address) under
+ * "/ftmpi/<quorum_id>/<group_rank>/<replica_rank>", waits for the key of
+ * replica rank + 1 and connects the ring.  A slice of one needs no store.
+ */
+#ifndef FTI_SLICE_H
+#define FTI_SLICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+
+typedef struct fti_slice_params {
+    int64_t quorum_id;
+    int group_rank;
+    int replica_rank;
+    int size;                  /* participants */
+    const char *store_address; /* host:port of the store (size > 1) */
+    const char *bind_host;
+    size_t chunk_bytes;
+    int connect_timeout_ms;
+} fti_slice_params_t;
+
+/* Formats the store key of (quorum_id, group_rank, replica_rank) into buf. */
+void fti_slice_key(char *buf, size_t len, int64_t quorum_id, int group_rank, int replica_rank);
+
+/* Builds the slice before deadline_ms.  Release with fti_comm_destroy. */
+int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_h *comm_p);
+
+/* Deletes the keys of quorum quorum_id from the store at store_address
+ * (the manager does it for its own store once a newer quorum exists). */
+int fti_slice_forget(const char *store_address, int64_t quorum_id, int connect_timeout_ms,
+                     int timeout_ms);
+
+#endif
