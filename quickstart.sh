@@ -2,6 +2,7 @@
 # quickstart.sh - set up, build and run libftmpi on a Debian/Ubuntu machine.
 #
 #   ./quickstart.sh demo    install what is missing, build, run the training demo
+#                           (extra arguments go to scripts/demo.sh: demo --mode-b)
 #   ./quickstart.sh check   install what is missing, build (warnings are errors), make check
 #
 # Environment: FTMPI_BUILD_DIR (default ./_build), JOBS (default: number of cores).
@@ -74,6 +75,6 @@ check)
     fi
     ;;
 demo)
-    exec "$here/scripts/demo.sh" "$build"
+    exec "$here/scripts/demo.sh" "$build" "${@:2}"
     ;;
 esac

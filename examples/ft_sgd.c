@@ -7,6 +7,14 @@
  * dies is restarted by its agent, heals its parameters from a live group in
  * FT_Quorum and takes part again; the others go on without it meanwhile.
  *
+ * Mode B: one `mpirun --enable-recovery -np 9 -x FTMPI_GROUP_SIZE=2
+ * ./ft_sgd ...` runs 4 groups of 2 ranks and the lighthouse on world rank
+ * 8 (FT_Init never returns there).  A group that loses a rank is gone: its
+ * other ranks print "group lost" and leave (exit status 4); the others go
+ * on without it.  With FTMPI_WORLD_SIZE_MODE=fixed_with_spares and
+ * FTMPI_MIN_REPLICAS=2 only two groups contribute data; the others are
+ * spares that keep in sync and step in when a participant is lost.
+ *
  * Data: a seeded, generated data set of --samples points in --features
  * dimensions drawn from two Gaussian blobs (label 0 around -c, label 1
  * around +c, |c| = 2, unit noise per coordinate).  The noise comes from a
@@ -22,9 +30,12 @@
  *
  * Inside a group (R > 1) the parameters are replicated: every rank holds
  * and registers the whole parameter vector, the group's gradient is summed
- * with MPI_Allreduce on MPI_COMM_WORLD (in mode A that is the group's own
- * world, and the group is the unit of failure, so a plain MPI collective is
- * right there), and then every rank averages that same group gradient
+ * on the group's own communicator (ftmpi_group_comm: mode A a duplicate of
+ * MPI_COMM_WORLD, mode B the group's part of it) with MPI_Iallreduce polled
+ * against --group-timeout-ms (in mode B a dead rank of the group would
+ * leave a blocking MPI_Allreduce waiting forever; when the deadline passes
+ * the group is lost and this rank leaves), and then every rank averages
+ * that same group gradient
  * across the groups with FT_Allreduce on its slice (FT_COMM_REPLICAS: the
  * ranks with the same group rank in every group).  The R slices thus carry
  * identical data; this keeps the example short and lets healing copy whole
@@ -35,12 +46,15 @@
  * One step:
  *     FT_Quorum(0)                       quorum, new slice, heal if behind
  *     gradient of the local samples
- *     MPI_Allreduce(SUM) in the group    the group's gradient and loss
+ *     MPI_Iallreduce(SUM) in the group   the group's gradient and loss
  *     FT_Allreduce(FT_AVG) across groups  averaged over the participants
  *     FT_Commit(&committed)              every collective of the step ok?
  *     if committed: w -= lr * gradient
  * Any FT_ error just means the step did not commit: the loop goes on with
- * the next FT_Quorum (that is the point of the library).  Every rank runs
+ * the next FT_Quorum (that is the point of the library), except
+ * FT_ERR_GROUP_LOST (mode B: this group lost a rank), which ends the loop.
+ * A spare group (FT_Comm_rank >= FT_Comm_size) computes no gradient: the
+ * library contributes nothing for it anyway.  Every rank runs
  * the same sequence of calls whatever happened, so the group's MPI
  * collectives always match.  The loop stops after --steps committed steps
  * (FT_Step() counts them, healed steps included) or --max-attempts steps.
@@ -49,6 +63,7 @@
  *     initial loss X                       eval loss of the initial parameters
  *     step N loss X quorum Q participants P    every --print-every steps
  *     step N failed: ERROR (where)         a step that did not commit
+ *     group lost at step N: WHY            mode B: this group lost a rank
  *     final loss X
  *     steps committed N
  *     failures survived K
@@ -58,7 +73,8 @@
  * (the first --eval samples) in every group.
  *
  * --dump FILE writes the raw parameter bytes at the end (rank 0 to FILE,
- * group rank g > 0 to FILE.g), so tests can compare groups with cmp.
+ * group rank g > 0 to FILE.g; in mode B FILE.<replica id> and
+ * FILE.<replica id>.g), so tests can compare groups with cmp.
  *
  * Initial parameters come from --init-seed (default: a hash of the replica
  * id, so groups start different and FTMPI_INIT_SYNC=1, the default, makes
@@ -66,11 +82,14 @@
  * the same --init-seed.
  *
  * Exit status: 0 after --steps committed steps; 2 when FT_Init (or a bad
- * flag) fails; 3 when --max-attempts ran out first.
+ * flag) fails; 3 when --max-attempts ran out first; 4 when the group was
+ * lost (mode B).  Note that mpirun --enable-recovery (Open MPI 4.1) exits
+ * 0 whatever its ranks' statuses: read the output.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +112,10 @@ struct opts {
     long print_every;
     long sleep_ms;
     long max_attempts;
+    long group_timeout_ms;
+    long die_at_step;
+    long die_rank;
+    int die_in_commit;
     double lr;
     uint64_t seed;
     uint64_t init_seed;
@@ -255,7 +278,9 @@ static double eval_loss(const struct data *d, const float *w, long eval)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: ft_sgd [options]   (run each replica group as mpirun -np R ft_sgd ...)\n"
+            "Usage: ft_sgd [options]\n"
+            "  mode A: each replica group is its own mpirun -np R ft_sgd ... (FTMPI_LIGHTHOUSE)\n"
+            "  mode B: mpirun --enable-recovery -np k*R+1 -x FTMPI_GROUP_SIZE=R ft_sgd ...\n"
             "  --steps N          committed steps to train (default 100)\n"
             "  --features F       input dimension (default 64); the state is F+1 floats\n"
             "  --batch B          samples per group and step (default 32)\n"
@@ -267,6 +292,15 @@ static void usage(FILE *out)
             "  --sleep-ms MS      extra time per step, between compute and allreduce (default 0)\n"
             "  --print-every K    print a step line every K steps (default 10)\n"
             "  --max-attempts N   give up after N steps tried (default 10 * steps + 100)\n"
+            "  --group-timeout-ms MS  deadline of the in-group gradient sum; past it the\n"
+            "                     group is lost and this rank leaves (default: FTMPI_TIMEOUT_MS,\n"
+            "                     or 10000; allow for the ranks' heal times to differ)\n"
+            "  --die-at-step N    fault injection: the rank of world rank --die-rank (default\n"
+            "                     0) sends itself SIGKILL at step N, after its compute, while\n"
+            "                     the others wait for it in the step's allreduce\n"
+            "  --die-rank W       see --die-at-step\n"
+            "  --die-where W      compute (default) or commit: die after the step's\n"
+            "                     FT_Allreduce instead, while the group votes\n"
             "  --dump FILE        write the parameter bytes at the end (rank g>0: FILE.g)\n");
 }
 
@@ -293,6 +327,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
     o->print_every = 10;
     o->sleep_ms = 0;
     o->max_attempts = -1;
+    /* the library's deadline by default (an example may read it) */
+    const char *t = getenv("FTMPI_TIMEOUT_MS");
+    o->group_timeout_ms = t != NULL && atol(t) > 0 ? atol(t) : 10000;
+    o->die_at_step = -1;
+    o->die_rank = 0;
+    o->die_in_commit = 0;
     o->lr = 0.5;
     o->seed = 42;
     o->init_seed = 0;
@@ -335,6 +375,21 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 return -1;
         } else if (!strcmp(a, "--max-attempts")) {
             if (parse_long(a, val, 1, &o->max_attempts))
+                return -1;
+        } else if (!strcmp(a, "--die-at-step")) {
+            if (parse_long(a, val, 0, &o->die_at_step))
+                return -1;
+        } else if (!strcmp(a, "--die-rank")) {
+            if (parse_long(a, val, 0, &o->die_rank))
+                return -1;
+        } else if (!strcmp(a, "--die-where")) {
+            if (strcmp(val, "compute") != 0 && strcmp(val, "commit") != 0) {
+                fprintf(stderr, "ft_sgd: --die-where '%s': expected compute or commit\n", val);
+                return -1;
+            }
+            o->die_in_commit = !strcmp(val, "commit");
+        } else if (!strcmp(a, "--group-timeout-ms")) {
+            if (parse_long(a, val, 1, &o->group_timeout_ms))
                 return -1;
         } else if (!strcmp(a, "--seed")) {
             if (parse_long(a, val, 0, &v))
@@ -402,18 +457,46 @@ static int dump_state(const char *path, const void *buf, size_t bytes)
 
 /* ---- training --------------------------------------------------------- */
 
-/* The quorum id for the step lines; -1 while the library has no accessor
- * for it (TODO: ftmpi_quorum_id in ftmpi.h). */
-#if defined(__GNUC__)
-extern int64_t ftmpi_quorum_id(void) __attribute__((weak));
-#endif
-static int64_t quorum_id(void)
+static int64_t now_ms(void)
 {
-#if defined(__GNUC__)
-    if (ftmpi_quorum_id != NULL)
-        return ftmpi_quorum_id();
-#endif
-    return -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sums g over the group's ranks: MPI_Iallreduce on the group's own
+ * communicator, polled until timeout_ms.  Returns 0, or -1 when MPI failed
+ * or the deadline passed: a rank of the group is dead or hopelessly late,
+ * the group is lost, and g stays MPI's (the caller must never free it). */
+static int group_sum(MPI_Comm comm, float *g, int n, long timeout_ms)
+{
+    MPI_Request req;
+    int done = 0, spins = 0;
+    if (MPI_Iallreduce(MPI_IN_PLACE, g, n, MPI_FLOAT, MPI_SUM, comm, &req) != MPI_SUCCESS)
+        return -1;
+    int64_t deadline = now_ms() + timeout_ms;
+    while (!done) {
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return -1;
+        if (done)
+            break;
+        if (now_ms() >= deadline)
+            return -1;
+        if (++spins > 100) {
+            struct timespec ts = {0, 200000}; /* leave the cores to the others */
+            nanosleep(&ts, NULL);
+        }
+    }
+    return 0;
+}
+
+/* --die-at-step: a node failure, as seen from the other ranks. */
+static void die_now(int world_rank, int64_t step, const char *where)
+{
+    fprintf(stderr, "ft_sgd: world rank %d: SIGKILL to myself at step %" PRId64 " (%s)\n",
+            world_rank, step, where);
+    fflush(NULL);
+    raise(SIGKILL);
 }
 
 /* The rank's part [lo, hi) of a group batch of b samples over r ranks. */
@@ -441,12 +524,25 @@ int main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     }
 
+    /* mode B: on the lighthouse rank FT_Init does not return */
     rc = FT_Init(&argc, &argv);
     if (rc != FT_SUCCESS) {
         fprintf(stderr, "ft_sgd: FT_Init failed: %s (%d)\n", FT_Error_string(rc), rc);
         MPI_Finalize();
         return 2;
     }
+    /* from here on, ranks are the group's */
+    MPI_Comm group = MPI_COMM_NULL;
+    int world_size = nranks, world_rank = rank;
+    if (ftmpi_group_comm(&group) != FT_SUCCESS) {
+        fprintf(stderr, "ft_sgd: ftmpi_group_comm failed\n");
+        FT_Finalize();
+        MPI_Finalize();
+        return 2;
+    }
+    MPI_Comm_rank(group, &rank);
+    MPI_Comm_size(group, &nranks);
+    int mode_b = nranks < world_size;
 
     char replica_id[128] = "?";
     ftmpi_replica_id(replica_id, sizeof(replica_id));
@@ -482,7 +578,9 @@ int main(int argc, char **argv)
                replica_id, nranks, o.init_seed);
 
     long attempts = 0, commits_here = 0, quorum_failures = 0;
-    while (FT_Step() < o.steps && attempts < o.max_attempts) {
+    int lost = 0;          /* the group lost a rank: leave */
+    int g_busy = 0;        /* g belongs to an abandoned MPI request */
+    while (FT_Step() < o.steps && attempts < o.max_attempts && !lost) {
         int committed = 0, participants = 1, replica_rank = 0;
         const char *where = "quorum";
         attempts++;
@@ -496,10 +594,19 @@ int main(int argc, char **argv)
                 replica_rank = 0;
         }
         int64_t step = FT_Step();
+        if (qrc == FT_ERR_GROUP_LOST) {
+            printf("group lost at step %" PRId64 ": %s (quorum)\n", step,
+                       FT_Error_string(qrc));
+            lost = 1;
+            break;
+        }
 
-        /* this rank's samples of the group's batch */
+        /* this rank's samples of the group's batch (a spare computes none:
+         * its contribution does not count) */
         long lo, hi;
         my_part(o.batch, nranks, rank, &lo, &hi);
+        if (replica_rank >= participants)
+            hi = lo;
         long base = (long)((step * participants + replica_rank) % o.samples) * o.batch;
         memset(g, 0, (size_t)n * sizeof(float));
         for (long i = lo; i < hi; i++) {
@@ -511,17 +618,34 @@ int main(int argc, char **argv)
         }
         if (o.sleep_ms > 0)
             sleep_ms(o.sleep_ms);
+        if (step == o.die_at_step && world_rank == o.die_rank && !o.die_in_commit)
+            die_now(world_rank, step, "compute");
 
-        /* the group's gradient: plain MPI, the group is the unit of failure */
-        if (nranks > 1)
-            MPI_Allreduce(MPI_IN_PLACE, g, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        /* the group's gradient, on the group's own communicator */
+        if (nranks > 1 && group_sum(group, g, n, o.group_timeout_ms) != 0) {
+            printf("group lost at step %" PRId64 ": the in-group sum did not complete in "
+                   "%ld ms (rank %d)\n",
+                   step, o.group_timeout_ms, rank);
+            g_busy = 1;
+            lost = 1;
+            break;
+        }
 
         /* across the groups: may fail, then the step does not commit */
         int arc = FT_Allreduce(MPI_IN_PLACE, g, n, MPI_FLOAT, FT_AVG, FT_COMM_REPLICAS);
         if (qrc == FT_SUCCESS && arc != FT_SUCCESS)
             where = "allreduce";
 
+        if (step == o.die_at_step && world_rank == o.die_rank && o.die_in_commit)
+            die_now(world_rank, step, "commit");
         int crc = FT_Commit(&committed);
+        if (arc == FT_ERR_GROUP_LOST || crc == FT_ERR_GROUP_LOST) {
+            printf("group lost at step %" PRId64 ": %s (%s)\n", step,
+                       FT_Error_string(FT_ERR_GROUP_LOST),
+                       arc == FT_ERR_GROUP_LOST ? "allreduce" : "commit");
+            lost = 1;
+            break;
+        }
         if (crc != FT_SUCCESS) {
             committed = 0;
             if (qrc == FT_SUCCESS && arc == FT_SUCCESS)
@@ -535,7 +659,7 @@ int main(int argc, char **argv)
             int64_t now = FT_Step();
             if (rank == 0 && (now % o.print_every == 0 || now == o.steps))
                 printf("step %" PRId64 " loss %.6f quorum %" PRId64 " participants %d\n", now,
-                       (double)g[F + 1], quorum_id(), participants);
+                       (double)g[F + 1], ftmpi_quorum_id(), participants);
         } else {
             int err = qrc != FT_SUCCESS ? qrc : arc != FT_SUCCESS ? arc : crc;
             if (rank == 0)
@@ -558,23 +682,35 @@ int main(int argc, char **argv)
         printf("failures survived %d\n", ftmpi_failures_survived());
         printf("state checksum 0x%016" PRIx64 "\n", fnv1a64(w, bytes));
     }
-    if (FT_Step() < o.steps) {
+    if (lost) {
+        fprintf(stderr, "ft_sgd: rank %d of group %s leaves: the group lost a rank\n", rank,
+                replica_id);
+        exit_code = 4;
+    } else if (FT_Step() < o.steps) {
         fprintf(stderr, "ft_sgd: rank %d gave up after %ld attempts at step %" PRId64 "\n", rank,
                 attempts, FT_Step());
         exit_code = 3;
     }
-    if (o.dump != NULL) {
+    if (o.dump != NULL && !lost) {
         char path[4096];
-        int len = rank == 0 ? snprintf(path, sizeof(path), "%s", o.dump)
+        int len;
+        if (mode_b)
+            len = rank == 0 ? snprintf(path, sizeof(path), "%s.%s", o.dump, replica_id)
+                            : snprintf(path, sizeof(path), "%s.%s.%d", o.dump, replica_id, rank);
+        else
+            len = rank == 0 ? snprintf(path, sizeof(path), "%s", o.dump)
                             : snprintf(path, sizeof(path), "%s.%d", o.dump, rank);
         if (len < 0 || (size_t)len >= sizeof(path) || dump_state(path, w, bytes) != 0)
             exit_code = 1;
     }
 
+    /* also after a lost group: FT_Finalize makes no MPI call on it, and
+     * MPI_Finalize returns once the other ranks finalize too */
     FT_Finalize();
     data_free(&d);
     free(w);
-    free(g);
+    if (!g_busy)
+        free(g); /* else MPI may still write it */
     MPI_Finalize();
     return exit_code;
 }

@@ -6,8 +6,15 @@
  *
  * Threads: everything runs on the event_base given to create; every call
  * below must be made on that loop's thread (or with the loop stopped),
- * except fti_lighthouse_snapshot which takes the internal lock and may be
+ * except fti_lighthouse_snapshot, fti_lighthouse_group_status and
+ * fti_lighthouse_n_finalized, which take the internal lock and may be
  * called from any thread.
+ *
+ * Groups leave with LIGHTHOUSE_FINALIZE (FT_Finalize, or a mode-B group
+ * that lost a rank): the lighthouse forgets them at once (their pending
+ * request is answered with FT_ERR_GROUP_LOST) and ignores their later
+ * heartbeats; a later quorum request under the same id (a restarted
+ * group) brings the group back.
  */
 #ifndef FTI_LIGHTHOUSE_H
 #define FTI_LIGHTHOUSE_H
@@ -43,6 +50,29 @@ const char *fti_lighthouse_address(fti_lighthouse_h lh);
 /* Forwards a Kill to the manager of replica_id (non-blocking: the RPC runs
  * in a short-lived thread).  FT_ERR_NOT_FOUND if the group is unknown. */
 int fti_lighthouse_kill(fti_lighthouse_h lh, const char *replica_id, const char *msg);
+
+/* How a group stands (mode B: the lighthouse rank serves until no group
+ * is live).  Any thread. */
+typedef enum {
+    FTI_LH_GROUP_UNKNOWN,   /* never heard of, or forgotten (expired) */
+    FTI_LH_GROUP_LIVE,      /* heartbeat within the heartbeat timeout */
+    FTI_LH_GROUP_SILENT,    /* known, but no heartbeat for that long */
+    FTI_LH_GROUP_FINALIZED  /* sent LIGHTHOUSE_FINALIZE (and no request since) */
+} fti_lh_group_status_t;
+
+/* *age_ms_p (may be NULL) gets the age of the last heartbeat, -1 unless
+ * LIVE or SILENT. */
+fti_lh_group_status_t fti_lighthouse_group_status(fti_lighthouse_h lh, const char *replica_id,
+                                                  int64_t *age_ms_p);
+
+/* Mode B: the lighthouse knows the groups before they call; each counts
+ * as having sent a heartbeat now, so the first quorum waits for every one
+ * of them (rule 7, up to the join timeout) instead of issuing with the
+ * first to ask.  Loop thread, or before the loop runs. */
+int fti_lighthouse_expect_group(fti_lighthouse_h lh, const char *replica_id);
+
+/* Groups that sent LIGHTHOUSE_FINALIZE (and did not ask again). */
+size_t fti_lighthouse_n_finalized(fti_lighthouse_h lh);
 
 /* ---- read-only view for the dashboard and /metrics ---------------------- */
 

@@ -283,6 +283,21 @@ int fti_quorum_withdraw(fti_quorum_state_h st, const char *replica_id)
     return FT_SUCCESS;
 }
 
+int fti_quorum_remove(fti_quorum_state_h st, const char *replica_id)
+{
+    bool found;
+    if (!st || !id_valid(replica_id))
+        return FT_ERR_NOT_FOUND;
+    size_t at = group_search(st, replica_id, &found);
+    if (!found)
+        return FT_ERR_NOT_FOUND;
+    group_free(st->groups[at]);
+    memmove(&st->groups[at], &st->groups[at + 1],
+            (st->n_groups - at - 1) * sizeof(*st->groups));
+    st->n_groups--;
+    return FT_SUCCESS;
+}
+
 size_t fti_quorum_expire(fti_quorum_state_h st, int64_t now_ms)
 {
     if (!st)

@@ -163,6 +163,11 @@ int fti_quorum_request(fti_quorum_state_h st, const fti_qmember_t *m, int64_t no
  * stays.  FT_ERR_NOT_FOUND if it has none. */
 int fti_quorum_withdraw(fti_quorum_state_h st, const char *replica_id);
 
+/* Forgets replica_id altogether (the group finalized): its heartbeat and
+ * its pending request.  The previous quorum keeps its own copy of its
+ * members.  FT_ERR_NOT_FOUND if it is not in the table. */
+int fti_quorum_remove(fti_quorum_state_h st, const char *replica_id);
+
 /* Removes groups whose last heartbeat is older than
  * FTI_QUORUM_EXPIRE_FACTOR * heartbeat_timeout_ms (with any pending
  * request), so the table stays bounded.  Returns how many were removed.

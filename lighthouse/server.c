@@ -1,6 +1,7 @@
 /*
  * server.c - the lighthouse server (see lighthouse.h): the RPC methods
- * LIGHTHOUSE_QUORUM and LIGHTHOUSE_HEARTBEAT on an fti_rpc_server, the
+ * LIGHTHOUSE_QUORUM, LIGHTHOUSE_HEARTBEAT and LIGHTHOUSE_FINALIZE on an
+ * fti_rpc_server, the
  * quorum rules of quorum.h, deferred replies, counters for the dashboard.
  *
  * Threads: everything runs on the event loop's thread.  lh->mu guards the
@@ -169,7 +170,71 @@ struct fti_lighthouse {
     uint64_t hist_count;
     int64_t round_first_req_ms; /* first request since the last quorum, -1 none */
     int64_t round_last_req_ms;
+    /* groups that finalized, sorted (strcmp) for binary search */
+    char (*finalized)[FTI_QID_MAX];
+    size_t n_finalized, cap_finalized;
 };
+
+/* ---- finalized groups (under lh->mu) -------------------------------------- */
+
+static size_t fin_search(const struct fti_lighthouse *lh, const char *id, bool *found)
+{
+    size_t lo = 0, hi = lh->n_finalized;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(lh->finalized[mid], id);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+static bool fin_has(const struct fti_lighthouse *lh, const char *id)
+{
+    bool found;
+    (void)fin_search(lh, id, &found);
+    return found;
+}
+
+/* id must fit FTI_QID_MAX. */
+static int fin_add(struct fti_lighthouse *lh, const char *id)
+{
+    bool found;
+    size_t at = fin_search(lh, id, &found);
+    if (found)
+        return FT_SUCCESS;
+    if (lh->n_finalized == lh->cap_finalized) {
+        size_t cap = lh->cap_finalized ? 2 * lh->cap_finalized : 16;
+        char(*f)[FTI_QID_MAX] = realloc(lh->finalized, cap * sizeof(*f));
+        if (f == NULL)
+            return FT_ERR_NO_MEMORY;
+        lh->finalized = f;
+        lh->cap_finalized = cap;
+    }
+    memmove(&lh->finalized[at + 1], &lh->finalized[at],
+            (lh->n_finalized - at) * sizeof(*lh->finalized));
+    fti_strlcpy(lh->finalized[at], id, FTI_QID_MAX);
+    lh->n_finalized++;
+    return FT_SUCCESS;
+}
+
+static void fin_del(struct fti_lighthouse *lh, const char *id)
+{
+    bool found;
+    size_t at = fin_search(lh, id, &found);
+    if (!found)
+        return;
+    memmove(&lh->finalized[at], &lh->finalized[at + 1],
+            (lh->n_finalized - at - 1) * sizeof(*lh->finalized));
+    lh->n_finalized--;
+}
 
 static void reply_release(void *arg)
 {
@@ -477,7 +542,10 @@ static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len
         return;
     }
     pthread_mutex_lock(&lh->mu);
-    int rc = fti_quorum_heartbeat(lh->st, req->replica_id, fti_now_ms());
+    /* a finalized group's last heartbeats do not bring it back */
+    int rc = req->replica_id && fin_has(lh, req->replica_id)
+                 ? FT_SUCCESS
+                 : fti_quorum_heartbeat(lh->st, req->replica_id, fti_now_ms());
     if (rc == FT_SUCCESS)
         lh->heartbeats++;
     pthread_mutex_unlock(&lh->mu);
@@ -540,6 +608,11 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
     }
     pthread_mutex_lock(&lh->mu);
     int64_t now = fti_now_ms();
+    if (fin_has(lh, m.replica_id)) {
+        FTI_INFO("%s asks for a quorum again after it finalized: back in the table",
+                 m.replica_id);
+        fin_del(lh, m.replica_id);
+    }
     int rc = fti_quorum_request(lh->st, &m, now);
     if (rc == FT_SUCCESS) {
         lh->quorum_requests++;
@@ -567,6 +640,86 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
     waiters_add(&lh->waiters, x);
     if (worth_evaluating(lh, now))
         event_active(lh->eval_ev, EV_TIMEOUT, 0);
+}
+
+static void on_finalize(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
+{
+    struct fti_lighthouse *lh = arg;
+    Ftmpi__LighthouseFinalizeRequest *req =
+        ftmpi__lighthouse_finalize_request__unpack(NULL, len, payload);
+    if (req == NULL) {
+        FTI_WARN("finalize from %s does not decode", fti_rpc_call_peer(call));
+        fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "finalize does not decode");
+        refresh_rpc_stats(lh);
+        return;
+    }
+    const char *id = req->replica_id;
+    if (id == NULL || id[0] == '\0' || strlen(id) >= FTI_QID_MAX) {
+        fti_rpc_reply_error(call, FT_ERR_ARG, "replica_id empty or too long");
+        ftmpi__lighthouse_finalize_request__free_unpacked(req, NULL);
+        return;
+    }
+    /* its pending quorum calls end now */
+    struct waiter *x = waiters_take(&lh->waiters, id), *next;
+    if (x) {
+        lh->waiters.n_ids--;
+        if (in_quorum(lh, id))
+            lh->waiters.n_prev_ids--;
+    }
+    for (; x; x = next) {
+        next = x->next;
+        fti_rpc_reply_error(x->call, FT_ERR_GROUP_LOST, "the group finalized");
+        free(x);
+    }
+    pthread_mutex_lock(&lh->mu);
+    bool known = fti_quorum_remove(lh->st, id) == FT_SUCCESS;
+    bool again = fin_has(lh, id);
+    int rc = fin_add(lh, id);
+    pthread_mutex_unlock(&lh->mu);
+    if (!again)
+        FTI_INFO("%s finalized%s: forgotten", id, known ? "" : " (not in the table)");
+    if (rc == FT_SUCCESS)
+        fti_rpc_reply(call, NULL, 0); /* LighthouseFinalizeResponse packs to 0 bytes */
+    else
+        fti_rpc_reply_error(call, rc, "lighthouse out of memory");
+    ftmpi__lighthouse_finalize_request__free_unpacked(req, NULL);
+    /* the others may not need to wait for it any more */
+    event_active(lh->eval_ev, EV_TIMEOUT, 0);
+}
+
+fti_lh_group_status_t fti_lighthouse_group_status(fti_lighthouse_h lh, const char *replica_id,
+                                                  int64_t *age_ms_p)
+{
+    fti_lh_group_status_t s = FTI_LH_GROUP_UNKNOWN;
+    fti_qgroup_view_t v;
+    int64_t age = -1;
+    pthread_mutex_lock(&lh->mu);
+    if (fin_has(lh, replica_id)) {
+        s = FTI_LH_GROUP_FINALIZED;
+    } else if (fti_quorum_group_find(lh->st, replica_id, fti_now_ms(), &v) == FT_SUCCESS) {
+        s = v.healthy ? FTI_LH_GROUP_LIVE : FTI_LH_GROUP_SILENT;
+        age = v.heartbeat_age_ms;
+    }
+    pthread_mutex_unlock(&lh->mu);
+    if (age_ms_p)
+        *age_ms_p = age;
+    return s;
+}
+
+int fti_lighthouse_expect_group(fti_lighthouse_h lh, const char *replica_id)
+{
+    pthread_mutex_lock(&lh->mu);
+    int rc = fti_quorum_heartbeat(lh->st, replica_id, fti_now_ms());
+    pthread_mutex_unlock(&lh->mu);
+    return rc;
+}
+
+size_t fti_lighthouse_n_finalized(fti_lighthouse_h lh)
+{
+    pthread_mutex_lock(&lh->mu);
+    size_t n = lh->n_finalized;
+    pthread_mutex_unlock(&lh->mu);
+    return n;
 }
 
 /* ---- create / destroy -------------------------------------------------- */
@@ -600,6 +753,7 @@ int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *
     static const fti_rpc_method_t methods[] = {
         {FTMPI__METHOD__LIGHTHOUSE_QUORUM, on_quorum},
         {FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, on_heartbeat},
+        {FTMPI__METHOD__LIGHTHOUSE_FINALIZE, on_finalize},
     };
     struct timeval tv = {(time_t)(o->quorum_tick_ms / 1000),
                          (suseconds_t)(o->quorum_tick_ms % 1000) * 1000};
@@ -653,6 +807,7 @@ void fti_lighthouse_destroy(fti_lighthouse_h lh)
     fti_rpc_server_destroy(lh->rpc);
     fti_quorum_state_destroy(lh->st);
     pthread_mutex_destroy(&lh->mu);
+    free(lh->finalized);
     free(lh);
 }
 

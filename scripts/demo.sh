@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# scripts/demo.sh BUILDDIR - a one-minute demonstration of libftmpi (mode A).
+# scripts/demo.sh BUILDDIR [--mode-b] - a one-minute demonstration of libftmpi.
 #
+# Mode A (default):
 # Starts a lighthouse (with its dashboard) and 3 replica groups of 2 ranks,
 # each `mpirun -np 2 examples/ft_sgd` under `ftmpi-run`.  At a random step a
 # random group is killed with SIGKILL (its mpirun's process group and its
@@ -11,6 +12,13 @@
 # files, and a summary: steps committed, failures survived, final loss, and
 # whether the registered state is bitwise equal across every group and rank.
 #
+# --mode-b: one `mpirun --enable-recovery -np 9` with FTMPI_GROUP_SIZE=2: 4
+# groups of 2 ranks and the lighthouse on world rank 8.  At a random step
+# one random rank is killed with SIGKILL; its partner notices within its
+# deadline and leaves (the group is lost: no restart in mode B), the other
+# groups' step fails within FTMPI_TIMEOUT_MS and they go on as 3 groups.
+# It prints a timeline from the ranks' logs and the same summary.
+#
 # Everything it starts is killed when it exits (also on Ctrl-C).
 # Environment: DEMO_STEPS (default 150), DEMO_SLEEP_MS (per step, default 40),
 # DEMO_KEEP=1 keeps the work folder, DEMO_SEED fixes the random choices.
@@ -19,7 +27,12 @@ set -u
 
 die() { echo "demo: $*" >&2; exit 1; }
 
-[ $# -eq 1 ] || die "usage: $0 BUILDDIR"
+MODE_B=0
+if [ $# -eq 2 ] && [ "$2" = --mode-b ]; then
+    MODE_B=1
+elif [ $# -ne 1 ]; then
+    die "usage: $0 BUILDDIR [--mode-b]"
+fi
 B=$(cd "$1" 2>/dev/null && pwd) || die "no build folder '$1'"
 LH=$B/ftmpi-lighthouse
 RUN=$B/ftmpi-run
@@ -75,6 +88,131 @@ trap 'exit 143' TERM
 now_ms() { date +%s%3N; }
 T0=$(now_ms)
 say() { printf '[%5.1fs] %s\n' "$(awk -v a="$(now_ms)" -v b="$T0" 'BEGIN { print (a - b) / 1000 }')" "$*"; }
+
+# ---- mode B: one mpirun ----------------------------------------------------------
+if [ "$MODE_B" = 1 ]; then
+    MB_PID=
+    cleanup_b() {
+        trap - EXIT INT TERM
+        exec 2>/dev/null
+        [ -n "$MB_PID" ] && pkill -KILL -s "$MB_PID" 2>/dev/null
+        wait 2>/dev/null
+        if [ "${DEMO_KEEP:-0}" = 1 ]; then echo "demo: logs kept in $W"; else rm -rf "$W"; fi
+    }
+    trap cleanup_b EXIT
+    NPB=9
+    RB=2
+    NG=$(((NPB - 1) / RB))
+    export FTMPI_GROUP_SIZE=$RB FTMPI_LOG_LEVEL=info
+    export FTMPI_LH_HEARTBEAT_TIMEOUT_MS=${FTMPI_LH_HEARTBEAT_TIMEOUT_MS:-1000}
+    export FTMPI_LH_JOIN_TIMEOUT_MS=${FTMPI_LH_JOIN_TIMEOUT_MS:-1000}
+    unset FTMPI_LIGHTHOUSE FTMPI_EVENT_LOG
+    T0_TOD=$(date +%H:%M:%S.%3N)
+    echo "libftmpi demo, mode B: mpirun --enable-recovery -np $NPB -x FTMPI_GROUP_SIZE=$RB ft_sgd"
+    echo "  $NG replica groups x $RB ranks (g0 = world ranks 0-1, ...), lighthouse on world rank $((NPB - 1)), $STEPS steps"
+    echo "  logs        $W/out/1/rank.N/{stdout,stderr}"
+    setsid "$MPIRUN" --enable-recovery -np $NPB --bind-to none --output-filename "$W/out" \
+        "$SGD" --steps "$STEPS" --sleep-ms "$SLEEP_MS" --print-every 10 \
+        --group-timeout-ms "$FTMPI_TIMEOUT_MS" --dump "$W/state" >"$W/mpirun.out" 2>&1 </dev/null &
+    MB_PID=$!
+    say "started mpirun (pid $MB_PID)"
+    out_of() { echo "$W/out/1/rank.$1/stdout"; }
+    step_of_rank() {
+        local s
+        s=$(sed -n 's/^step \([0-9][0-9]*\) loss.*/\1/p' "$(out_of "$1")" 2>/dev/null | tail -n 1)
+        echo "${s:-0}"
+    }
+    victim=$((RANDOM % (NPB - 1)))
+    vgroup=$((victim / RB))
+    kill_step=$((STEPS / 5 + RANDOM % (STEPS / 3)))
+    say "chaos: world rank $victim (group g$vgroup, group rank $((victim % RB))) will be killed with SIGKILL at step $kill_step"
+    deadline=$(($(date +%s) + 55))
+    while [ "$(step_of_rank $((vgroup * RB)))" -lt "$kill_step" ]; do
+        [ "$(date +%s)" -lt "$deadline" ] || die "g$vgroup never reached step $kill_step"
+        kill -0 "$MB_PID" 2>/dev/null || die "mpirun ended early: $(tail -n 5 "$W/mpirun.out")"
+        sleep 0.05
+    done
+    vpid=
+    for p in $(pgrep -P "$MB_PID"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim" && vpid=$p
+    done
+    [ -n "$vpid" ] || die "world rank $victim has no process"
+    KILL_TOD=$(date +%H:%M:%S.%3N)
+    kill -KILL "$vpid"
+    say "KILLED world rank $victim (pid $vpid) of g$vgroup at step $(step_of_rank $((vgroup * RB)))"
+    last_tick=0
+    while kill -0 "$MB_PID" 2>/dev/null; do
+        if [ "$(date +%s)" -ge "$deadline" ]; then
+            say "time is up: stopping mpirun"
+            break
+        fi
+        if [ $(($(date +%s) - last_tick)) -ge 1 ]; then
+            last_tick=$(date +%s)
+            msg=
+            for ((k = 0; k < NG; k++)); do msg="$msg g$k@$(step_of_rank $((k * RB)))"; done
+            say "steps:$msg"
+        fi
+        sleep 0.2
+    done
+    status=0
+    if kill -0 "$MB_PID" 2>/dev/null; then status=1; else wait "$MB_PID" || status=1; fi
+    echo
+    echo "Timeline (seconds since start; from the ranks' logs):"
+    {
+        echo "[$KILL_TOD demo] KILL world rank $victim (g$vgroup): SIGKILL"
+        for ((w = 0; w < NPB - 1; w++)); do
+            grep -h -m 1 'missed its deadline' "$W/out/1/rank.$w/stderr" 2>/dev/null |
+                sed "s/^\[\([^ ]*\) .* r=\([^ ]*\) gr=\([0-9]*\).*/[\1 \2] rank $w (group rank \3): its FT_Allreduce missed the deadline: the step fails/"
+            grep -h -m 1 'this group lost a rank' "$W/out/1/rank.$w/stderr" 2>/dev/null |
+                sed "s/^\[\([^ ]*\) .* r=\([^ ]*\) gr=\([0-9]*\).*/[\1 \2] rank $w: FT_ERR_GROUP_LOST: the group leaves/"
+            # a rank of the lost group that noticed in its own in-group sum
+            if grep -q '^group lost' "$(out_of $w)" 2>/dev/null; then
+                why=$(grep -m 1 '^group lost' "$(out_of $w)" | sed 's/^group lost at step [0-9]*: //; s/[\/&]/ /g')
+                grep -h -m 1 'FT_Finalize: .* leaves at step' "$W/out/1/rank.$w/stderr" 2>/dev/null |
+                    sed "s/^\[\([^ ]*\) .* r=\([^ ]*\) .*leaves at step \([0-9]*\).*/[\1 \2] rank $w: group lost at step \3, $why: it leaves/"
+            fi
+        done
+        grep -h 'quorum [0-9]*: [0-9]* members, ' "$W/out/1/rank.$((NPB - 1))/stderr" 2>/dev/null |
+            sed 's/^\[\([^ ]*\) .*\] \(quorum [0-9]*: [0-9]* members\), \([^;]*\);.*/[\1 lighthouse] \2: \3/'
+        grep -h 'mode B: group\|every group is done' "$W/out/1/rank.$((NPB - 1))/stderr" 2>/dev/null |
+            sed 's/^\[\([^ ]*\) .*\] mode B: /[\1 lighthouse] /'
+    } | awk -v t0="$T0_TOD" '
+    function ms(t,    a) { split(t, a, ":"); return (a[1] * 3600 + a[2] * 60 + a[3]) * 1000 }
+    /^\[[0-9]/ { t = substr($1, 2); who = $2; sub(/\]$/, "", who); $1 = ""; $2 = "";
+                 sub(/^  */, ""); printf "%012.0f  %7.2fs %-10s %s\n", ms(t), (ms(t) - ms(t0)) / 1000, who, $0 }' |
+        sort -s -n -k1,1 | cut -c15- | sed 's/^/  /'
+    echo
+    echo "Summary:"
+    printf '  %-4s %-16s %-18s %-12s %s\n' group "steps committed" "failures survived" "final loss" "state checksum"
+    equal=yes
+    ref=
+    for ((k = 0; k < NG; k++)); do
+        o=$(out_of $((k * RB)))
+        if grep -q '^group lost' "$o" "$(out_of $((k * RB + 1)))" 2>/dev/null || [ $k = "$vgroup" ]; then
+            lost=$(grep -h -m 1 '^group lost at step' "$o" "$(out_of $((k * RB + 1)))" 2>/dev/null |
+                head -n 1 | sed 's/^group lost at \(step [0-9]*\).*/\1/')
+            printf '  %-4s %s\n' "g$k" "lost a rank: left at ${lost:-step ?}"
+            continue
+        fi
+        printf '  %-4s %-16s %-18s %-12s %s\n' "g$k" \
+            "$(sed -n 's/^steps committed \([0-9]*\).*/\1/p' "$o" | tail -n 1)" \
+            "$(sed -n 's/^failures survived \([0-9]*\).*/\1/p' "$o" | tail -n 1)" \
+            "$(sed -n 's/^final loss \(.*\)/\1/p' "$o" | tail -n 1)" \
+            "$(sed -n 's/^state checksum \(.*\)/\1/p' "$o" | tail -n 1)"
+        for f in "$W/state.g$k" "$W/state.g$k".[0-9]*; do
+            [ -e "$f" ] || { equal=no; continue; }
+            [ -n "$ref" ] || ref=$f
+            cmp -s "$ref" "$f" || equal=no
+        done
+    done
+    first=$(sed -n 's/^initial loss \([^ ]*\).*/\1/p' "$(out_of 0)" | head -n 1)
+    echo "  initial loss ${first:-?}"
+    echo "  mpirun exit status: $([ $status = 0 ] && echo 0 || echo 'non-zero or still running')" \
+        "(with --enable-recovery it is 0 whatever the ranks did)"
+    echo "  registered state bitwise equal across the surviving groups (and ranks): $equal"
+    [ "$equal" = yes ] && [ $status -eq 0 ]
+    exit $?
+fi
 
 # ---- lighthouse --------------------------------------------------------------
 setsid "$LH" --bind 127.0.0.1:0 --http-bind 127.0.0.1:0 --min-replicas 2 \

@@ -1,12 +1,24 @@
 /*
- * ft.c - the public FT_* calls of the step protocol (mode A) and the
- * process-global state behind them (DESIGN sections 4-8).
+ * ft.c - the public FT_* calls of the step protocol and the process-global
+ * state behind them (DESIGN sections 2 and 4-8).
  *
  * One replica group = the ranks of the group communicator (mode A:
- * MPI_COMM_WORLD, duplicated; see group_parent).  Group rank 0 is the
- * manager: it asks the lighthouse for each step's quorum and broadcasts it
- * to the group; every rank then computes its own results (results.h),
- * rebuilds its slice when the quorum id changed and heals when behind.
+ * MPI_COMM_WORLD; mode B: its split into groups of FTMPI_GROUP_SIZE ranks,
+ * modeb.h; duplicated either way).  Group rank 0 is the manager: it asks
+ * the lighthouse for each step's quorum and broadcasts it to the group;
+ * every rank then computes its own results (results.h), rebuilds its slice
+ * when the quorum id changed and heals when behind.
+ *
+ * Mode B: nothing ends a group whose rank died, so an intra-group
+ * operation that fails (its deadline passed: a rank is dead or hopelessly
+ * late) means the group is lost: this rank tells the lighthouse that the
+ * group leaves, and every later FT_ call returns FT_ERR_GROUP_LOST;
+ * FT_Finalize makes no MPI call on the group's communicators.
+ *
+ * Spare groups (FTMPI_WORLD_SIZE_MODE=fixed_with_spares): the quorum's
+ * first FTMPI_MIN_REPLICAS members participate (results.h); a spare takes
+ * part in every allreduce with the op's identity element instead of its
+ * data, and FT_AVG divides by the participants.
  *
  * Errors of a step are latched: the first failure of FT_Quorum,
  * FT_Allreduce or the commit vote is kept in st.latched until FT_Commit,
@@ -18,6 +30,8 @@
  * keep their own state.
  */
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +40,15 @@
 
 #include "ftmpi.h"
 #include "comm/comm.h"
+#include "comm/mpi_backend.h"
 #include "dtype.h"
 #include "event_log.h"
 #include "group.h"
 #include "heal.h"
 #include "log.h"
+#include "lighthouse_client.h"
 #include "manager.h"
+#include "modeb.h"
 #include "rank_server.h"
 #include "results.h"
 #include "settings.h"
@@ -39,6 +56,11 @@
 #include "util.h"
 
 #define ADDR_LEN 128
+
+/* Mode B: a group rank waiting for its manager's quorum broadcast gives it
+ * this much longer than the manager's own deadlines add up to, so that
+ * only a dead manager makes the group lost. */
+#define MODEB_SLACK_MS 1000
 
 FTMPI_EXPORT MPI_Op ftmpi_op_avg = MPI_OP_NULL;
 
@@ -75,16 +97,24 @@ static struct ft_state {
     bool killed;             /* a MANAGER_KILL reached the group */
     char **prev_members;     /* "id\naddress" of the previous quorum's members */
     size_t n_prev;
+
+    bool mode_b;
+    fti_modeb_t mb;          /* mode B only */
+    int backend;             /* FTI_BACKEND_TCP or FTI_BACKEND_MPI (resolved) */
+    MPI_Comm app_comm;       /* ftmpi_group_comm: mode A a dup of the world, mode B mb.split */
+    bool lost;               /* mode B: this group lost a rank */
+    char member_data[16];    /* mode B: QuorumMember.data (first world rank) */
+    size_t member_data_len;
 } st;
 
 /* Outlives FT_Finalize (ftmpi.h: information about this process). */
 static int failures_survived;
 
-/* The communicator the group is made of.  Mode A: the whole job.  Mode B
- * (later) will split MPI_COMM_WORLD here instead. */
+/* The communicator the group is made of.  Mode A: the whole job.  Mode B:
+ * this rank's part of the split. */
 static MPI_Comm group_parent(void)
 {
-    return MPI_COMM_WORLD;
+    return st.mode_b ? st.mb.split : MPI_COMM_WORLD;
 }
 
 static void latch(int rc)
@@ -121,6 +151,50 @@ static void free_prev_members(void)
     st.n_prev = 0;
 }
 
+/* How long telling the lighthouse that the group leaves may take: it must
+ * not hold FT_Finalize up for long when the lighthouse is gone. */
+static int leave_timeout_ms(void)
+{
+    return FTI_MIN(st.cfg.connect_timeout_ms, 2000);
+}
+
+/* Tells the lighthouse that this group leaves (LIGHTHOUSE_FINALIZE): the
+ * manager through its client (after stopping its heartbeats), any other
+ * rank through a client of its own (mode B: its manager may be the rank
+ * that died). */
+static void tell_lighthouse_leaving(void)
+{
+    if (st.manager != NULL) {
+        (void)fti_manager_leave(st.manager, leave_timeout_ms());
+        return;
+    }
+    if (!st.mode_b || st.cfg.lighthouse[0] == '\0')
+        return;
+    fti_lighthouse_client_h c = NULL;
+    int rc = fti_lighthouse_client_create(st.cfg.lighthouse, leave_timeout_ms(), &c);
+    if (rc == FT_SUCCESS)
+        rc = fti_lighthouse_finalize(c, st.replica_id, leave_timeout_ms());
+    fti_lighthouse_client_destroy(c);
+    if (rc != FT_SUCCESS)
+        FTI_INFO("telling the lighthouse that %s leaves failed: %s", st.replica_id,
+                 FT_Error_string(rc));
+}
+
+/* Mode B: an intra-group operation failed, so a rank of this group is dead
+ * (or hopelessly late): the group is gone as a whole. */
+static int group_lost(int why)
+{
+    if (!st.lost) {
+        st.lost = true;
+        FTI_WARN("this group lost a rank (%s): it leaves; FT calls return FT_ERR_GROUP_LOST "
+                 "from now on (call FT_Finalize)",
+                 FT_Error_string(why));
+        fti_group_mark_lost(st.group);
+        tell_lighthouse_leaving();
+    }
+    return FT_ERR_GROUP_LOST;
+}
+
 /* Frees whatever FT_Init created (also after a failed FT_Init). */
 static void teardown(void)
 {
@@ -135,10 +209,17 @@ static void teardown(void)
     fti_event_log_close(st.elog);
     st.elog = NULL;
     free_prev_members();
+    if (st.lost)
+        fti_group_mark_lost(st.group);
     fti_group_destroy(st.group);
     st.group = NULL;
     int finalized = 0;
     MPI_Finalized(&finalized);
+    if (st.mode_b)
+        fti_modeb_release(&st.mb, st.lost);
+    else if (st.app_comm != MPI_COMM_NULL && !finalized)
+        MPI_Comm_free(&st.app_comm);
+    st.app_comm = MPI_COMM_NULL;
     if (ftmpi_op_avg != MPI_OP_NULL && !finalized)
         MPI_Op_free(&ftmpi_op_avg);
     ftmpi_op_avg = MPI_OP_NULL;
@@ -149,7 +230,8 @@ static void teardown(void)
 
 /* ---- FT_Init / FT_Finalize --------------------------------------------- */
 
-/* Checks that are the same on every rank (same environment). */
+/* Loads the configuration and picks the mode and the backend.  Every rank
+ * runs it; the caller agrees on the outcome. */
 static int init_config(void)
 {
     char err[512] = "";
@@ -159,36 +241,68 @@ static int init_config(void)
         return FT_ERR_CONFIG;
     }
     fti_log_init("ftmpi", st.cfg.log_level);
-    if (st.cfg.lighthouse[0] == '\0') {
-        if (st.cfg.group_size > 0) {
-            FTI_ERROR("FTMPI_GROUP_SIZE=%d without FTMPI_LIGHTHOUSE selects mode B, which this "
-                      "build does not implement yet",
-                      st.cfg.group_size);
-            return FT_ERR_UNSUPPORTED;
-        }
-        FTI_ERROR("FTMPI_LIGHTHOUSE is not set: mode A needs the lighthouse address host:port");
+    st.mode_b = st.cfg.lighthouse[0] == '\0' && st.cfg.group_size > 0;
+    if (st.cfg.lighthouse[0] == '\0' && !st.mode_b) {
+        FTI_ERROR("FTMPI_LIGHTHOUSE is not set: mode A needs the lighthouse address host:port "
+                  "(mode B, one mpirun with a lighthouse rank, needs FTMPI_GROUP_SIZE instead)");
         return FT_ERR_CONFIG;
     }
-    if (st.cfg.backend == FTI_BACKEND_MPI) {
-        FTI_ERROR("FTMPI_BACKEND=mpi needs mode B (one job); mode A uses tcp");
+    if (!st.mode_b && st.cfg.backend == FTI_BACKEND_MPI) {
+        FTI_ERROR("FTMPI_BACKEND=mpi needs mode B (one job: FTMPI_GROUP_SIZE set, "
+                  "FTMPI_LIGHTHOUSE empty); mode A uses tcp");
+        return FT_ERR_CONFIG;
+    }
+    st.backend = st.cfg.backend != FTI_BACKEND_AUTO ? st.cfg.backend
+                 : st.mode_b                        ? FTI_BACKEND_MPI
+                                                    : FTI_BACKEND_TCP;
+    return FT_SUCCESS;
+}
+
+/* The smallest (worst) code over comm; every rank learns it.  A blocking
+ * collective: FT_Init only, while every rank is alive. */
+static int agree_on(MPI_Comm comm, int rc)
+{
+    int all = rc;
+    if (MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+        return FT_ERR_MPI;
+    return rc != FT_SUCCESS ? rc : all;
+}
+
+/* The smallest (worst) code over the group. */
+static int agree(int rc)
+{
+    return agree_on(fti_group_comm(st.group), rc);
+}
+
+/* The settings that shape the job must be the same on every world rank
+ * (mpirun -x passes them to all). */
+static int check_uniform(void)
+{
+    int v[5] = {st.cfg.group_size, st.cfg.lighthouse[0] == '\0', st.backend, st.cfg.world_mode,
+                st.cfg.min_replicas};
+    int lo[5], hi[5];
+    if (MPI_Allreduce(v, lo, 5, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS ||
+        MPI_Allreduce(v, hi, 5, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return FT_ERR_MPI;
+    if (memcmp(lo, hi, sizeof(lo)) != 0) {
+        int wr = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+        if (wr == 0)
+            FTI_ERROR("FTMPI_GROUP_SIZE, FTMPI_LIGHTHOUSE, FTMPI_BACKEND, FTMPI_WORLD_SIZE_MODE "
+                      "and FTMPI_MIN_REPLICAS must be the same on every rank (pass them with "
+                      "mpirun -x)");
         return FT_ERR_CONFIG;
     }
     return FT_SUCCESS;
 }
 
-/* The smallest (worst) code over the group; every rank learns it. */
-static int agree(int rc)
-{
-    int all = rc;
-    if (MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, fti_group_comm(st.group)) != MPI_SUCCESS)
-        return FT_ERR_MPI;
-    return rc != FT_SUCCESS ? rc : all;
-}
-
 static int init_replica_id(void)
 {
     char id[64] = "";
-    if (st.cfg.replica_id[0] != '\0') {
+    if (st.mode_b) {
+        fti_modeb_replica_id(st.cfg.replica_id, st.mb.group_index, st.mb.n_groups, id,
+                             sizeof(id));
+    } else if (st.cfg.replica_id[0] != '\0') {
         fti_strlcpy(id, st.cfg.replica_id, sizeof(id));
     } else if (st.group_rank == 0) {
         char host[48] = "host";
@@ -231,6 +345,33 @@ static int init_peers(void)
     return rc;
 }
 
+/* The job-wide part of FT_Init: configuration agreed on by every world
+ * rank, then mode B's split (on the lighthouse rank it does not return) or
+ * mode A's duplicate of the world for the application. */
+static int init_world(void)
+{
+    int cfg_rc = init_config();
+    int rc = agree_on(MPI_COMM_WORLD, cfg_rc);
+    if (rc == FT_SUCCESS)
+        rc = check_uniform();
+    if (rc != FT_SUCCESS)
+        return rc;
+    if (st.mode_b) {
+        rc = fti_modeb_init(&st.cfg, &st.mb);
+        if (rc != FT_SUCCESS)
+            return rc;
+        fti_strlcpy(st.cfg.lighthouse, st.mb.lighthouse, sizeof(st.cfg.lighthouse));
+        st.app_comm = st.mb.split;
+        return FT_SUCCESS;
+    }
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &st.app_comm) != MPI_SUCCESS) {
+        FTI_ERROR("FT_Init: MPI_Comm_dup of the world failed");
+        st.app_comm = MPI_COMM_NULL;
+        return FT_ERR_MPI;
+    }
+    return FT_SUCCESS;
+}
+
 FTMPI_EXPORT int FT_Init(int *argc, char ***argv)
 {
     int mpi_init = 0, mpi_fin = 0, rc;
@@ -249,18 +390,24 @@ FTMPI_EXPORT int FT_Init(int *argc, char ***argv)
     }
     memset(&st, 0, sizeof(st));
     st.slice_quorum_id = -1;
+    st.app_comm = MPI_COMM_NULL;
+    st.mb.split = MPI_COMM_NULL;
 
-    /* every rank takes part in the group's creation, whatever its config */
-    int cfg_rc = init_config();
-    rc = fti_group_create(group_parent(), &st.group);
-    if (rc != FT_SUCCESS)
+    /* every world rank takes part, whatever its config */
+    rc = init_world();
+    if (rc != FT_SUCCESS) {
+        teardown();
         return rc;
+    }
+    rc = fti_group_create(group_parent(), &st.group);
+    if (rc != FT_SUCCESS) {
+        teardown();
+        return rc;
+    }
     st.group_rank = fti_group_rank(st.group);
     st.group_size = fti_group_size(st.group);
     fti_log_ctx.group_rank = st.group_rank;
-    rc = agree(cfg_rc);
-    if (rc == FT_SUCCESS)
-        rc = init_replica_id();
+    rc = init_replica_id();
 
     if (rc == FT_SUCCESS)
         rc = fti_heal_create(&st.heal);
@@ -291,11 +438,21 @@ FTMPI_EXPORT int FT_Init(int *argc, char ***argv)
         teardown();
         return rc;
     }
+    if (st.mode_b)
+        st.member_data_len = fti_results_world_rank_data(st.mb.first_world_rank, st.member_data,
+                                                         sizeof(st.member_data));
     st.initialized = true;
     fti_heal_set_step(st.heal, 0, false);
     log_ctx_update();
-    FTI_INFO("FT_Init: replica %s, group rank %d of %d, server %s, lighthouse %s", st.replica_id,
-             st.group_rank, st.group_size, st.my_addr, st.cfg.lighthouse);
+    if (st.mode_b)
+        FTI_INFO("FT_Init: mode B, replica %s (world ranks %d-%d of %d), group rank %d of %d, "
+                 "server %s, lighthouse %s (world rank %d), backend %s",
+                 st.replica_id, st.mb.first_world_rank, st.mb.first_world_rank + st.group_size - 1,
+                 st.mb.world_size, st.group_rank, st.group_size, st.my_addr, st.cfg.lighthouse,
+                 st.mb.world_size - 1, st.backend == FTI_BACKEND_MPI ? "mpi" : "tcp");
+    else
+        FTI_INFO("FT_Init: replica %s, group rank %d of %d, server %s, lighthouse %s",
+                 st.replica_id, st.group_rank, st.group_size, st.my_addr, st.cfg.lighthouse);
     return FT_SUCCESS;
 }
 
@@ -303,7 +460,21 @@ FTMPI_EXPORT int FT_Finalize(void)
 {
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
-    FTI_DEBUG("FT_Finalize at step %" PRId64, st.step);
+    FTI_DEBUG("FT_Finalize at step %" PRId64 "%s", st.step, st.lost ? " (group lost)" : "");
+    /* the other groups need not wait for this one (LIGHTHOUSE_FINALIZE);
+     * in mode B every rank says so, as the manager may be the rank that
+     * died (the application may have noticed before the library did) */
+    if (!st.lost) {
+        if (st.mode_b)
+            FTI_INFO("FT_Finalize: %s leaves at step %" PRId64, st.replica_id, st.step);
+        tell_lighthouse_leaving();
+    }
+    uint64_t n = 0, bytes = 0;
+    fti_mpi_abandoned(&n, &bytes);
+    if (n > 0)
+        FTI_INFO("FT_Finalize: %" PRIu64 " MPI requests were abandoned at deadlines (%" PRIu64
+                 " bytes kept alive)",
+                 n, bytes);
     teardown();
     return FT_SUCCESS;
 }
@@ -329,7 +500,9 @@ static int manager_round(int flags, void **buf_p, size_t *len_p)
                               fti_now_ms() + st.cfg.timeout_ms);
     if (rc != FT_SUCCESS) {
         free(all);
-        return rc;
+        /* mode B: a rank that does not show up is dead; the broadcast
+         * tells the others to leave too */
+        return st.mode_b ? FT_ERR_GROUP_LOST : rc;
     }
     int64_t step = all[0].step;
     bool shrink = false, mixed = false;
@@ -356,6 +529,8 @@ static int manager_round(int flags, void **buf_p, size_t *len_p)
     me.world_size = (uint64_t)st.group_size;
     me.shrink_only = shrink;
     me.commit_failures = st.commit_failures;
+    me.data.data = (uint8_t *)st.member_data; /* mode B: the group's first world rank */
+    me.data.len = st.member_data_len;
     rc = fti_manager_quorum(st.manager, &me, st.cfg.quorum_timeout_ms, &q);
     if (rc != FT_SUCCESS)
         return rc;
@@ -395,7 +570,8 @@ static int quorum_exchange(int flags, Ftmpi__Quorum **q_p)
         /* the broadcast also after a failed send: the group's sequence of
          * operations must not depend on local outcomes */
         rc = fti_group_bcast(st.group, 0, NULL, 0, &status, &got, &got_len,
-                             fti_now_ms() + st.cfg.quorum_timeout_ms + st.cfg.timeout_ms);
+                             fti_now_ms() + st.cfg.quorum_timeout_ms + st.cfg.timeout_ms +
+                                 (st.mode_b ? MODEB_SLACK_MS : 0));
         if (grc != FT_SUCCESS) {
             if (rc == FT_SUCCESS)
                 free(got);
@@ -403,10 +579,10 @@ static int quorum_exchange(int flags, Ftmpi__Quorum **q_p)
         }
     }
     if (rc != FT_SUCCESS)
-        return rc;
+        return st.mode_b ? group_lost(rc) : rc;
     if (status != FT_SUCCESS) {
         free(got);
-        return status;
+        return st.mode_b && status == FT_ERR_GROUP_LOST ? group_lost(status) : status;
     }
     Ftmpi__Quorum *q = ftmpi__quorum__unpack(NULL, got_len, got);
     free(got);
@@ -452,11 +628,36 @@ static void track_members(const Ftmpi__Quorum *q)
     st.n_prev = q->n_participants;
 }
 
-static int rebuild_slice(void)
+/* The `mpi` backend's slice: the members' world ranks from the quorum. */
+static int rebuild_mpi_slice(const Ftmpi__Quorum *q, int64_t deadline_ms)
+{
+    int n = st.res.replica_world_size;
+    int *ranks = malloc((size_t)n * sizeof(*ranks));
+    if (ranks == NULL)
+        return FT_ERR_NO_MEMORY;
+    int rc = fti_results_world_ranks(q, st.group_rank, ranks);
+    if (rc == FT_SUCCESS)
+        rc = fti_mpi_slice_create(st.mb.mpi, ranks, n, st.res.replica_rank, st.res.quorum_id,
+                                  deadline_ms, &st.slice);
+    free(ranks);
+    return rc;
+}
+
+static int rebuild_slice(const Ftmpi__Quorum *q)
 {
     int64_t old = st.slice_quorum_id;
     fti_comm_destroy(st.slice);
     st.slice = NULL;
+    if (st.backend == FTI_BACKEND_MPI) {
+        st.slice_quorum_id = st.res.quorum_id;
+        int rc = rebuild_mpi_slice(q, fti_now_ms() + st.cfg.timeout_ms);
+        if (rc != FT_SUCCESS) {
+            st.slice = NULL;
+            FTI_WARN("quorum %" PRId64 ": mpi slice of %d not built: %s", st.res.quorum_id,
+                     st.res.replica_world_size, FT_Error_string(rc));
+        }
+        return rc;
+    }
     fti_slice_params_t p = {
         .quorum_id = st.res.quorum_id,
         .group_rank = st.group_rank,
@@ -516,6 +717,8 @@ FTMPI_EXPORT int FT_Quorum(int flags)
         return FT_ERR_NOT_INITIALIZED;
     if (flags & ~FT_QUORUM_SHRINK_ONLY)
         return FT_ERR_ARG;
+    if (st.lost)
+        return FT_ERR_GROUP_LOST;
     if (st.in_step) {
         FTI_ERROR("FT_Quorum: the step started by the last FT_Quorum has not been committed");
         return FT_ERR_STATE;
@@ -553,6 +756,9 @@ FTMPI_EXPORT int FT_Quorum(int flags)
         latch(FT_ERR_QUORUM);
         return FT_ERR_QUORUM;
     }
+    fti_results_apply_spares(&res, st.cfg.world_mode == FTI_WORLD_FIXED_WITH_SPARES
+                                       ? st.cfg.min_replicas
+                                       : 0);
     track_members(q);
     bool changed = !st.have_quorum || res.quorum_id != st.res.quorum_id;
     st.res = res;
@@ -561,12 +767,13 @@ FTMPI_EXPORT int FT_Quorum(int flags)
     st.commit_failures = 0;
     log_ctx_update();
     if (changed)
-        FTI_INFO("quorum %" PRId64 ": %d groups, replica rank %d, max step %" PRId64 "%s",
-                 res.quorum_id, res.replica_world_size, res.replica_rank, res.max_step,
-                 res.heal ? ", healing" : "");
+        FTI_INFO("quorum %" PRId64 ": %d groups (%d participate), replica rank %d%s, max step "
+                 "%" PRId64 "%s",
+                 res.quorum_id, res.replica_world_size, res.participants, res.replica_rank,
+                 res.spare ? " (spare)" : "", res.max_step, res.heal ? ", healing" : "");
 
     if (st.slice == NULL || st.slice_quorum_id != res.quorum_id)
-        rc = rebuild_slice();
+        rc = rebuild_slice(q);
     if (res.heal) {
         /* also when the slice failed: the group's other ranks heal anyway */
         int hrc = heal_rank();
@@ -589,6 +796,47 @@ FTMPI_EXPORT int FT_Quorum(int flags)
 
 /* ---- collectives -------------------------------------------------------- */
 
+/* Fills buf with op's identity element (what a spare group contributes):
+ * -0.0 for floating-point sums (x + -0.0 == x for every x, -0.0 and +0.0
+ * included), 0 for integer sums, 1 for products, the lowest value for MAX
+ * and the highest for MIN. */
+static void fill_identity(void *buf, size_t count, enum fti_dtype dt, enum fti_op op)
+{
+#define FILL(T, v)                                                                                 \
+    do {                                                                                           \
+        T *p_ = buf;                                                                               \
+        for (size_t i_ = 0; i_ < count; i_++)                                                      \
+            p_[i_] = (v);                                                                          \
+    } while (0)
+    bool sum = op == FTI_OP_SUM || op == FTI_OP_AVG;
+    switch (dt) {
+    case FTI_DT_FLOAT:
+        FILL(float, sum ? -0.0f : op == FTI_OP_PROD ? 1.0f : op == FTI_OP_MAX ? -INFINITY : INFINITY);
+        break;
+    case FTI_DT_DOUBLE:
+        FILL(double, sum ? -0.0 : op == FTI_OP_PROD ? 1.0 : op == FTI_OP_MAX ? -INFINITY : INFINITY);
+        break;
+    case FTI_DT_INT:
+        FILL(int, sum ? 0 : op == FTI_OP_PROD ? 1 : op == FTI_OP_MAX ? INT_MIN : INT_MAX);
+        break;
+    case FTI_DT_LONG:
+        FILL(long, sum ? 0 : op == FTI_OP_PROD ? 1 : op == FTI_OP_MAX ? LONG_MIN : LONG_MAX);
+        break;
+    case FTI_DT_INT32:
+        FILL(int32_t, sum ? 0 : op == FTI_OP_PROD ? 1 : op == FTI_OP_MAX ? INT32_MIN : INT32_MAX);
+        break;
+    case FTI_DT_INT64:
+        FILL(int64_t, sum ? 0 : op == FTI_OP_PROD ? 1 : op == FTI_OP_MAX ? INT64_MIN : INT64_MAX);
+        break;
+    case FTI_DT_UINT64:
+        FILL(uint64_t, sum ? 0 : op == FTI_OP_PROD ? 1 : op == FTI_OP_MAX ? 0 : UINT64_MAX);
+        break;
+    default:
+        break;
+    }
+#undef FILL
+}
+
 static int check_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                            MPI_Op op, FT_Comm comm, enum fti_dtype *dt_p, enum fti_op *op_p)
 {
@@ -608,6 +856,8 @@ FTMPI_EXPORT int FT_Allreduce(const void *sendbuf, void *recvbuf, int count,
     int rc = check_allreduce(sendbuf, recvbuf, count, datatype, op, comm, &dt, &fop);
     if (rc != FT_SUCCESS)
         return rc;
+    if (st.lost)
+        return FT_ERR_GROUP_LOST;
     if (!st.in_step) {
         FTI_ERROR("FT_Allreduce: outside a step (call FT_Quorum first)");
         return FT_ERR_STATE;
@@ -628,8 +878,15 @@ FTMPI_EXPORT int FT_Allreduce(const void *sendbuf, void *recvbuf, int count,
         latch(FT_ERR_INTERNAL);
         return FT_ERR_INTERNAL;
     }
-    rc = fti_comm_allreduce(st.slice, recvbuf, (size_t)count, dt, fop,
+    /* spares: they take part with the identity, and an average divides by
+     * the participants, not by the members */
+    if (st.res.spare)
+        fill_identity(recvbuf, (size_t)count, dt, fop);
+    bool scale = fop == FTI_OP_AVG && st.res.participants != st.res.replica_world_size;
+    rc = fti_comm_allreduce(st.slice, recvbuf, (size_t)count, dt, scale ? FTI_OP_SUM : fop,
                             fti_now_ms() + st.cfg.timeout_ms);
+    if (rc == FT_SUCCESS && scale)
+        fti_reduce_scale(recvbuf, (size_t)count, dt, st.res.participants);
     if (rc != FT_SUCCESS) {
         FTI_WARN("FT_Allreduce of %d %s failed: %s", count, fti_dtype_name(dt),
                  FT_Error_string(rc));
@@ -682,11 +939,15 @@ FTMPI_EXPORT int FT_Commit(int *committed)
     *committed = 0;
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
+    if (st.lost) {
+        st.in_step = false;
+        return FT_ERR_GROUP_LOST;
+    }
     if (!st.in_step) {
         FTI_ERROR("FT_Commit: no step to commit (call FT_Quorum first)");
         return FT_ERR_STATE;
     }
-    int participants = st.quorum_ok ? st.res.replica_world_size : 0;
+    int participants = st.quorum_ok ? st.res.participants : 0;
     if (st.latched == FT_SUCCESS && st.quorum_ok && !st.res.heal && st.res.n_recover_dst > 0) {
         /* groups heal from this rank in this step: a step without a
          * collective would otherwise close the state under them.  Half the
@@ -699,7 +960,21 @@ FTMPI_EXPORT int FT_Commit(int *committed)
     }
     int vote = fti_commit_vote(st.latched, participants, st.cfg.min_replicas);
     int all = 0;
-    int rc = fti_group_and(st.group, vote, &all, fti_now_ms() + st.cfg.timeout_ms);
+    /* mode B: a deadline passed here ends the group, so allow for the
+     * ranks' heals of this step taking different times */
+    int64_t and_ms = st.cfg.timeout_ms;
+    if (st.mode_b && st.quorum_ok && st.res.heal)
+        and_ms += st.cfg.heal_timeout_ms;
+    int rc = fti_group_and(st.group, vote, &all, fti_now_ms() + and_ms);
+    if (rc != FT_SUCCESS && st.mode_b) {
+        /* a rank of the group did not vote: it is gone, and the group */
+        st.commit_failures++;
+        st.in_step = false;
+        st.latched = FT_SUCCESS;
+        if (st.group_rank == 0)
+            fti_event_commit(st.elog, st.step, false, participants, FT_ERR_GROUP_LOST);
+        return group_lost(rc);
+    }
     if (rc != FT_SUCCESS) {
         latch(rc);
         all = 0;
@@ -740,7 +1015,7 @@ FTMPI_EXPORT int FT_Comm_size(FT_Comm comm, int *size)
         return FT_ERR_ARG;
     if (!st.have_quorum)
         return FT_ERR_STATE;
-    *size = st.res.replica_world_size;
+    *size = st.res.participants;
     return FT_SUCCESS;
 }
 
@@ -784,4 +1059,32 @@ FTMPI_EXPORT int ftmpi_replica_id(char *buf, size_t len)
 FTMPI_EXPORT int ftmpi_failures_survived(void)
 {
     return failures_survived;
+}
+
+FTMPI_EXPORT int ftmpi_group_comm(MPI_Comm *comm_p)
+{
+    if (!st.initialized)
+        return FT_ERR_NOT_INITIALIZED;
+    if (comm_p == NULL)
+        return FT_ERR_ARG;
+    *comm_p = st.app_comm;
+    return FT_SUCCESS;
+}
+
+FTMPI_EXPORT int64_t ftmpi_quorum_id(void)
+{
+    return st.initialized && st.have_quorum ? st.res.quorum_id : -1;
+}
+
+FTMPI_EXPORT int ftmpi_abandoned_requests(uint64_t *requests, uint64_t *bytes)
+{
+    uint64_t n, b;
+    if (requests == NULL && bytes == NULL)
+        return FT_ERR_ARG;
+    fti_mpi_abandoned(&n, &b);
+    if (requests)
+        *requests = n;
+    if (bytes)
+        *bytes = b;
+    return FT_SUCCESS;
 }

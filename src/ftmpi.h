@@ -16,6 +16,16 @@
  *     }
  *     FT_Finalize();                     // before MPI_Finalize
  *
+ * Two ways to run (doc/USER_GUIDE.md, README.md):
+ *   mode A: one mpirun per replica group, FTMPI_LIGHTHOUSE=host:port of an
+ *           ftmpi-lighthouse; a dead group's mpirun ends, ftmpi-run restarts it;
+ *   mode B: one `mpirun --enable-recovery -np k*R+1 -x FTMPI_GROUP_SIZE=R`:
+ *           k groups of R consecutive world ranks, the last world rank runs
+ *           the lighthouse inside FT_Init and never returns from it (it calls
+ *           MPI_Finalize and exit(0) once every group finalized or is gone).
+ *           A group that loses a rank is gone: its other ranks get
+ *           FT_ERR_GROUP_LOST and leave (FT_Finalize, MPI_Finalize).
+ *
  * Thread safety: every FT_ call of a process must be made from one thread
  * at a time (the thread that called FT_Init, or calls serialised by the
  * application, as with MPI_THREAD_SERIALIZED).  The library runs its own
@@ -68,7 +78,8 @@ typedef enum {
     FT_ERR_BAD_MESSAGE = -24,    /* malformed, truncated or oversized message */
     FT_ERR_CONNECT = -25,        /* could not connect (peer or lighthouse down) */
     FT_ERR_CHECKSUM = -26,       /* healed state failed its checksum */
-    FT_ERR_GROUP_LOST = -27,     /* this rank's own replica group lost a member */
+    FT_ERR_GROUP_LOST = -27,     /* (mode B) this rank's own replica group lost a member:
+                                  * every later FT_ call returns it; call FT_Finalize */
     FT_ERR_KILLED = -28,         /* the lighthouse asked this group to stop */
 
     /* -40..-59: local system errors */
@@ -92,7 +103,10 @@ FTMPI_EXPORT extern MPI_Op ftmpi_op_avg;
 
 /* Initialise after MPI_Init.  Reads the FTMPI_* environment (see ftmpi-info),
  * connects to the lighthouse, starts the background threads.  Returns
- * FT_ERR_CONFIG with a message naming the variable on a bad value. */
+ * FT_ERR_CONFIG with a message naming the variable on a bad value.
+ * Collective over MPI_COMM_WORLD.  Mode B: on the last world rank it does
+ * not return (see above); a world size that is not k * FTMPI_GROUP_SIZE + 1
+ * is refused with FT_ERR_CONFIG on every rank. */
 FTMPI_EXPORT int FT_Init(int *argc, char ***argv);
 
 /* Stops the background threads and frees everything FT_Init made.  Call it
@@ -138,7 +152,12 @@ FTMPI_EXPORT int FT_Wait(FT_Request *request);
  * group voted no.  FT_ERR_STATE without a preceding FT_Quorum. */
 FTMPI_EXPORT int FT_Commit(int *committed);
 
-/* Participants of the current quorum and this group's index among them. */
+/* Participants of the current quorum and this group's index among them.
+ * With spare groups (FTMPI_WORLD_SIZE_MODE=fixed_with_spares) the size is
+ * at most FTMPI_MIN_REPLICAS and a spare's rank is >= the size: a spare
+ * takes part in every FT_Allreduce (it stays in sync) but its data counts
+ * for nothing (it contributes the op's identity element) until it replaces
+ * a lost participant. */
 FTMPI_EXPORT int FT_Comm_size(FT_Comm comm, int *size);
 FTMPI_EXPORT int FT_Comm_rank(FT_Comm comm, int *rank);
 
@@ -153,6 +172,27 @@ FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes);
 FTMPI_EXPORT int ftmpi_replica_id(char *buf, size_t len);
 FTMPI_EXPORT int ftmpi_failures_survived(void);
 FTMPI_EXPORT const char *ftmpi_version(void);
+
+/* The id of the last quorum this rank received; -1 before the first (and
+ * outside FT_Init..FT_Finalize).  Ids start near the lighthouse's wall
+ * clock in ms. */
+FTMPI_EXPORT int64_t ftmpi_quorum_id(void);
+
+/* The group's own MPI communicator, for the application's intra-group work
+ * (e.g. sharding inside a group): mode A a duplicate of MPI_COMM_WORLD,
+ * mode B the group's part of the split of MPI_COMM_WORLD.  Valid from
+ * FT_Init to FT_Finalize.  Mode B: a rank of the group may die, and MPI
+ * then never completes a collective on this communicator: use non-blocking
+ * calls polled against a deadline (examples/ft_sgd.c does), and leave
+ * when it passes. */
+FTMPI_EXPORT int ftmpi_group_comm(MPI_Comm *comm_p);
+
+/* Mode B, `mpi` backend: cross-group MPI requests abandoned at a deadline
+ * since the process started (a peer died or stalled), and the bytes of
+ * their buffers kept alive because MPI may still write them.  Each
+ * abandoned request also retires its slice communicator (never used, never
+ * freed again).  Either pointer may be NULL. */
+FTMPI_EXPORT int ftmpi_abandoned_requests(uint64_t *requests, uint64_t *bytes);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,7 @@ struct fti_group {
     int rank, size;
     uint32_t seq;
     uint32_t tag_span;
+    int lost; /* fti_group_mark_lost */
     struct pending *pend;
     size_t n_pend, cap_pend;
 };
@@ -170,16 +171,23 @@ void fti_group_destroy(fti_group_h g)
 {
     if (g == NULL)
         return;
-    pending_reap(g);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!g->lost && !finalized)
+        pending_reap(g);
     if (g->n_pend > 0)
         FTI_DEBUG("group: %zu requests still pending at destroy (their buffers are leaked)",
                   g->n_pend);
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized)
+    if (!g->lost && !finalized)
         MPI_Comm_free(&g->comm);
     free(g->pend);
     free(g);
+}
+
+void fti_group_mark_lost(fti_group_h g)
+{
+    if (g != NULL)
+        g->lost = 1;
 }
 
 int fti_group_rank(fti_group_h g)

@@ -18,7 +18,7 @@
  * the collectives' order depend on it).
  *
  * Which communicator is the group lives in one place (fti_group_create's
- * argument): mode A passes MPI_COMM_WORLD, mode B will pass its split.
+ * argument): mode A passes MPI_COMM_WORLD, mode B its split of it.
  *
  * Threads: only the thread that makes the FT_ calls uses a group.
  */
@@ -36,8 +36,13 @@ typedef struct fti_group *fti_group_h;
  * fti_group_destroy. */
 int fti_group_create(MPI_Comm parent, fti_group_h *g_p);
 /* Frees the communicator (MPI must still be initialised) and the group;
- * buffers of requests MPI still holds are leaked on purpose. */
+ * buffers of requests MPI still holds are leaked on purpose.  After
+ * fti_group_mark_lost the communicator is left to MPI instead. */
 void fti_group_destroy(fti_group_h g);
+
+/* The group lost a rank (mode B): no MPI call on its communicator from now
+ * on, not even MPI_Comm_free at destroy. */
+void fti_group_mark_lost(fti_group_h g);
 
 int fti_group_rank(fti_group_h g);
 int fti_group_size(fti_group_h g);

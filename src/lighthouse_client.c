@@ -71,3 +71,15 @@ int fti_lighthouse_heartbeat(fti_lighthouse_client_h c, const char *replica_id, 
         protobuf_c_message_free_unpacked(resp, NULL);
     return rc;
 }
+
+int fti_lighthouse_finalize(fti_lighthouse_client_h c, const char *replica_id, int timeout_ms)
+{
+    Ftmpi__LighthouseFinalizeRequest req = FTMPI__LIGHTHOUSE_FINALIZE_REQUEST__INIT;
+    ProtobufCMessage *resp = NULL;
+    req.replica_id = (char *)replica_id;
+    int rc = fti_rpc_call_msg(c->rpc, FTMPI__METHOD__LIGHTHOUSE_FINALIZE, &req.base,
+                              &ftmpi__lighthouse_finalize_response__descriptor, timeout_ms, &resp);
+    if (rc == FT_SUCCESS)
+        protobuf_c_message_free_unpacked(resp, NULL);
+    return rc;
+}

@@ -22,4 +22,9 @@ int fti_lighthouse_quorum(fti_lighthouse_client_h client, const Ftmpi__QuorumMem
 int fti_lighthouse_heartbeat(fti_lighthouse_client_h client, const char *replica_id,
                              int timeout_ms);
 
+/* Tells the lighthouse that group replica_id leaves (finalized, or lost a
+ * rank): it is forgotten at once (LIGHTHOUSE_FINALIZE). */
+int fti_lighthouse_finalize(fti_lighthouse_client_h client, const char *replica_id,
+                            int timeout_ms);
+
 #endif

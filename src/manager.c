@@ -28,6 +28,8 @@ struct fti_manager {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     int stop;
+    int left;      /* fti_manager_leave ran */
+    int leave_rc;
 };
 
 static void *heartbeat_thread(void *arg)
@@ -103,17 +105,39 @@ int fti_manager_create(const char *lighthouse, const char *replica_id, int conne
     return FT_SUCCESS;
 }
 
+static void stop_heartbeats(struct fti_manager *m)
+{
+    if (!m->hb_started)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->stop = 1;
+    pthread_cond_signal(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    pthread_join(m->hb_thread, NULL);
+    m->hb_started = 0;
+}
+
+int fti_manager_leave(fti_manager_h m, int timeout_ms)
+{
+    if (m->left)
+        return m->leave_rc;
+    m->left = 1;
+    /* the last heartbeat has been answered before the lighthouse hears
+     * the finalize (one loop, in order): it cannot bring the group back */
+    stop_heartbeats(m);
+    m->leave_rc = fti_lighthouse_finalize(m->quorum_client, m->replica_id, timeout_ms);
+    if (m->leave_rc != FT_SUCCESS)
+        FTI_INFO("manager: telling the lighthouse that %s leaves failed: %s (it will notice "
+                 "the heartbeats stopped)",
+                 m->replica_id, FT_Error_string(m->leave_rc));
+    return m->leave_rc;
+}
+
 void fti_manager_destroy(fti_manager_h m)
 {
     if (m == NULL)
         return;
-    if (m->hb_started) {
-        pthread_mutex_lock(&m->mu);
-        m->stop = 1;
-        pthread_cond_signal(&m->cv);
-        pthread_mutex_unlock(&m->mu);
-        pthread_join(m->hb_thread, NULL);
-    }
+    stop_heartbeats(m);
     fti_lighthouse_client_destroy(m->quorum_client);
     fti_lighthouse_client_destroy(m->hb_client);
     pthread_cond_destroy(&m->cv);

@@ -27,6 +27,12 @@ int fti_manager_create(const char *lighthouse, const char *replica_id, int conne
                        int heartbeat_ms, fti_manager_h *m_p);
 void fti_manager_destroy(fti_manager_h m);
 
+/* The group leaves (FT_Finalize, or a mode-B group that lost a rank):
+ * stops the heartbeats, then tells the lighthouse (LIGHTHOUSE_FINALIZE)
+ * within timeout_ms, so the other groups need not wait for this one.  The
+ * first call does it; later calls return its result. */
+int fti_manager_leave(fti_manager_h m, int timeout_ms);
+
 /* Asks for the quorum of the next step with `me` as this group's member,
  * waiting up to timeout_ms.  A lighthouse that cannot be reached is asked
  * again until the time is up (it may be restarting).  On success *q_p is

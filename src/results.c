@@ -22,6 +22,7 @@
  */
 #include "results.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,11 +171,89 @@ int fti_results_compute(const Ftmpi__Quorum *q, const char *replica_id, int grou
         fti_strlcpy(r.recover_src_replica_id, s->replica_id, sizeof(r.recover_src_replica_id));
     }
 
+    r.participants = n;
+    r.spare = false;
     *res_p = r;
     rc = FT_SUCCESS;
 out:
     free(up);
     free(heal_src);
+    free(m);
+    return rc;
+}
+
+void fti_results_apply_spares(fti_quorum_result_t *res, int cap)
+{
+    int n = res->replica_world_size;
+    res->participants = cap > 0 && cap < n ? cap : n;
+    res->spare = res->replica_rank >= res->participants;
+}
+
+size_t fti_results_world_rank_data(int first_world_rank, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%d", first_world_rank);
+    return n < 0 ? 0 : (size_t)n;
+}
+
+/* Decimal text of 1..10 digits, no sign, value <= INT32_MAX; -1 otherwise. */
+static int64_t parse_rank(const uint8_t *p, size_t len)
+{
+    int64_t v = 0;
+    if (p == NULL || len == 0 || len > 10)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    return v <= INT32_MAX ? v : -1;
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int fti_results_world_ranks(const Ftmpi__Quorum *q, int group_rank, int *ranks)
+{
+    if (q == NULL || ranks == NULL || group_rank < 0 || q->n_participants == 0 ||
+        q->participants == NULL || q->n_participants > INT32_MAX)
+        return FT_ERR_ARG;
+    const Ftmpi__QuorumMember **m = NULL;
+    int rc = sorted_members(q, &m);
+    if (rc != FT_SUCCESS)
+        return rc;
+    size_t n = q->n_participants;
+    int *out = malloc(n * sizeof(*out)), *sorted = malloc(n * sizeof(*sorted));
+    if (out == NULL || sorted == NULL) {
+        rc = FT_ERR_NO_MEMORY;
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t first = parse_rank(m[i]->data.data, m[i]->data.len);
+        if (first < 0 || first > (int64_t)INT32_MAX - group_rank) {
+            FTI_WARN("quorum %lld: member %.64s carries no world rank", (long long)q->quorum_id,
+                     m[i]->replica_id);
+            rc = FT_ERR_BAD_MESSAGE;
+            goto done;
+        }
+        out[i] = sorted[i] = (int)first + group_rank;
+    }
+    qsort(sorted, n, sizeof(*sorted), int_cmp);
+    for (size_t i = 1; i < n; i++) {
+        if (sorted[i] == sorted[i - 1]) {
+            FTI_WARN("quorum %lld: two members map to world rank %d", (long long)q->quorum_id,
+                     sorted[i]);
+            rc = FT_ERR_BAD_MESSAGE;
+            goto done;
+        }
+    }
+    memcpy(ranks, out, n * sizeof(*out));
+    rc = FT_SUCCESS;
+done:
+    free(sorted);
+    free(out);
     free(m);
     return rc;
 }

@@ -27,6 +27,10 @@ typedef struct fti_quorum_result {
     int n_recover_dst;         /* groups this group serves (when up to date) */
     int recover_dst_replica_ranks[64];    /* first 64 of them */
     int64_t commit_failures;   /* max over participants */
+    /* spare groups (fti_results_apply_spares); without a cap every member
+     * participates: participants == replica_world_size, spare false */
+    int participants;          /* members whose data counts (FT_Comm_size) */
+    bool spare;                /* this group is a spare: replica_rank >= participants */
 } fti_quorum_result_t;
 
 /* Computes the result for group `replica_id`, rank `group_rank`.
@@ -36,6 +40,28 @@ typedef struct fti_quorum_result {
  * success. */
 int fti_results_compute(const Ftmpi__Quorum *q, const char *replica_id, int group_rank,
                         bool init_sync, fti_quorum_result_t *res_p);
+
+/* Spare groups (FTMPI_WORLD_SIZE_MODE=fixed_with_spares): of the quorum's
+ * members, in replica-rank order, the first min(members, cap) participate;
+ * the others are spares.  Spares take part in the quorum, in healing and in
+ * every collective (contributing the op's identity element), so they hold
+ * the same state, but their data counts for nothing.  When a participant
+ * is lost, the next quorum has one member fewer and the first spare moves
+ * into its place.  cap <= 0: every member participates.  Sets
+ * res->participants and res->spare. */
+void fti_results_apply_spares(fti_quorum_result_t *res, int cap);
+
+/* Mode B: QuorumMember.data of a group carries its first world rank as
+ * decimal text.  Writes it into buf (at least 12 bytes); returns the
+ * length. */
+size_t fti_results_world_rank_data(int first_world_rank, char *buf, size_t len);
+
+/* Mode B: the world rank of group rank `group_rank` of every member, in
+ * replica-rank order (ranks: q->n_participants entries) = the member's
+ * first world rank + group_rank.  FT_ERR_BAD_MESSAGE when a member's data
+ * is missing or not a rank, or two members map to the same rank;
+ * FT_ERR_ARG on bad arguments.  ranks is written only on success. */
+int fti_results_world_ranks(const Ftmpi__Quorum *q, int group_rank, int *ranks);
 
 /* M1: the group's commit decision is the AND of its ranks' votes. */
 bool fti_commit_decide(const int *votes, size_t n);

@@ -1,4 +1,4 @@
-/* settings.c - parse the FTMPI_* table (see config.h). */
+/* settings.c - parse the FTMPI_* table (see settings.h). */
 #include "settings.h"
 
 #include <errno.h>
@@ -32,6 +32,12 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_ENUM, OFF(backend), 0, 0, backend_choices},
     {"FTMPI_WORLD_SIZE_MODE", "dynamic", "dynamic, or fixed_with_spares (participants capped at min replicas)",
      FTI_CFG_ENUM, OFF(world_mode), 0, 0, world_choices},
+    {"FTMPI_LH_JOIN_TIMEOUT_MS", "5000", "mode B: the lighthouse rank waits this long for groups that have not asked for a quorum yet",
+     FTI_CFG_INT, OFF(lh_join_timeout_ms), 0, 3600000, NULL},
+    {"FTMPI_LH_HEARTBEAT_TIMEOUT_MS", "5000", "mode B: a group without a heartbeat this long is left out of quorums; twice as long and it counts as gone",
+     FTI_CFG_INT, OFF(lh_heartbeat_timeout_ms), 1, 3600000, NULL},
+    {"FTMPI_LH_QUORUM_TICK_MS", "100", "mode B: the lighthouse rank re-evaluates the quorum this often",
+     FTI_CFG_INT, OFF(lh_tick_ms), 1, 60000, NULL},
     {"FTMPI_TIMEOUT_MS", "10000", "deadline of a collective and of every intra-group wait",
      FTI_CFG_INT, OFF(timeout_ms), 1, 3600000, NULL},
     {"FTMPI_QUORUM_TIMEOUT_MS", "60000", "how long FT_Quorum waits for a quorum",

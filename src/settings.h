@@ -33,6 +33,9 @@ typedef struct fti_config {
     int64_t chunk_bytes;        /* ring pipeline chunk */
     int64_t max_frame_bytes;    /* control-plane frame cap */
     int restart_count;          /* set by ftmpi-run */
+    int lh_join_timeout_ms;     /* mode B: the in-process lighthouse's join timeout */
+    int lh_heartbeat_timeout_ms;/* mode B: ... and heartbeat timeout */
+    int lh_tick_ms;             /* mode B: ... and quorum tick */
 } fti_config_t;
 
 enum fti_config_type { FTI_CFG_STRING, FTI_CFG_INT, FTI_CFG_BYTES, FTI_CFG_BOOL, FTI_CFG_ENUM,

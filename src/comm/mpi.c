@@ -1,13 +1,21 @@
-/* mpi.c - the `mpi` data plane: slices built with MPI_Comm_create_group,
- * non-blocking collectives polled against a deadline (see mpi_backend.h). */
+/* mpi.c - the `mpi` data plane: slices built with MPI_Comm_create_group
+ * after a token exchange, non-blocking collectives polled against a
+ * deadline (see mpi_backend.h). */
 #include "mpi_backend.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ftmpi.h"
 #include "log.h"
 #include "util.h"
+
+struct fti_mpi_ctx {
+    MPI_Comm hs;    /* token exchange */
+    MPI_Comm cg;    /* parent of MPI_Comm_create_group */
+    int tag_ub;
+};
 
 struct mpi_comm {
     struct fti_comm base;
@@ -17,8 +25,8 @@ struct mpi_comm {
     size_t stage_len;
 };
 
-/* abandoned staging buffers: kept alive for the life of the process, as MPI
- * may still write into them */
+/* abandoned requests and the bytes kept alive for them, for the life of
+ * the process (MPI may still write into those buffers) */
 static uint64_t abandoned_requests, abandoned_bytes;
 
 void fti_mpi_abandoned(uint64_t *requests_p, uint64_t *bytes_p)
@@ -52,13 +60,47 @@ MPI_Op fti_mpi_op(enum fti_op op)
     }
 }
 
+/* Spins a little for latency, then sleeps 20 us doubling up to 1 ms, so
+ * that ranks waiting for a dead peer leave the cores to the living. */
+static void poll_pause(unsigned *spins)
+{
+    if (*spins < 200) {
+        (*spins)++;
+        return;
+    }
+    unsigned k = *spins - 200;
+    long us = k < 6 ? 20L << k : 1000;
+    if (us > 1000)
+        us = 1000;
+    if (k < 6)
+        (*spins)++;
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* Polls reqs[0..n-1] until all complete (FT_SUCCESS), MPI reports an error
+ * (FT_ERR_PROC_FAILED) or the deadline passes (FT_ERR_TIMEOUT). */
+static int poll_all(MPI_Request *reqs, int n, int64_t deadline_ms)
+{
+    unsigned spins = 0;
+    for (;;) {
+        int done = 0;
+        if (MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+            return FT_ERR_PROC_FAILED;
+        if (done)
+            return FT_SUCCESS;
+        if (fti_now_ms() >= deadline_ms)
+            return FT_ERR_TIMEOUT;
+        poll_pause(&spins);
+    }
+}
+
 static int mpi_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype dt,
                          enum fti_op op, int64_t deadline_ms)
 {
     struct mpi_comm *m = (struct mpi_comm *)c;
     size_t bytes = count * fti_dtype_size(dt);
     MPI_Request req;
-    int done = 0;
 
     if (m->dead)
         return FT_ERR_ABORTED;
@@ -84,24 +126,17 @@ static int mpi_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype d
         m->dead = 1;
         return FT_ERR_MPI;
     }
-    for (unsigned spin = 0;; spin++) {
-        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-            FTI_WARN("mpi backend: MPI_Test failed");
-            m->dead = 1;
-            return FT_ERR_PROC_FAILED;
-        }
-        if (done)
-            break;
-        if ((spin & 63) == 0 && fti_now_ms() >= deadline_ms) {
-            FTI_WARN("mpi backend: allreduce of %zu bytes missed its deadline; abandoning the "
-                     "request and the slice communicator", bytes);
-            abandoned_requests++;
-            abandoned_bytes += m->stage_len;
-            m->stage = NULL; /* leaked on purpose: MPI may still write it */
-            m->stage_len = 0;
-            m->dead = 1;
-            return FT_ERR_TIMEOUT;
-        }
+    int rc = poll_all(&req, 1, deadline_ms);
+    if (rc != FT_SUCCESS) {
+        FTI_WARN("mpi backend: allreduce of %zu bytes over %d groups %s; abandoning the "
+                 "request and the slice communicator",
+                 bytes, c->size, rc == FT_ERR_TIMEOUT ? "missed its deadline" : "failed");
+        abandoned_requests++;
+        abandoned_bytes += m->stage_len;
+        m->stage = NULL; /* leaked on purpose: MPI may still write it */
+        m->stage_len = 0;
+        m->dead = 1;
+        return rc;
     }
     memcpy(buf, m->stage, bytes);
 scale:
@@ -113,9 +148,11 @@ scale:
 static void mpi_destroy(fti_comm_h c)
 {
     struct mpi_comm *m = (struct mpi_comm *)c;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
     /* a dead communicator may hold a pending request: leave it alone rather
      * than call MPI_Comm_free on it */
-    if (!m->dead && m->comm != MPI_COMM_NULL)
+    if (!m->dead && m->comm != MPI_COMM_NULL && !finalized)
         MPI_Comm_free(&m->comm);
     free(m->stage);
     free(m);
@@ -123,31 +160,143 @@ static void mpi_destroy(fti_comm_h c)
 
 static const struct fti_comm_ops mpi_ops = {"mpi", mpi_allreduce, mpi_destroy};
 
-int fti_mpi_slice_create(MPI_Comm world, const int *world_ranks, int n, int index,
-                         int64_t quorum_id, fti_comm_h *comm_p)
+int fti_mpi_ctx_create(MPI_Comm world, fti_mpi_ctx_h *ctx_p)
+{
+    struct fti_mpi_ctx *x = calloc(1, sizeof(*x));
+    if (x == NULL)
+        return FT_ERR_NO_MEMORY;
+    x->hs = x->cg = MPI_COMM_NULL;
+    if (MPI_Comm_dup(world, &x->hs) != MPI_SUCCESS || MPI_Comm_dup(world, &x->cg) != MPI_SUCCESS) {
+        FTI_ERROR("mpi backend: MPI_Comm_dup of the world failed");
+        fti_mpi_ctx_destroy(x);
+        return FT_ERR_MPI;
+    }
+    MPI_Comm_set_errhandler(x->hs, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(x->cg, MPI_ERRORS_RETURN);
+    int *ub = NULL, found = 0;
+    x->tag_ub = 32767;
+    if (MPI_Comm_get_attr(x->cg, MPI_TAG_UB, &ub, &found) == MPI_SUCCESS && found && ub &&
+        *ub > x->tag_ub)
+        x->tag_ub = *ub;
+    *ctx_p = x;
+    return FT_SUCCESS;
+}
+
+void fti_mpi_ctx_destroy(fti_mpi_ctx_h x)
+{
+    if (x == NULL)
+        return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) {
+        if (x->hs != MPI_COMM_NULL)
+            MPI_Comm_free(&x->hs);
+        if (x->cg != MPI_COMM_NULL)
+            MPI_Comm_free(&x->cg);
+    }
+    free(x);
+}
+
+int fti_mpi_quorum_tag(int64_t quorum_id, int tag_ub)
+{
+    if (tag_ub < 1)
+        tag_ub = 32767;
+    if (quorum_id < 0)
+        quorum_id = -(quorum_id + 1);
+    return 1 + (int)(quorum_id % tag_ub);
+}
+
+/* Every member sends a token to every other member and waits for theirs
+ * before the deadline.  On a timeout the receives are cancelled and, with
+ * the sends, left to MPI; their buffers are kept alive and counted. */
+static int token_exchange(struct fti_mpi_ctx *x, const int *ranks, int n, int index, int tag,
+                          int64_t deadline_ms)
+{
+    static const int token = 1; /* sends read it; it never goes away */
+    int peers = n - 1, nreq = 0;
+    MPI_Request *reqs = malloc((size_t)(2 * peers) * sizeof(*reqs));
+    int *got = malloc((size_t)peers * sizeof(*got));
+    if (reqs == NULL || got == NULL) {
+        free(reqs);
+        free(got);
+        return FT_ERR_NO_MEMORY;
+    }
+    int rc = FT_SUCCESS;
+    for (int i = 0, k = 0; i < n; i++) {
+        if (i == index)
+            continue;
+        /* receives at even indices, sends at odd ones */
+        if (MPI_Irecv(&got[k], 1, MPI_INT, ranks[i], tag, x->hs, &reqs[nreq]) != MPI_SUCCESS) {
+            rc = FT_ERR_MPI;
+            break;
+        }
+        nreq++;
+        if (MPI_Isend(&token, 1, MPI_INT, ranks[i], tag, x->hs, &reqs[nreq]) != MPI_SUCCESS) {
+            rc = FT_ERR_MPI;
+            break;
+        }
+        nreq++;
+        k++;
+    }
+    if (rc == FT_ERR_MPI)
+        FTI_ERROR("mpi backend: posting the token exchange failed");
+    else
+        rc = poll_all(reqs, nreq, deadline_ms);
+    if (rc != FT_SUCCESS) {
+        int left = 0;
+        for (int i = 0; i < nreq; i++) {
+            int done = 0;
+            if (MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done)
+                continue;
+            if (i % 2 == 0)
+                (void)MPI_Cancel(&reqs[i]);
+            (void)MPI_Request_free(&reqs[i]);
+            left++;
+        }
+        if (left > 0) {
+            abandoned_requests += (uint64_t)left;
+            abandoned_bytes += (uint64_t)peers * sizeof(*got);
+            got = NULL; /* leaked on purpose: a late token may still land in it */
+        }
+    }
+    free(got);
+    free(reqs);
+    return rc;
+}
+
+int fti_mpi_slice_create(fti_mpi_ctx_h x, const int *world_ranks, int n, int index,
+                         int64_t quorum_id, int64_t deadline_ms, fti_comm_h *comm_p)
 {
     MPI_Group wg, sg;
     MPI_Comm comm = MPI_COMM_NULL;
     struct mpi_comm *m;
-    int tag = (int)(quorum_id % 30000) + 1; /* MPI guarantees tags up to 32767 */
 
-    if (n <= 0 || index < 0 || index >= n)
+    if (x == NULL || world_ranks == NULL || n <= 0 || index < 0 || index >= n)
         return FT_ERR_ARG;
     m = calloc(1, sizeof(*m));
     if (m == NULL)
         return FT_ERR_NO_MEMORY;
     if (n > 1) {
-        if (MPI_Comm_group(world, &wg) != MPI_SUCCESS) {
+        int tag = fti_mpi_quorum_tag(quorum_id, x->tag_ub);
+        int64_t t0 = fti_now_ms();
+        int rc = token_exchange(x, world_ranks, n, index, tag, deadline_ms);
+        if (rc != FT_SUCCESS) {
+            FTI_WARN("mpi backend: slice of quorum %lld: %s waiting for the %d members' tokens",
+                     (long long)quorum_id, FT_Error_string(rc), n);
+            free(m);
+            return rc;
+        }
+        if (MPI_Comm_group(x->cg, &wg) != MPI_SUCCESS) {
             free(m);
             return FT_ERR_MPI;
         }
-        int rc = MPI_Group_incl(wg, n, world_ranks, &sg);
+        rc = MPI_Group_incl(wg, n, world_ranks, &sg);
         MPI_Group_free(&wg);
         if (rc != MPI_SUCCESS) {
             free(m);
             return FT_ERR_MPI;
         }
-        rc = MPI_Comm_create_group(world, sg, tag, &comm);
+        rc = MPI_Comm_create_group(x->cg, sg, tag, &comm);
         MPI_Group_free(&sg);
         if (rc != MPI_SUCCESS || comm == MPI_COMM_NULL) {
             FTI_WARN("mpi backend: MPI_Comm_create_group over %d ranks failed", n);
@@ -155,6 +304,8 @@ int fti_mpi_slice_create(MPI_Comm world, const int *world_ranks, int n, int inde
             return FT_ERR_MPI;
         }
         MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+        FTI_DEBUG("mpi backend: slice of quorum %lld over %d ranks (tag %d) in %lld ms",
+                  (long long)quorum_id, n, tag, (long long)(fti_now_ms() - t0));
     }
     m->base.ops = &mpi_ops;
     m->base.rank = index;

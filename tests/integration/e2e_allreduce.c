@@ -10,7 +10,16 @@
  * gives the same bits and the comparison is exact.  64-bit types carry
  * values above 2^32.
  *
- *   e2e_allreduce --groups N [--counts C1,C2,...]
+ *   e2e_allreduce --groups N [--counts C1,C2,...] [--spares S] [--mpi-compare]
+ *
+ * Mode B (FTMPI_GROUP_SIZE=R, one mpirun of N*R+1 ranks, or (N+S)*R+1 with
+ * spares): --spares S says the quorum also holds S spare groups
+ * (FTMPI_WORLD_SIZE_MODE=fixed_with_spares): their input is filled like a
+ * participant's but must not count, so every result is still the fold over
+ * the N participants.  --mpi-compare (mode B, no spares) also runs
+ * MPI_Allreduce on a communicator of the same ranks as the slice (split
+ * off MPI_COMM_WORLD before FT_Init, which the lighthouse rank never leaves)
+ * and requires bitwise the same bytes as FT_Allreduce.
  *
  * Default counts: 0, 1, 7919 (a prime), 16 Mi.  One step (FT_Quorum ...
  * FT_Commit) per count, which begins with a 1-element allreduce (it keeps
@@ -134,7 +143,8 @@ int main(int argc, char **argv)
 {
     long counts[16] = {0, 1, 7919, 16L << 20};
     long n_counts = 4;
-    int groups = 0;
+    int groups = 0, spares = 0, mpi_compare = 0;
+    MPI_Comm cmp = MPI_COMM_NULL;
 
     MPI_Init(&argc, &argv);
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -143,6 +153,24 @@ int main(int argc, char **argv)
             groups = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--counts"))
             n_counts = parse_counts(argv[i + 1], counts, 16);
+        else if (!strcmp(argv[i], "--spares"))
+            spares = atoi(argv[i + 1]);
+    }
+    for (int i = 1; i < argc; i++)
+        mpi_compare |= !strcmp(argv[i], "--mpi-compare");
+    if (mpi_compare) {
+        /* the slices' ranks: world ranks with the same group rank, the last
+         * world rank (the lighthouse) left out */
+        const char *gs = getenv("FTMPI_GROUP_SIZE");
+        int r = gs ? atoi(gs) : 0, wr, ws;
+        MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+        MPI_Comm_size(MPI_COMM_WORLD, &ws);
+        if (r < 1) {
+            fprintf(stderr, "e2e_allreduce: --mpi-compare needs mode B (FTMPI_GROUP_SIZE)\n");
+            MPI_Finalize();
+            return 2;
+        }
+        MPI_Comm_split(MPI_COMM_WORLD, wr == ws - 1 ? MPI_UNDEFINED : wr % r, wr, &cmp);
     }
     if (groups < 1 || n_counts < 1) {
         fprintf(stderr, "usage: e2e_allreduce --groups N [--counts C1,C2,...]\n");
@@ -192,14 +220,15 @@ int main(int argc, char **argv)
         }
         snprintf(detail, sizeof(detail), "FT_Quorum %s, replica rank %d of %d (want %d)",
                  FT_Error_string(rc), me, n, groups);
-        report(rc == FT_SUCCESS && n == groups && me >= 0 && me < n, "quorum", NULL, -1, count,
-               detail);
+        report(rc == FT_SUCCESS && n == groups && me >= 0 && me < n + spares, "quorum", NULL, -1,
+               count, detail);
         /* A step without a collective does not wait for the other groups:
          * a group could commit it and move on while another still heals
          * from it at step 0.  One small allreduce first keeps every step
          * in lockstep (and checks the participants). */
         int one = 1;
         if (rc == FT_SUCCESS && n == groups) {
+            /* a spare's 1 does not count either */
             rc = FT_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, FT_COMM_REPLICAS);
             snprintf(detail, sizeof(detail), "FT_Allreduce of 1 returned %s, sum %d (want %d)",
                      FT_Error_string(rc), one, n);
@@ -238,6 +267,15 @@ int main(int argc, char **argv)
                 } else {
                     report(1, "result", t, op, count, "");
                 }
+                if (cmp != MPI_COMM_NULL && op != OP_AVG && count > 0) {
+                    /* MPI_Allreduce on the same ranks: the same bytes */
+                    MPI_Op mpi_op = op == OP_SUM ? MPI_SUM : op == OP_PROD ? MPI_PROD
+                                  : op == OP_MAX ? MPI_MAX : MPI_MIN;
+                    fill(t, op, me, n, tmp, count);
+                    MPI_Allreduce(MPI_IN_PLACE, tmp, (int)count, t->type, mpi_op, cmp);
+                    report(memcmp(out, tmp, (size_t)count * t->size) == 0, "same as MPI_Allreduce",
+                           t, op, count, "FT_Allreduce and MPI_Allreduce differ");
+                }
                 if (!in_place && count > 0) {
                     fill(t, op, me, n, tmp, count);
                     report(memcmp(in, tmp, (size_t)count * t->size) == 0, "sendbuf unchanged", t,
@@ -270,6 +308,8 @@ int main(int argc, char **argv)
     }
 
     FT_Finalize();
+    if (cmp != MPI_COMM_NULL)
+        MPI_Comm_free(&cmp);
     free(in);
     free(out);
     free(exp);

@@ -546,6 +546,40 @@ static void test_inputs_and_ownership(void **state)
     fti_quorum_state_destroy(NULL);
 }
 
+/* A finalized group is removed (mode B, FT_Finalize): the others get
+ * their next quorum at once instead of waiting for it as a straggler
+ * (rule 7) until its heartbeats expire; a request brings it back. */
+static void test_remove(void **state)
+{
+    (void)state;
+    fti_quorum_state_h st = make_state(1, 60000, 5000);
+    request(st, "a", 0);
+    request(st, "b", 0);
+    request(st, "c", 0);
+    issue_and_free(st, 0, "issue", "a,b,c", 1);
+    /* b is healthy but does not ask: a and c wait for it (rule 7) */
+    request(st, "a", 100);
+    request(st, "c", 100);
+    expect_wait(st, 100, "b");
+    assert_int_equal(fti_quorum_remove(st, "b"), FT_SUCCESS);
+    assert_int_equal(fti_quorum_remove(st, "b"), FT_ERR_NOT_FOUND);
+    assert_int_equal(fti_quorum_remove(st, ""), FT_ERR_NOT_FOUND);
+    assert_int_equal(fti_quorum_remove(NULL, "a"), FT_ERR_NOT_FOUND);
+    assert_int_equal(fti_quorum_n_groups(st), 2);
+    assert_false(fti_quorum_is_healthy(st, "b", 100));
+    issue_and_free(st, 100, "issue", "a,c", 2);
+    /* a pending request goes with the group */
+    request(st, "c", 200);
+    assert_int_equal(fti_quorum_remove(st, "c"), FT_SUCCESS);
+    assert_false(fti_quorum_is_waiting(st, "c"));
+    assert_int_equal(fti_quorum_n_waiting(st), 0);
+    /* a restarted c asks again: back in the table */
+    request(st, "c", 300);
+    request(st, "a", 300);
+    issue_and_free(st, 300, "issue", "a,c", 2);
+    fti_quorum_state_destroy(st);
+}
+
 /* 10,000 groups: compute issues all of them, sorted; the next round is a
  * fast quorum; expire empties the table. */
 static void test_10000_groups(void **state)
@@ -615,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_L8_commit_failures),
         cmocka_unit_test(test_sort_order),
         cmocka_unit_test(test_inputs_and_ownership),
+        cmocka_unit_test(test_remove),
         cmocka_unit_test(test_10000_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -352,6 +352,124 @@ static void test_m8_ranks(void **state)
     assert_heal_from(&r, 3);
 }
 
+/* Spare groups (fixed_with_spares): the first `cap` members in replica-rank
+ * order participate, the others are spares; a lost participant's place goes
+ * to the first spare; no cap, or a cap above the size, means everyone. */
+static void test_spares(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    int idx[4] = {3, 1, 0, 2};
+    int64_t steps[4] = {5, 5, 5, 5};
+    quorum_build(&t, 9, 4, idx, steps);
+
+    for (int k = 0; k < 4; k++) {
+        char id[32];
+        snprintf(id, sizeof(id), "replica_%d", k);
+        fti_quorum_result_t r = compute(&t, id, 0, true);
+        /* without a cap every member participates */
+        assert_int_equal(r.participants, 4);
+        assert_false(r.spare);
+        fti_results_apply_spares(&r, 0);
+        assert_int_equal(r.participants, 4);
+        assert_false(r.spare);
+        fti_results_apply_spares(&r, 4);
+        assert_int_equal(r.participants, 4);
+        assert_false(r.spare);
+        fti_results_apply_spares(&r, 10);
+        assert_int_equal(r.participants, 4);
+        assert_false(r.spare);
+        fti_results_apply_spares(&r, 2);
+        assert_int_equal(r.participants, 2);
+        assert_int_equal(r.replica_rank, k);
+        assert_int_equal(r.spare, k >= 2);
+        fti_results_apply_spares(&r, 1);
+        assert_int_equal(r.participants, 1);
+        assert_int_equal(r.spare, k >= 1);
+    }
+
+    /* replica_1, a participant, is lost: replica_2 takes its place */
+    int idx3[3] = {3, 0, 2};
+    quorum_build(&t, 10, 3, idx3, steps);
+    fti_quorum_result_t r = compute(&t, "replica_2", 0, true);
+    fti_results_apply_spares(&r, 2);
+    assert_int_equal(r.participants, 2);
+    assert_int_equal(r.replica_rank, 1);
+    assert_false(r.spare);
+    r = compute(&t, "replica_3", 1, true);
+    fti_results_apply_spares(&r, 2);
+    assert_true(r.spare);
+    r = compute(&t, "replica_0", 0, true);
+    fti_results_apply_spares(&r, 2);
+    assert_false(r.spare);
+
+    /* fewer members than the cap: all participate, and the step cannot
+     * commit with min replicas = cap */
+    int idx1[1] = {3};
+    quorum_build(&t, 11, 1, idx1, steps);
+    r = compute(&t, "replica_3", 0, true);
+    fti_results_apply_spares(&r, 2);
+    assert_int_equal(r.participants, 1);
+    assert_false(r.spare);
+    assert_false(fti_commit_vote(FT_SUCCESS, r.participants, 2));
+}
+
+/* Mode B: members' world ranks from QuorumMember.data, in replica-rank
+ * order, plus the group rank; bad data is refused and writes nothing. */
+static void test_world_ranks(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    int idx[3] = {2, 0, 1};
+    int64_t steps[3] = {0, 0, 0};
+    char data[3][16];
+    int firsts[3] = {4, 0, 2}; /* replica_2 starts at world rank 4, ... */
+    quorum_build(&t, 1, 3, idx, steps);
+    for (int i = 0; i < 3; i++) {
+        size_t len = fti_results_world_rank_data(firsts[i], data[i], sizeof(data[i]));
+        assert_int_equal(len, 1);
+        t.members[i].data.data = (uint8_t *)data[i];
+        t.members[i].data.len = len;
+    }
+    int ranks[3] = {-1, -1, -1};
+    assert_int_equal(fti_results_world_ranks(&t.q, 0, ranks), FT_SUCCESS);
+    assert_int_equal(ranks[0], 0); /* replica_0 */
+    assert_int_equal(ranks[1], 2); /* replica_1 */
+    assert_int_equal(ranks[2], 4); /* replica_2 */
+    assert_int_equal(fti_results_world_ranks(&t.q, 1, ranks), FT_SUCCESS);
+    assert_int_equal(ranks[0], 1);
+    assert_int_equal(ranks[1], 3);
+    assert_int_equal(ranks[2], 5);
+
+    char big[16];
+    assert_int_equal(fti_results_world_rank_data(123456789, big, sizeof(big)), 9);
+    assert_string_equal(big, "123456789");
+
+    int keep[3] = {7, 7, 7};
+    const char *bad[] = {"", "-1", "1x", "2147483648", "12345678901", " 3"};
+    for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+        t.members[1].data.data = (uint8_t *)bad[b];
+        t.members[1].data.len = strlen(bad[b]);
+        assert_int_equal(fti_results_world_ranks(&t.q, 0, keep), FT_ERR_BAD_MESSAGE);
+        assert_int_equal(keep[0], 7);
+    }
+    /* INT32_MAX itself is a rank, but not plus group rank 1 */
+    t.members[1].data.data = (uint8_t *)"2147483647";
+    t.members[1].data.len = 10;
+    assert_int_equal(fti_results_world_ranks(&t.q, 0, keep), FT_SUCCESS);
+    assert_int_equal(fti_results_world_ranks(&t.q, 1, keep), FT_ERR_BAD_MESSAGE);
+    /* two groups claiming the same ranks */
+    t.members[1].data.data = (uint8_t *)data[0];
+    t.members[1].data.len = 1;
+    assert_int_equal(fti_results_world_ranks(&t.q, 0, keep), FT_ERR_BAD_MESSAGE);
+    /* no data at all */
+    t.members[1].data.data = NULL;
+    t.members[1].data.len = 0;
+    assert_int_equal(fti_results_world_ranks(&t.q, 0, keep), FT_ERR_BAD_MESSAGE);
+    assert_int_equal(fti_results_world_ranks(NULL, 0, keep), FT_ERR_ARG);
+    assert_int_equal(fti_results_world_ranks(&t.q, -1, keep), FT_ERR_ARG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +481,8 @@ int main(void)
         cmocka_unit_test(test_m6_commit_failures_max),
         cmocka_unit_test(test_m7_not_in_quorum),
         cmocka_unit_test(test_m8_ranks),
+        cmocka_unit_test(test_spares),
+        cmocka_unit_test(test_world_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

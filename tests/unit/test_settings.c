@@ -191,6 +191,12 @@ static void test_int_values(void **state)
     expect_refused("FTMPI_TIMEOUT_MS", "-5");
     expect_refused("FTMPI_MIN_REPLICAS", "0");
     expect_refused("FTMPI_TIMEOUT_MS", "4294967296"); /* would wrap an int */
+    /* mode B's lighthouse rank */
+    expect_int("FTMPI_LH_JOIN_TIMEOUT_MS", "0", 0);
+    expect_int("FTMPI_LH_HEARTBEAT_TIMEOUT_MS", "750", 750);
+    expect_int("FTMPI_LH_QUORUM_TICK_MS", "20", 20);
+    expect_refused("FTMPI_LH_HEARTBEAT_TIMEOUT_MS", "0");
+    expect_refused("FTMPI_LH_QUORUM_TICK_MS", "0");
 }
 
 /* ---- byte counts ---------------------------------------------------------- */

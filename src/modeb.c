@@ -1,0 +1,301 @@
+/* modeb.c - mode B: the world split into groups, the lighthouse rank (see
+ * modeb.h). */
+#include "modeb.h"
+
+#include <event2/event.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftmpi.h"
+#include "lighthouse.h"
+#include "log.h"
+#include "util.h"
+
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
+/* Open MPI 4.x's switch behind the MCA parameter async_mpi_finalize:
+ * MPI_Finalize without its job-wide PMIx fence.  Weak: absent elsewhere. */
+extern bool ompi_async_mpi_finalize __attribute__((weak));
+#define MODEB_HAVE_ASYNC_FINALIZE 1
+#endif
+
+/* Mode B on Open MPI 4.x: MPI_Finalize skips its job-wide fence.  Measured
+ * on 4.1.4 with --enable-recovery: after a rank was SIGKILLed, the fence of
+ * the survivors' MPI_Finalize never completed in 3 of 16 runs (mpirun's
+ * runtime loses track of it), so the job hung although every rank was
+ * done; with the fence skipped, 0 of 16.  It also lets the ranks of a lost
+ * group exit at once instead of waiting for the whole job.  Nothing in
+ * mode B needs the fence: the groups finish their MPI traffic before they
+ * finalize, and a group's end is announced to the lighthouse. */
+static void finalize_without_fence(void)
+{
+#ifdef MODEB_HAVE_ASYNC_FINALIZE
+    if (&ompi_async_mpi_finalize != NULL)
+        ompi_async_mpi_finalize = true;
+#endif
+}
+
+/* How often the lighthouse rank looks whether every group is done. */
+#define MODEB_CHECK_MS 100
+/* A group is gone after this many heartbeat timeouts without one. */
+#define MODEB_GONE_FACTOR 2
+
+int fti_modeb_check_size(int group_size, int world_size, char *err, size_t errlen)
+{
+    if (group_size >= 1 && world_size >= group_size + 1 && (world_size - 1) % group_size == 0)
+        return FT_SUCCESS;
+    int k = world_size > 1 && group_size >= 1 ? (world_size - 1) / group_size : 0;
+    if (k < 1)
+        k = 1;
+    snprintf(err, errlen,
+             "FTMPI_GROUP_SIZE=%d does not fit a world of %d rank%s: mode B needs k * %d + 1 "
+             "ranks (k groups of %d and one lighthouse rank), e.g. mpirun -np %d or -np %d",
+             group_size, world_size, world_size == 1 ? "" : "s", group_size, group_size,
+             k * group_size + 1,
+             (k + 1) * group_size + 1);
+    return FT_ERR_CONFIG;
+}
+
+void fti_modeb_replica_id(const char *prefix, int k, int n, char *buf, size_t len)
+{
+    int width = 1;
+    for (int m = n - 1; m >= 10; m /= 10)
+        width++;
+    if (prefix != NULL && prefix[0] != '\0')
+        snprintf(buf, len, "%s-g%0*d", prefix, width, k);
+    else
+        snprintf(buf, len, "g%0*d", width, k);
+}
+
+/* ---- the lighthouse rank ---------------------------------------------- */
+
+enum { GROUP_WAIT, GROUP_LIVE, GROUP_DONE };
+
+struct serve {
+    struct event_base *base;
+    fti_lighthouse_h lh;
+    int n;
+    char (*ids)[64];
+    int *state;             /* GROUP_* */
+    int64_t start_ms;
+    int64_t gone_after_ms;  /* silent this long: gone */
+    int64_t never_seen_ms;  /* never heard of this long after the start: gone */
+};
+
+static void check_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct serve *s = arg;
+    int64_t now = fti_now_ms();
+    int open = 0, finalized = 0;
+    (void)fd;
+    (void)what;
+    for (int i = 0; i < s->n; i++) {
+        if (s->state[i] == GROUP_DONE) {
+            finalized += fti_lighthouse_group_status(s->lh, s->ids[i], NULL) ==
+                         FTI_LH_GROUP_FINALIZED;
+            continue;
+        }
+        int64_t age = -1;
+        fti_lh_group_status_t st = fti_lighthouse_group_status(s->lh, s->ids[i], &age);
+        const char *why = NULL;
+        char buf[96];
+        switch (st) {
+        case FTI_LH_GROUP_FINALIZED:
+            why = "finalized";
+            finalized++;
+            break;
+        case FTI_LH_GROUP_LIVE:
+            s->state[i] = GROUP_LIVE;
+            break;
+        case FTI_LH_GROUP_SILENT:
+            s->state[i] = GROUP_LIVE;
+            if (age >= s->gone_after_ms) {
+                snprintf(buf, sizeof(buf), "gone: no heartbeat for %" PRId64 " ms", age);
+                why = buf;
+            }
+            break;
+        case FTI_LH_GROUP_UNKNOWN:
+            if (s->state[i] == GROUP_LIVE)
+                why = "gone: forgotten by the lighthouse";
+            else if (now - s->start_ms >= s->never_seen_ms)
+                why = "gone: never heard of";
+            break;
+        }
+        if (why != NULL) {
+            s->state[i] = GROUP_DONE;
+            FTI_INFO("mode B: group %s %s", s->ids[i], why);
+        } else {
+            open++;
+        }
+    }
+    if (open == 0) {
+        FTI_INFO("mode B: every group is done (%d of %d finalized): the lighthouse rank ends",
+                 finalized, s->n);
+        event_base_loopbreak(s->base);
+    }
+}
+
+/* Serves until every group is done.  Frees lh and base. */
+static void serve(const fti_config_t *cfg, const fti_modeb_t *mb, struct event_base *base,
+                  fti_lighthouse_h lh)
+{
+    struct serve s = {
+        .base = base,
+        .lh = lh,
+        .n = mb->n_groups,
+        .start_ms = fti_now_ms(),
+        .gone_after_ms = (int64_t)MODEB_GONE_FACTOR * cfg->lh_heartbeat_timeout_ms,
+    };
+    s.never_seen_ms = FTI_MAX(s.gone_after_ms, (int64_t)cfg->lh_join_timeout_ms) +
+                      cfg->connect_timeout_ms;
+    s.ids = calloc((size_t)s.n, sizeof(*s.ids));
+    s.state = calloc((size_t)s.n, sizeof(*s.state));
+    struct event *ev = event_new(base, -1, EV_PERSIST, check_cb, &s);
+    struct timeval tv = {0, MODEB_CHECK_MS * 1000};
+    if (s.ids == NULL || s.state == NULL || ev == NULL || event_add(ev, &tv) != 0) {
+        FTI_ERROR("mode B: the lighthouse rank cannot set up its check (out of memory); it "
+                  "serves until the job ends");
+        if (ev)
+            event_free(ev);
+        ev = NULL;
+    }
+    for (int i = 0; ev != NULL && i < s.n; i++) {
+        fti_modeb_replica_id(cfg->replica_id, i, s.n, s.ids[i], sizeof(s.ids[i]));
+        /* the first quorum waits for every group (up to the join timeout) */
+        (void)fti_lighthouse_expect_group(lh, s.ids[i]);
+    }
+    event_base_dispatch(base);
+    if (ev)
+        event_free(ev);
+    free(s.ids);
+    free(s.state);
+    fti_lighthouse_destroy(lh);
+    event_base_free(base);
+}
+
+/* Starts the lighthouse on the last rank; *lh_p and *base_p on success. */
+static int lighthouse_start(const fti_config_t *cfg, int n_groups, struct event_base **base_p,
+                            fti_lighthouse_h *lh_p, char *addr, size_t addr_len)
+{
+    fti_lighthouse_opts_t o;
+    fti_lighthouse_opts_default(&o);
+    if (strchr(cfg->bind_host, ':') != NULL)
+        snprintf(o.bind, sizeof(o.bind), "[%s]:0", cfg->bind_host);
+    else
+        snprintf(o.bind, sizeof(o.bind), "%s:0", cfg->bind_host);
+    o.min_replicas = cfg->min_replicas;
+    o.join_timeout_ms = cfg->lh_join_timeout_ms;
+    o.heartbeat_timeout_ms = cfg->lh_heartbeat_timeout_ms;
+    o.quorum_tick_ms = cfg->lh_tick_ms;
+    o.max_frame = (size_t)cfg->max_frame_bytes;
+    struct event_base *base = event_base_new();
+    if (base == NULL) {
+        FTI_ERROR("mode B: event_base_new failed");
+        return FT_ERR_SYSTEM;
+    }
+    fti_lighthouse_h lh = NULL;
+    int rc = fti_lighthouse_create(base, &o, &lh);
+    if (rc != FT_SUCCESS) {
+        event_base_free(base);
+        return rc;
+    }
+    if (fti_strlcpy(addr, fti_lighthouse_address(lh), addr_len) != 0) {
+        FTI_ERROR("mode B: the lighthouse's address %s is too long", fti_lighthouse_address(lh));
+        fti_lighthouse_destroy(lh);
+        event_base_free(base);
+        return FT_ERR_CONFIG;
+    }
+    FTI_INFO("mode B: lighthouse on %s for %d groups (min replicas %d, join timeout %d ms, "
+             "heartbeat timeout %d ms)",
+             addr, n_groups, cfg->min_replicas, cfg->lh_join_timeout_ms,
+             cfg->lh_heartbeat_timeout_ms);
+    *base_p = base;
+    *lh_p = lh;
+    return FT_SUCCESS;
+}
+
+/* What the lighthouse rank broadcasts. */
+struct lh_hello {
+    int32_t status;
+    char addr[128];
+};
+
+int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb)
+{
+    char err[256];
+    memset(mb, 0, sizeof(*mb));
+    mb->split = MPI_COMM_NULL;
+    MPI_Comm_rank(MPI_COMM_WORLD, &mb->world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mb->world_size);
+    mb->group_size = cfg->group_size;
+    if (fti_modeb_check_size(cfg->group_size, mb->world_size, err, sizeof(err)) != FT_SUCCESS) {
+        if (mb->world_rank == 0)
+            FTI_ERROR("%s", err);
+        return FT_ERR_CONFIG;
+    }
+    mb->n_groups = (mb->world_size - 1) / mb->group_size;
+    int lh_rank = mb->world_size - 1;
+    bool is_lh = mb->world_rank == lh_rank;
+    mb->group_index = is_lh ? -1 : mb->world_rank / mb->group_size;
+    mb->first_world_rank = is_lh ? lh_rank : mb->group_index * mb->group_size;
+
+    /* every rank, whatever happens, makes the same collectives */
+    int rc = FT_SUCCESS;
+    if (MPI_Comm_split(MPI_COMM_WORLD, is_lh ? MPI_UNDEFINED : mb->group_index, mb->world_rank,
+                       &mb->split) != MPI_SUCCESS) {
+        FTI_ERROR("mode B: MPI_Comm_split of the world failed");
+        rc = FT_ERR_MPI;
+    }
+    int crc = fti_mpi_ctx_create(MPI_COMM_WORLD, &mb->mpi);
+    if (rc == FT_SUCCESS)
+        rc = crc;
+
+    struct lh_hello hello;
+    memset(&hello, 0, sizeof(hello));
+    struct event_base *base = NULL;
+    fti_lighthouse_h lh = NULL;
+    if (is_lh) {
+        fti_strlcpy(fti_log_ctx.replica_id, "lighthouse", sizeof(fti_log_ctx.replica_id));
+        hello.status = rc;
+        if (rc == FT_SUCCESS)
+            hello.status = lighthouse_start(cfg, mb->n_groups, &base, &lh, hello.addr,
+                                            sizeof(hello.addr));
+    }
+    if (MPI_Bcast(&hello, (int)sizeof(hello), MPI_BYTE, lh_rank, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        FTI_ERROR("mode B: MPI_Bcast of the lighthouse's address failed");
+        hello.status = FT_ERR_MPI;
+    }
+    hello.addr[sizeof(hello.addr) - 1] = '\0';
+    if (rc == FT_SUCCESS)
+        rc = hello.status;
+    if (rc != FT_SUCCESS) {
+        if (lh != NULL) {
+            fti_lighthouse_destroy(lh);
+            event_base_free(base);
+        }
+        fti_modeb_release(mb, 0);
+        return rc;
+    }
+    finalize_without_fence();
+    if (is_lh) {
+        serve(cfg, mb, base, lh);
+        fti_modeb_release(mb, 0);
+        MPI_Finalize();
+        exit(0);
+    }
+    fti_strlcpy(mb->lighthouse, hello.addr, sizeof(mb->lighthouse));
+    return FT_SUCCESS;
+}
+
+void fti_modeb_release(fti_modeb_t *mb, int lost)
+{
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!lost && !finalized && mb->split != MPI_COMM_NULL)
+        MPI_Comm_free(&mb->split);
+    mb->split = MPI_COMM_NULL;
+    fti_mpi_ctx_destroy(mb->mpi);
+    mb->mpi = NULL;
+}

@@ -1,0 +1,64 @@
+/*
+ * modeb.h - mode B (DESIGN section 2): one mpirun, MPI_COMM_WORLD split
+ * into replica groups of FTMPI_GROUP_SIZE consecutive ranks, and the last
+ * world rank running the lighthouse in-process.
+ *
+ *   mpirun --enable-recovery -np 9 -x FTMPI_GROUP_SIZE=2 ./app
+ *       world ranks 0-1: group g0, 2-3: g1, 4-5: g2, 6-7: g3, 8: lighthouse
+ *
+ * fti_modeb_init is FT_Init's only part that spans groups: blocking
+ * collectives over MPI_COMM_WORLD, while every rank is alive.  After it,
+ * nothing the library does involves a rank outside its group except the
+ * slices (comm/mpi_backend.h or the tcp ring) and the lighthouse's RPCs.
+ *
+ * On the lighthouse rank fti_modeb_init does not return: it serves until
+ * every group has finalized (LIGHTHOUSE_FINALIZE) or is gone (no heartbeat
+ * for twice FTMPI_LH_HEARTBEAT_TIMEOUT_MS), then calls MPI_Finalize and
+ * exit(0): the one exit in the library, asked for by the design (the
+ * application on that rank never runs).
+ *
+ * Threads: the application thread, in FT_Init.
+ */
+#ifndef FTI_MODEB_H
+#define FTI_MODEB_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "comm/mpi_backend.h"
+#include "settings.h"
+
+typedef struct fti_modeb {
+    int world_rank, world_size;
+    int group_size;        /* FTMPI_GROUP_SIZE */
+    int n_groups;          /* (world_size - 1) / group_size */
+    int group_index;       /* this rank's group */
+    int first_world_rank;  /* world rank of this group's rank 0 */
+    MPI_Comm split;        /* this group's ranks (the application's group
+                            * communicator, ftmpi_group_comm) */
+    fti_mpi_ctx_h mpi;     /* what the `mpi` backend builds slices from */
+    char lighthouse[128];  /* the lighthouse rank's address host:port */
+} fti_modeb_t;
+
+/* Whether a world of world_size ranks fits groups of group_size plus one
+ * lighthouse rank; if not, writes a message naming FTMPI_GROUP_SIZE and the
+ * world size into err.  Pure. */
+int fti_modeb_check_size(int group_size, int world_size, char *err, size_t errlen);
+
+/* The replica id of group k of n: "g<k>", zero-padded to the width of
+ * n - 1 so ids sort by k; "<prefix>-g<k>" with a prefix (FTMPI_REPLICA_ID).
+ * Pure. */
+void fti_modeb_replica_id(const char *prefix, int k, int n, char *buf, size_t len);
+
+/* Collective over MPI_COMM_WORLD (see above).  On a group rank: fills *mb
+ * (release with fti_modeb_release).  On the lighthouse rank: serves and
+ * ends the process; returns only when the lighthouse could not start (its
+ * error, also returned on every other rank).  FT_ERR_CONFIG when the world
+ * size does not fit (logged once, by world rank 0). */
+int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb);
+
+/* Frees the split and the slice context.  lost: the group lost a rank;
+ * its communicator is left to MPI. */
+void fti_modeb_release(fti_modeb_t *mb, int lost);
+
+#endif

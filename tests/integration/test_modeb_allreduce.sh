@@ -1,0 +1,44 @@
+#!/bin/sh
+# Mode B, no failure: FT_Allreduce gives what MPI gives (e2e_allreduce.c,
+# every supported datatype and op, exact inputs):
+#  - `mpi` backend (the default), 3 groups of 1 rank: also bitwise equal to
+#    MPI_Allreduce on a communicator of the same ranks (--mpi-compare);
+#  - `mpi` backend, 2 groups of 2 ranks (one slice per group rank), idem;
+#  - spare groups (fixed_with_spares, 2 participants + 2 spares): the
+#    spares' inputs count for nothing, averages divide by 2;
+#  - FTMPI_BACKEND=tcp is still selectable in mode B.
+# Every group rank must print PASS; mpirun exits 0.
+. "$top_srcdir/tests/integration/modeb_lib.sh"
+mb_init
+PROG=$top_builddir/tests/integration/e2e_allreduce
+[ -x "$PROG" ] || die "$PROG is not built"
+FTMPI_TIMEOUT_MS=20000
+export FTMPI_TIMEOUT_MS
+
+# run NAME NP R ARGS...: every rank but the last prints PASS
+run() {
+    name=$1
+    np=$2
+    r=$3
+    shift 3
+    rm -rf "$TEST_TMPDIR/out"
+    mb_start "$np" "$r" "$PROG" "$@"
+    mb_wait_end 120
+    [ "$MB_RC" -eq 0 ] || mb_fail "$name: mpirun exited with status $MB_RC"
+    w=0
+    while [ $w -lt $((np - 1)) ]; do
+        file_has "$(mb_out $w)" '^PASS' || mb_fail "$name: world rank $w printed no PASS line"
+        w=$((w + 1))
+    done
+    grep -q 'every group is done' "$(mb_err $((np - 1)))" || mb_fail "$name: the lighthouse rank did not end"
+    mb_log "$name: $(tail -n 1 "$(mb_out 0)")"
+}
+
+FTMPI_MIN_REPLICAS=3 run "mpi, 3 groups of 1" 4 1 --groups 3 --counts 0,1,7919,100003 --mpi-compare
+grep -q 'backend mpi' "$(mb_err 0)" || mb_fail "the default backend of mode B is not mpi"
+FTMPI_MIN_REPLICAS=2 run "mpi, 2 groups of 2" 5 2 --groups 2 --counts 1,7919 --mpi-compare
+FTMPI_MIN_REPLICAS=2 FTMPI_WORLD_SIZE_MODE=fixed_with_spares \
+    run "mpi, 2 participants + 2 spares" 5 1 --groups 2 --spares 2 --counts 0,1,7919
+FTMPI_MIN_REPLICAS=3 FTMPI_BACKEND=tcp run "tcp, 3 groups of 1" 4 1 --groups 3 --counts 1,7919
+grep -q 'backend tcp' "$(mb_err 0)" || mb_fail "FTMPI_BACKEND=tcp did not select tcp"
+echo "PASS ($TEST_NAME)"
