@@ -241,6 +241,16 @@ static int init_config(void)
         return FT_ERR_CONFIG;
     }
     fti_log_init("ftmpi", st.cfg.log_level);
+    if (strcmp(st.cfg.bind_host, "hostname") == 0) {
+        /* multi-node jobs: each rank binds and advertises its node's name */
+        char host[sizeof(st.cfg.bind_host)];
+        if (gethostname(host, sizeof(host)) != 0) {
+            FTI_ERROR("FTMPI_BIND_HOST=hostname: gethostname: %m");
+            return FT_ERR_SYSTEM;
+        }
+        host[sizeof(host) - 1] = '\0';
+        memcpy(st.cfg.bind_host, host, sizeof(host));
+    }
     st.mode_b = st.cfg.lighthouse[0] == '\0' && st.cfg.group_size > 0;
     if (st.cfg.lighthouse[0] == '\0' && !st.mode_b) {
         FTI_ERROR("FTMPI_LIGHTHOUSE is not set: mode A needs the lighthouse address host:port "
