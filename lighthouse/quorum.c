@@ -2,6 +2,7 @@
 #include "quorum.h"
 
 #include "ftmpi.h"
+#include "util.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -171,24 +172,15 @@ static bool id_valid(const char *id)
     return id && id[0] != '\0' && memchr(id, '\0', FTI_QID_MAX) != NULL;
 }
 
+static const char *group_key(const void *groups, size_t i)
+{
+    return ((qgroup_t *const *)groups)[i]->member.replica_id;
+}
+
 /* Index of id, or the insertion point with *found false. */
 static size_t group_search(const struct fti_quorum_state *st, const char *id, bool *found)
 {
-    size_t lo = 0, hi = st->n_groups;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(st->groups[mid]->member.replica_id, id);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = false;
-    return lo;
+    return fti_bsearch_str(st->groups, st->n_groups, group_key, id, found);
 }
 
 static qgroup_t *group_find(const struct fti_quorum_state *st, const char *id)

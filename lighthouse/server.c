@@ -177,23 +177,14 @@ struct fti_lighthouse {
 
 /* ---- finalized groups (under lh->mu) -------------------------------------- */
 
+static const char *fin_key(const void *finalized, size_t i)
+{
+    return ((const char (*)[FTI_QID_MAX])finalized)[i];
+}
+
 static size_t fin_search(const struct fti_lighthouse *lh, const char *id, bool *found)
 {
-    size_t lo = 0, hi = lh->n_finalized;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(lh->finalized[mid], id);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = false;
-    return lo;
+    return fti_bsearch_str(lh->finalized, lh->n_finalized, fin_key, id, found);
 }
 
 static bool fin_has(const struct fti_lighthouse *lh, const char *id)
@@ -530,17 +521,31 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- RPC handlers ---------------------------------------------------------- */
 
+/* Unpacks a request of type desc.  One that does not decode is refused
+ * (logged and answered with FT_ERR_BAD_MESSAGE; "what" names it in both) and
+ * NULL returned.  The message is freed with its type's free_unpacked. */
+static ProtobufCMessage *unpack_request(struct fti_lighthouse *lh, fti_rpc_call_h call,
+                                        const ProtobufCMessageDescriptor *desc,
+                                        const char *what, const uint8_t *payload, size_t len)
+{
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, payload);
+    if (m == NULL) {
+        char msg[64];
+        FTI_WARN("%s from %s does not decode", what, fti_rpc_call_peer(call));
+        snprintf(msg, sizeof(msg), "%s does not decode", what);
+        fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, msg);
+        refresh_rpc_stats(lh);
+    }
+    return m;
+}
+
 static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
 {
     struct fti_lighthouse *lh = arg;
-    Ftmpi__LighthouseHeartbeatRequest *req =
-        ftmpi__lighthouse_heartbeat_request__unpack(NULL, len, payload);
-    if (req == NULL) {
-        FTI_WARN("heartbeat from %s does not decode", fti_rpc_call_peer(call));
-        fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "heartbeat does not decode");
-        refresh_rpc_stats(lh);
+    Ftmpi__LighthouseHeartbeatRequest *req = (Ftmpi__LighthouseHeartbeatRequest *)unpack_request(
+        lh, call, &ftmpi__lighthouse_heartbeat_request__descriptor, "heartbeat", payload, len);
+    if (req == NULL)
         return;
-    }
     pthread_mutex_lock(&lh->mu);
     /* a finalized group's last heartbeats do not bring it back */
     int rc = req->replica_id && fin_has(lh, req->replica_id)
@@ -583,14 +588,10 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
 {
     struct fti_lighthouse *lh = arg;
     fti_qmember_t m;
-    Ftmpi__LighthouseQuorumRequest *req =
-        ftmpi__lighthouse_quorum_request__unpack(NULL, len, payload);
-    if (req == NULL) {
-        FTI_WARN("quorum request from %s does not decode", fti_rpc_call_peer(call));
-        fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "quorum request does not decode");
-        refresh_rpc_stats(lh);
+    Ftmpi__LighthouseQuorumRequest *req = (Ftmpi__LighthouseQuorumRequest *)unpack_request(
+        lh, call, &ftmpi__lighthouse_quorum_request__descriptor, "quorum request", payload, len);
+    if (req == NULL)
         return;
-    }
     if (req->requester == NULL || member_from_msg(req->requester, &m) != FT_SUCCESS) {
         FTI_WARN("quorum request from %s: requester missing or a field too long",
                  fti_rpc_call_peer(call));
@@ -645,14 +646,10 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
 static void on_finalize(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
 {
     struct fti_lighthouse *lh = arg;
-    Ftmpi__LighthouseFinalizeRequest *req =
-        ftmpi__lighthouse_finalize_request__unpack(NULL, len, payload);
-    if (req == NULL) {
-        FTI_WARN("finalize from %s does not decode", fti_rpc_call_peer(call));
-        fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "finalize does not decode");
-        refresh_rpc_stats(lh);
+    Ftmpi__LighthouseFinalizeRequest *req = (Ftmpi__LighthouseFinalizeRequest *)unpack_request(
+        lh, call, &ftmpi__lighthouse_finalize_request__descriptor, "finalize", payload, len);
+    if (req == NULL)
         return;
-    }
     const char *id = req->replica_id;
     if (id == NULL || id[0] == '\0' || strlen(id) >= FTI_QID_MAX) {
         fti_rpc_reply_error(call, FT_ERR_ARG, "replica_id empty or too long");

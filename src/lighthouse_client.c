@@ -60,26 +60,29 @@ int fti_lighthouse_quorum(fti_lighthouse_client_h c, const Ftmpi__QuorumMember *
     return FT_SUCCESS;
 }
 
-int fti_lighthouse_heartbeat(fti_lighthouse_client_h c, const char *replica_id, int timeout_ms)
+/* Calls method with req and drops its (empty) reply, of type rdesc. */
+static int call_no_reply(fti_lighthouse_client_h c, uint16_t method, const ProtobufCMessage *req,
+                         const ProtobufCMessageDescriptor *rdesc, int timeout_ms)
 {
-    Ftmpi__LighthouseHeartbeatRequest req = FTMPI__LIGHTHOUSE_HEARTBEAT_REQUEST__INIT;
     ProtobufCMessage *resp = NULL;
-    req.replica_id = (char *)replica_id;
-    int rc = fti_rpc_call_msg(c->rpc, FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, &req.base,
-                              &ftmpi__lighthouse_heartbeat_response__descriptor, timeout_ms, &resp);
+    int rc = fti_rpc_call_msg(c->rpc, method, req, rdesc, timeout_ms, &resp);
     if (rc == FT_SUCCESS)
         protobuf_c_message_free_unpacked(resp, NULL);
     return rc;
 }
 
+int fti_lighthouse_heartbeat(fti_lighthouse_client_h c, const char *replica_id, int timeout_ms)
+{
+    Ftmpi__LighthouseHeartbeatRequest req = FTMPI__LIGHTHOUSE_HEARTBEAT_REQUEST__INIT;
+    req.replica_id = (char *)replica_id;
+    return call_no_reply(c, FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, &req.base,
+                         &ftmpi__lighthouse_heartbeat_response__descriptor, timeout_ms);
+}
+
 int fti_lighthouse_finalize(fti_lighthouse_client_h c, const char *replica_id, int timeout_ms)
 {
     Ftmpi__LighthouseFinalizeRequest req = FTMPI__LIGHTHOUSE_FINALIZE_REQUEST__INIT;
-    ProtobufCMessage *resp = NULL;
     req.replica_id = (char *)replica_id;
-    int rc = fti_rpc_call_msg(c->rpc, FTMPI__METHOD__LIGHTHOUSE_FINALIZE, &req.base,
-                              &ftmpi__lighthouse_finalize_response__descriptor, timeout_ms, &resp);
-    if (rc == FT_SUCCESS)
-        protobuf_c_message_free_unpacked(resp, NULL);
-    return rc;
+    return call_no_reply(c, FTMPI__METHOD__LIGHTHOUSE_FINALIZE, &req.base,
+                         &ftmpi__lighthouse_finalize_response__descriptor, timeout_ms);
 }

@@ -89,20 +89,32 @@ int fti_sock_tune(int fd)
     return FT_SUCCESS;
 }
 
-int fti_tcp_listen(const char *addr, int backlog, int *fd_p)
+/* Resolves addr into *sa_p / *salen_p and opens a TCP socket of its family
+ * into *fd_p (close()). */
+static int socket_for(const char *addr, struct sockaddr_storage *sa_p, socklen_t *salen_p,
+                      int *fd_p)
 {
-    struct sockaddr_storage sa;
-    socklen_t salen;
-    int one = 1;
-
-    int rc = fti_addr_resolve(addr, &sa, &salen);
+    int rc = fti_addr_resolve(addr, sa_p, salen_p);
     if (rc != FT_SUCCESS)
         return rc;
-    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(sa_p->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         FTI_ERROR("socket: %m");
         return FT_ERR_SYSTEM;
     }
+    *fd_p = fd;
+    return FT_SUCCESS;
+}
+
+int fti_tcp_listen(const char *addr, int backlog, int *fd_p)
+{
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    int one = 1, fd;
+
+    int rc = socket_for(addr, &sa, &salen, &fd);
+    if (rc != FT_SUCCESS)
+        return rc;
     (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&sa, salen) < 0) {
         FTI_ERROR("bind %s: %m", addr);
@@ -157,29 +169,42 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
     }
 }
 
-int fti_tcp_connect(const char *addr, int64_t deadline_ms, int *fd_p)
+int fti_tcp_connect_start(const char *addr, int *fd_p, int *pending_p)
 {
     struct sockaddr_storage sa;
     socklen_t salen;
-    int rc = fti_addr_resolve(addr, &sa, &salen);
+    int fd;
+    int rc = socket_for(addr, &sa, &salen, &fd);
     if (rc != FT_SUCCESS)
-        return rc == FT_ERR_ARG ? FT_ERR_CONNECT : rc;
-
-    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        FTI_ERROR("socket: %m");
-        return FT_ERR_SYSTEM;
-    }
+        return rc;
     if ((rc = fti_sock_tune(fd)) != FT_SUCCESS) {
         close(fd);
         return rc;
     }
+    int pending = 0;
     if (connect(fd, (struct sockaddr *)&sa, salen) < 0) {
-        if (errno != EINPROGRESS) {
-            FTI_DEBUG("connect %s: %m", addr);
+        /* EINTR: the connect goes on asynchronously, as with EINPROGRESS */
+        if (errno != EINPROGRESS && errno != EINTR) {
+            FTI_DEBUG("connect %s: %m", addr); /* keeps errno */
+            int err = errno;
             close(fd);
+            errno = err;
             return FT_ERR_CONNECT;
         }
+        pending = 1;
+    }
+    *fd_p = fd;
+    *pending_p = pending;
+    return FT_SUCCESS;
+}
+
+int fti_tcp_connect(const char *addr, int64_t deadline_ms, int *fd_p)
+{
+    int fd, pending;
+    int rc = fti_tcp_connect_start(addr, &fd, &pending);
+    if (rc != FT_SUCCESS)
+        return rc == FT_ERR_ARG ? FT_ERR_CONNECT : rc;
+    if (pending) {
         rc = wait_fd(fd, POLLOUT, deadline_ms);
         if (rc != FT_SUCCESS) {
             close(fd);

@@ -26,6 +26,14 @@ int fti_tcp_listen(const char *addr, int backlog, int *fd_p);
 /* "host:port" actually bound by fd, written into buf. */
 int fti_sock_name(int fd, char *buf, size_t len);
 
+/* Starts a non-blocking connect to addr: resolves it, opens a socket, tunes
+ * it (fti_sock_tune) and calls connect().  On success *fd_p is the socket
+ * (closed with close()) and *pending_p is 1 while the connect is in
+ * progress (poll for POLLOUT, then read SO_ERROR) or 0 when it completed at
+ * once.  FT_ERR_ARG when addr does not resolve, FT_ERR_CONNECT when
+ * connect() fails at once (errno says why), FT_ERR_SYSTEM. */
+int fti_tcp_connect_start(const char *addr, int *fd_p, int *pending_p);
+
 /* Connects to addr before deadline_ms (monotonic).  The returned socket is
  * non-blocking with TCP_NODELAY.  Returns FT_ERR_CONNECT when refused,
  * FT_ERR_TIMEOUT on the deadline. */

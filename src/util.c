@@ -1,4 +1,4 @@
-/* util.c - clocks, deadlines, strings, checksum (see util.h). */
+/* util.c - clocks, deadlines, strings, binary search, checksum (see util.h). */
 #include "util.h"
 
 #include <errno.h>
@@ -56,6 +56,27 @@ int fti_strlcpy(char *dst, const char *src, size_t n)
     }
     memcpy(dst, src, len + 1);
     return 0;
+}
+
+size_t fti_bsearch_str(const void *items, size_t n,
+                       const char *(*key_of)(const void *items, size_t i), const char *key,
+                       bool *found_p)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(key_of(items, mid), key);
+        if (c == 0) {
+            *found_p = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found_p = false;
+    return lo;
 }
 
 /* Four independent multiply-xorshift lanes over 8-byte words, so the loop

@@ -2,6 +2,7 @@
 #ifndef FTI_UTIL_H
 #define FTI_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,14 @@ void fti_sleep_ms(int ms);
 /* Copies src into dst of size n, always terminating; returns 0 or -1 if
  * src was truncated. */
 int fti_strlcpy(char *dst, const char *src, size_t n);
+
+/* Binary search for key in the n items of an array sorted by strcmp of
+ * their keys; key_of(items, i) returns item i's key.  Returns key's index
+ * with *found_p true, or where key would be inserted with *found_p false
+ * (*found_p is always written). */
+size_t fti_bsearch_str(const void *items, size_t n,
+                       const char *(*key_of)(const void *items, size_t i), const char *key,
+                       bool *found_p);
 
 /* 64-bit checksum of a buffer (fast, word-wise; not cryptographic).
  * Equal buffers give equal sums; chaining: pass the previous sum as seed. */

@@ -451,31 +451,14 @@ static int hello_check(const struct hs_conn *h, int size, const char *which)
 /* Starts a non-blocking connect to addr. */
 static int connect_start(const char *addr, struct hs_conn *h)
 {
-    struct sockaddr_storage sa;
-    socklen_t salen;
-    int rc = fti_addr_resolve(addr, &sa, &salen);
-    if (rc != FT_SUCCESS) {
+    int rc = fti_tcp_connect_start(addr, &h->fd, &h->connecting);
+    if (rc == FT_ERR_ARG) {
         FTI_WARN("tcp ring: bad next address '%s'", addr);
         return FT_ERR_CONNECT;
     }
-    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        FTI_ERROR("socket: %m");
-        return FT_ERR_SYSTEM;
-    }
-    if ((rc = fti_sock_tune(fd)) != FT_SUCCESS) {
-        close(fd);
-        return rc;
-    }
-    h->fd = fd;
-    if (connect(fd, (struct sockaddr *)&sa, salen) == 0)
-        return FT_SUCCESS;
-    if (errno == EINPROGRESS || errno == EINTR) {
-        h->connecting = 1;
-        return FT_SUCCESS;
-    }
-    FTI_WARN("tcp ring: connect to next rank at %s: %m", addr);
-    return FT_ERR_CONNECT;
+    if (rc == FT_ERR_CONNECT)
+        FTI_WARN("tcp ring: connect to next rank at %s: %m", addr);
+    return rc;
 }
 
 /* Moves a connected hs_conn's hello forward; *fin_p = 1 once both hellos

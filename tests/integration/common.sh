@@ -23,6 +23,14 @@
 #   wait_until SECS CMD...     run CMD every 50 ms until it succeeds; false on timeout
 #   file_has FILE PATTERN      true when FILE exists and a line matches (grep -E)
 #   count_lines FILE PATTERN   number of lines of FILE matching PATTERN (0 if none)
+#
+# For the tests that run the library (e2e_lib.sh, modeb_lib.sh):
+#   lib_test_env               default small FTMPI_* deadlines (so that every test
+#                              takes seconds) and what `make check` sets for
+#                              mpirun, all exported; MPIRUN if unset
+#   sgd_step FILE              last committed step ft_sgd printed in FILE
+#                              ("step N loss ..."), 0 if none
+#   sgd_failures FILE          last "failures survived N" in FILE, 0 if none
 
 : "${top_builddir:=.}"
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -135,4 +143,31 @@ count_lines() {
     else
         echo 0
     fi
+}
+
+lib_test_env() {
+    : "${FTMPI_TIMEOUT_MS:=2000}"
+    : "${FTMPI_QUORUM_TIMEOUT_MS:=5000}"
+    : "${FTMPI_HEARTBEAT_MS:=100}"
+    : "${FTMPI_CONNECT_TIMEOUT_MS:=1000}"
+    : "${FTMPI_HEAL_TIMEOUT_MS:=10000}"
+    : "${FTMPI_LOG_LEVEL:=info}"
+    export FTMPI_TIMEOUT_MS FTMPI_QUORUM_TIMEOUT_MS FTMPI_HEARTBEAT_MS FTMPI_CONNECT_TIMEOUT_MS \
+        FTMPI_HEAL_TIMEOUT_MS FTMPI_LOG_LEVEL
+    : "${OMPI_ALLOW_RUN_AS_ROOT:=1}" "${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:=1}"
+    : "${OMPI_MCA_btl_tcp_if_include:=lo}" "${OMPI_MCA_oob_tcp_if_include:=lo}"
+    : "${OMPI_MCA_rmaps_base_oversubscribe:=1}"
+    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_btl_tcp_if_include \
+        OMPI_MCA_oob_tcp_if_include OMPI_MCA_rmaps_base_oversubscribe
+    : "${MPIRUN:=$(command -v mpirun 2>/dev/null)}"
+}
+
+sgd_step() {
+    _s=$(sed -n 's/^step \([0-9][0-9]*\) loss.*/\1/p' "$1" 2>/dev/null | tail -n 1)
+    echo "${_s:-0}"
+}
+
+sgd_failures() {
+    _n=$(sed -n 's/^failures survived \([0-9][0-9]*\).*/\1/p' "$1" | tail -n 1)
+    echo "${_n:-0}"
 }

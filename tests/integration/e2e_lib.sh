@@ -6,6 +6,7 @@
 #     e2e_init                       skip (77) without mpirun; set the paths
 #     e2e_lighthouse_start 2         lighthouse on 127.0.0.1, any port
 #     e2e_group_start g0 1 --steps 100 --sleep-ms 20
+#     e2e_groups_start "g0 g1" 1 ...  the same for each group
 #     e2e_wait_step g0 30 20         until g0 printed step >= 30 (20 s at most)
 #     e2e_kill_group g0              kill -9 its mpirun's process group and ranks
 #     e2e_wait_agents 60 g0 g1       every agent exits 0 within 60 s
@@ -24,23 +25,9 @@
 
 . "$top_srcdir/tests/integration/common.sh"
 
-: "${FTMPI_TIMEOUT_MS:=2000}"
-: "${FTMPI_QUORUM_TIMEOUT_MS:=5000}"
-: "${FTMPI_HEARTBEAT_MS:=100}"
-: "${FTMPI_CONNECT_TIMEOUT_MS:=1000}"
-: "${FTMPI_HEAL_TIMEOUT_MS:=10000}"
-: "${FTMPI_LOG_LEVEL:=info}"
+lib_test_env
 : "${E2E_HB_TIMEOUT_MS:=1000}"
 : "${E2E_JOIN_TIMEOUT_MS:=500}"
-export FTMPI_TIMEOUT_MS FTMPI_QUORUM_TIMEOUT_MS FTMPI_HEARTBEAT_MS FTMPI_CONNECT_TIMEOUT_MS \
-    FTMPI_HEAL_TIMEOUT_MS FTMPI_LOG_LEVEL
-# what `make check` sets, for runs by hand
-: "${OMPI_ALLOW_RUN_AS_ROOT:=1}" "${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:=1}"
-: "${OMPI_MCA_btl_tcp_if_include:=lo}" "${OMPI_MCA_oob_tcp_if_include:=lo}"
-: "${OMPI_MCA_rmaps_base_oversubscribe:=1}"
-export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_btl_tcp_if_include \
-    OMPI_MCA_oob_tcp_if_include OMPI_MCA_rmaps_base_oversubscribe
-: "${MPIRUN:=$(command -v mpirun 2>/dev/null)}"
 
 E2E_T0=$(date +%s)
 
@@ -125,6 +112,15 @@ e2e_group_start() {
     e2e_log "group $_id: agent pid $_pid, mpirun -np $_np"
 }
 
+# e2e_groups_start "ID..." NP [ft_sgd flags...]: e2e_group_start for each ID.
+e2e_groups_start() {
+    _ids=$1
+    shift
+    for _gid in $_ids; do
+        e2e_group_start "$_gid" "$@"
+    done
+}
+
 e2e_agent_pid() { eval "echo \${E2E_AGENT_$1}"; }
 
 # The pid of the group's current command (its mpirun; also its process
@@ -164,10 +160,7 @@ e2e_signal_group() {
 e2e_kill_group() { e2e_signal_group "$1" KILL; }
 
 # Last committed step a group printed ("step N loss ..."), 0 if none.
-e2e_step() {
-    _s=$(sed -n 's/^step \([0-9][0-9]*\) loss.*/\1/p' "$TEST_TMPDIR/$1.out" 2>/dev/null | tail -n 1)
-    echo "${_s:-0}"
-}
+e2e_step() { sgd_step "$TEST_TMPDIR/$1.out"; }
 
 _e2e_step_ge() { [ "$(e2e_step "$1")" -ge "$2" ]; }
 
@@ -240,10 +233,7 @@ e2e_check_loss() {
 }
 
 # e2e_failures ID: the last "failures survived" count the group printed.
-e2e_failures() {
-    _n=$(sed -n 's/^failures survived \([0-9][0-9]*\).*/\1/p' "$TEST_TMPDIR/$1.out" | tail -n 1)
-    echo "${_n:-0}"
-}
+e2e_failures() { sgd_failures "$TEST_TMPDIR/$1.out"; }
 
 # First committed step printed by the group's run number N (1-based, counted
 # by "initial loss" lines), empty if none.

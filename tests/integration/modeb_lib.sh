@@ -26,26 +26,13 @@
 
 . "$top_srcdir/tests/integration/common.sh"
 
-: "${FTMPI_TIMEOUT_MS:=2000}"
-: "${FTMPI_QUORUM_TIMEOUT_MS:=5000}"
-: "${FTMPI_HEARTBEAT_MS:=100}"
-: "${FTMPI_CONNECT_TIMEOUT_MS:=1000}"
-: "${FTMPI_HEAL_TIMEOUT_MS:=10000}"
-: "${FTMPI_LOG_LEVEL:=info}"
+lib_test_env
 : "${FTMPI_LH_HEARTBEAT_TIMEOUT_MS:=1000}"
 : "${FTMPI_LH_JOIN_TIMEOUT_MS:=1000}"
 : "${FTMPI_LH_QUORUM_TICK_MS:=50}"
-export FTMPI_TIMEOUT_MS FTMPI_QUORUM_TIMEOUT_MS FTMPI_HEARTBEAT_MS FTMPI_CONNECT_TIMEOUT_MS \
-    FTMPI_HEAL_TIMEOUT_MS FTMPI_LOG_LEVEL FTMPI_LH_HEARTBEAT_TIMEOUT_MS FTMPI_LH_JOIN_TIMEOUT_MS \
-    FTMPI_LH_QUORUM_TICK_MS
+export FTMPI_LH_HEARTBEAT_TIMEOUT_MS FTMPI_LH_JOIN_TIMEOUT_MS FTMPI_LH_QUORUM_TICK_MS
 # mode B: no lighthouse address
 unset FTMPI_LIGHTHOUSE
-: "${OMPI_ALLOW_RUN_AS_ROOT:=1}" "${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:=1}"
-: "${OMPI_MCA_btl_tcp_if_include:=lo}" "${OMPI_MCA_oob_tcp_if_include:=lo}"
-: "${OMPI_MCA_rmaps_base_oversubscribe:=1}"
-export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_btl_tcp_if_include \
-    OMPI_MCA_oob_tcp_if_include OMPI_MCA_rmaps_base_oversubscribe
-: "${MPIRUN:=$(command -v mpirun 2>/dev/null)}"
 
 MB_T0=$(date +%s)
 
@@ -102,10 +89,7 @@ mb_rank_pid() {
 }
 
 # Last committed step world rank W printed ("step N loss ..."), 0 if none.
-mb_step() {
-    _s=$(sed -n 's/^step \([0-9][0-9]*\) loss.*/\1/p' "$(mb_out "$1")" 2>/dev/null | tail -n 1)
-    echo "${_s:-0}"
-}
+mb_step() { sgd_step "$(mb_out "$1")"; }
 
 _mb_step_ge() { [ "$(mb_step "$1")" -ge "$2" ]; }
 
@@ -155,7 +139,4 @@ mb_check_states() {
     mb_log "states bitwise equal across world ranks $* ($(wc -c <"$_ref") bytes)"
 }
 
-mb_failures() {
-    _n=$(sed -n 's/^failures survived \([0-9][0-9]*\).*/\1/p' "$(mb_out "$1")" | tail -n 1)
-    echo "${_n:-0}"
-}
+mb_failures() { sgd_failures "$(mb_out "$1")"; }

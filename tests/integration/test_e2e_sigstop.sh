@@ -7,9 +7,7 @@
 e2e_init
 
 e2e_lighthouse_start 1
-for g in g0 g1 g2; do
-    e2e_group_start $g 1 --steps 200 --sleep-ms 20 --print-every 5
-done
+e2e_groups_start "g0 g1 g2" 1 --steps 200 --sleep-ms 20 --print-every 5
 e2e_wait_step g2 20 40
 e2e_signal_group g2 STOP
 stopped_at=$(e2e_step g2)

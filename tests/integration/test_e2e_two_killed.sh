@@ -6,9 +6,7 @@
 e2e_init
 
 e2e_lighthouse_start 1
-for g in g0 g1 g2; do
-    e2e_group_start $g 1 --steps 150 --sleep-ms 25 --print-every 5
-done
+e2e_groups_start "g0 g1 g2" 1 --steps 150 --sleep-ms 25 --print-every 5
 e2e_wait_step g2 25 40
 e2e_kill_group g1
 e2e_kill_group g2

@@ -1,6 +1,7 @@
 /*
- * test_util.c - src/util.c (checksum, clocks and deadlines, strings) and
- * src/log.c (level names, filtering, errno and %m across a log line).
+ * test_util.c - src/util.c (checksum, clocks and deadlines, strings, binary
+ * search) and src/log.c (level names, filtering, errno and %m across a log
+ * line).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -221,6 +222,32 @@ static void test_strlcpy(void **state)
     assert_string_equal(buf, "");
 }
 
+static const char *name_key(const void *names, size_t i)
+{
+    return ((const char *const *)names)[i];
+}
+
+/* Found keys give their index; missing ones their insertion point. */
+static void test_bsearch_str(void **state)
+{
+    (void)state;
+    const char *names[] = {"b", "d", "dd", "f"};
+    const struct {
+        const char *key;
+        size_t at;
+        bool found;
+    } cases[] = {{"b", 0, true},  {"d", 1, true},  {"dd", 2, true}, {"f", 3, true},
+                 {"a", 0, false}, {"c", 1, false}, {"de", 3, false}, {"g", 4, false}};
+    for (size_t i = 0; i < FTI_ARRAY_SIZE(cases); i++) {
+        bool found = !cases[i].found;
+        assert_int_equal(fti_bsearch_str(names, 4, name_key, cases[i].key, &found), cases[i].at);
+        assert_true(found == cases[i].found);
+    }
+    bool found = true;
+    assert_int_equal(fti_bsearch_str(names, 0, name_key, "b", &found), 0);
+    assert_false(found);
+}
+
 /* ---- log ---------------------------------------------------------------- */
 
 static void test_log_levels(void **state)
@@ -331,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_ms_left_clamps),
         cmocka_unit_test(test_clocks),
         cmocka_unit_test(test_strlcpy),
+        cmocka_unit_test(test_bsearch_str),
         cmocka_unit_test(test_log_levels),
         cmocka_unit_test(test_log_lines),
     };
