@@ -258,7 +258,7 @@ int fti_rpc_server_create(struct event_base *base, const char *bind_addr, size_t
         free(s);
         return rc;
     }
-    s->listener = evconnlistener_new(base, accept_cb, s, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+    s->listener = evconnlistener_new(base, accept_cb, s, LEV_OPT_CLOSE_ON_FREE, 0, fd);
     if (s->listener == NULL) {
         FTI_ERROR("rpc: evconnlistener_new failed");
         close(fd);
