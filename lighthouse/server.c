@@ -16,6 +16,12 @@
  * iteration (an activated event).  An issued quorum is packed once and the
  * same bytes are sent to every waiter by reference; waiters are found by
  * replica id in a hash table.
+ *
+ * Compact replies (LighthouseQuorumRequest.compact): a waiter that asked
+ * for one gets its own group's results (src/results.h) instead of the
+ * member list, so its reply does not grow with the number of groups.  The
+ * results index is built once per quorum (O(n log n)); each compact reply
+ * then costs O(log n + world_size * (1 + destinations)).
  */
 #include "lighthouse.h"
 
@@ -30,11 +36,13 @@
 #include "log.h"
 #include "proto/ftmpi.pb-c.h"
 #include "quorum.h"
+#include "results.h"
 #include "rpc.h"
 #include "util.h"
 
 #define LH_KILL_TIMEOUT_MS 5000
 #define LH_LOG_NAMES 16 /* membership changes listed by name up to this many */
+#define LH_COMPACT_MAX_RANKS 4096 /* group ranks a compact reply lists at most */
 
 const double fti_lh_hist_bounds_ms[FTI_LH_HIST_BUCKETS - 1] = {
     1, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000};
@@ -55,6 +63,8 @@ void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o)
 
 struct waiter {
     fti_rpc_call_h call;
+    bool compact;   /* wants its results, not the member list */
+    bool init_sync; /* the results' step-0 rule (compact only) */
     uint64_t hash;
     struct waiter *next; /* bucket chain */
     char replica_id[FTI_QID_MAX];
@@ -234,44 +244,170 @@ static void reply_release(void *arg)
         free(r);
 }
 
-/* Packs q as a LighthouseQuorumResponse.  Returns NULL on no memory. */
-static struct shared_reply *pack_quorum(const fti_quorum_t *q, int64_t created_wall)
+/* An issued quorum as protobuf structs (pointing into q), with what its
+ * replies need: built once per quorum, released with view_clear. */
+struct quorum_view {
+    const fti_quorum_t *q;
+    Ftmpi__QuorumMember *pm;
+    Ftmpi__QuorumMember **pp;
+    Ftmpi__Quorum pq;
+    int64_t dropped;             /* compact replies: failures survived */
+    bool idx_tried;
+    fti_results_index_h idx;     /* compact replies; NULL until needed or on no memory */
+    bool full_tried;
+    struct shared_reply *full;   /* the full reply; NULL until needed or on no memory */
+};
+
+static void view_clear(struct quorum_view *v)
 {
-    Ftmpi__QuorumMember *pm = calloc(q->n_members, sizeof(*pm));
-    Ftmpi__QuorumMember **pp = calloc(q->n_members, sizeof(*pp));
-    struct shared_reply *r = NULL;
-    if (pm && pp) {
-        for (size_t i = 0; i < q->n_members; i++) {
-            const fti_qmember_t *m = &q->members[i];
-            ftmpi__quorum_member__init(&pm[i]);
-            pm[i].replica_id = (char *)m->replica_id;
-            pm[i].address = (char *)m->address;
-            pm[i].store_address = (char *)m->store_address;
-            pm[i].step = m->step;
-            pm[i].world_size = m->world_size;
-            pm[i].shrink_only = m->shrink_only;
-            pm[i].commit_failures = m->commit_failures;
-            pm[i].data.data = m->data;
-            pm[i].data.len = m->data_len;
-            pp[i] = &pm[i];
-        }
-        Ftmpi__Quorum pq = FTMPI__QUORUM__INIT;
+    fti_results_index_destroy(v->idx);
+    if (v->full)
+        reply_release(v->full);
+    free(v->pm);
+    free(v->pp);
+    memset(v, 0, sizeof(*v));
+}
+
+/* FT_ERR_NO_MEMORY leaves v cleared. */
+static int view_init(struct quorum_view *v, const fti_quorum_t *q, int64_t created_wall,
+                     int64_t dropped)
+{
+    memset(v, 0, sizeof(*v));
+    v->q = q;
+    v->dropped = dropped;
+    v->pm = calloc(q->n_members, sizeof(*v->pm));
+    v->pp = calloc(q->n_members, sizeof(*v->pp));
+    if (v->pm == NULL || v->pp == NULL) {
+        view_clear(v);
+        return FT_ERR_NO_MEMORY;
+    }
+    Ftmpi__QuorumMember *pm = v->pm, **pp = v->pp;
+    for (size_t i = 0; i < q->n_members; i++) {
+        const fti_qmember_t *m = &q->members[i];
+        ftmpi__quorum_member__init(&pm[i]);
+        pm[i].replica_id = (char *)m->replica_id;
+        pm[i].address = (char *)m->address;
+        pm[i].store_address = (char *)m->store_address;
+        pm[i].step = m->step;
+        pm[i].world_size = m->world_size;
+        pm[i].shrink_only = m->shrink_only;
+        pm[i].commit_failures = m->commit_failures;
+        pm[i].data.data = m->data;
+        pm[i].data.len = m->data_len;
+        pp[i] = &pm[i];
+    }
+    ftmpi__quorum__init(&v->pq);
+    v->pq.quorum_id = q->quorum_id;
+    v->pq.n_participants = q->n_members;
+    v->pq.participants = pp;
+    v->pq.created_ms = created_wall;
+    return FT_SUCCESS;
+}
+
+static struct shared_reply *pack_response(const Ftmpi__LighthouseQuorumResponse *resp)
+{
+    size_t len = ftmpi__lighthouse_quorum_response__get_packed_size(resp);
+    struct shared_reply *r = malloc(sizeof(*r) + len);
+    if (r) {
+        r->refs = 1;
+        r->len = ftmpi__lighthouse_quorum_response__pack(resp, r->data);
+    }
+    return r;
+}
+
+/* The full reply (every member), packed on first use and shared.  NULL on
+ * no memory. */
+static struct shared_reply *view_full(struct quorum_view *v)
+{
+    if (!v->full_tried) {
         Ftmpi__LighthouseQuorumResponse resp = FTMPI__LIGHTHOUSE_QUORUM_RESPONSE__INIT;
-        pq.quorum_id = q->quorum_id;
-        pq.n_participants = q->n_members;
-        pq.participants = pp;
-        pq.created_ms = created_wall;
-        resp.quorum = &pq;
-        size_t len = ftmpi__lighthouse_quorum_response__get_packed_size(&resp);
-        r = malloc(sizeof(*r) + len);
-        if (r) {
-            r->refs = 1;
-            r->len = ftmpi__lighthouse_quorum_response__pack(&resp, r->data);
+        v->full_tried = true;
+        resp.quorum = &v->pq;
+        v->full = pack_response(&resp);
+    }
+    return v->full;
+}
+
+/* The compact reply of group replica_id (one result per group rank; the
+ * quorum without members).  Returns its own reply (refs 1) or NULL with
+ * *rc_p set. */
+static struct shared_reply *view_compact(struct quorum_view *v, const char *replica_id,
+                                         bool init_sync, int *rc_p)
+{
+    if (!v->idx_tried) {
+        v->idx_tried = true;
+        if (fti_results_index_create(&v->pq, &v->idx) != FT_SUCCESS)
+            v->idx = NULL;
+    }
+    if (v->idx == NULL) {
+        *rc_p = FT_ERR_NO_MEMORY;
+        return NULL;
+    }
+    int rank = fti_results_index_find(v->idx, replica_id);
+    long at = fti_quorum_member_index(v->q, replica_id);
+    if (rank < 0 || at < 0) {
+        *rc_p = FT_ERR_NOT_FOUND;
+        return NULL;
+    }
+    uint64_t ws = v->q->members[at].world_size ? v->q->members[at].world_size : 1;
+    if (ws > LH_COMPACT_MAX_RANKS) {
+        *rc_p = FT_ERR_ARG;
+        return NULL;
+    }
+    fti_quorum_result_t *res = calloc(ws, sizeof(*res));
+    Ftmpi__ManagerQuorumResult *msgs = calloc(ws, sizeof(*msgs));
+    Ftmpi__ManagerQuorumResult **mp = calloc(ws, sizeof(*mp));
+    int64_t(*dst)[FTI_ARRAY_SIZE(res->recover_dst_replica_ranks)] = calloc(ws, sizeof(*dst));
+    struct shared_reply *r = NULL;
+    int rc = FT_ERR_NO_MEMORY;
+    if (res && msgs && mp && dst) {
+        rc = FT_SUCCESS;
+        for (uint64_t g = 0; g < ws && rc == FT_SUCCESS; g++) {
+            rc = fti_results_compute_at(v->idx, rank, (int)g, init_sync, &res[g]);
+            if (rc == FT_SUCCESS) {
+                fti_results_to_msg(&res[g], dst[g], &msgs[g]);
+                mp[g] = &msgs[g];
+            }
         }
     }
-    free(pm);
-    free(pp);
+    if (rc == FT_SUCCESS) {
+        Ftmpi__Quorum pq = FTMPI__QUORUM__INIT;
+        Ftmpi__LighthouseQuorumResponse resp = FTMPI__LIGHTHOUSE_QUORUM_RESPONSE__INIT;
+        pq.quorum_id = v->pq.quorum_id;
+        pq.created_ms = v->pq.created_ms;
+        resp.quorum = &pq;
+        resp.n_results = ws;
+        resp.results = mp;
+        resp.dropped = v->dropped;
+        r = pack_response(&resp);
+        if (r == NULL)
+            rc = FT_ERR_NO_MEMORY;
+    }
+    free(dst);
+    free(mp);
+    free(msgs);
+    free(res);
+    *rc_p = rc;
     return r;
+}
+
+/* Members of prev missing from the sorted members[0..n) or there with
+ * another manager address (a restarted group).  O(n + prev). */
+static int64_t count_dropped(const fti_quorum_t *prev, const fti_qmember_t *members, size_t n)
+{
+    int64_t dropped = 0;
+    size_t j = 0;
+    if (prev == NULL)
+        return 0;
+    for (size_t i = 0; i < prev->n_members; i++) {
+        const fti_qmember_t *p = &prev->members[i];
+        int c = 1;
+        while (j < n && (c = strcmp(members[j].replica_id, p->replica_id)) < 0)
+            j++;
+        if (j >= n || c != 0 || strcmp(members[j].address, p->address) != 0)
+            dropped++;
+    }
+    return dropped;
 }
 
 static void refresh_rpc_stats(struct fti_lighthouse *lh)
@@ -440,8 +576,10 @@ static void evaluate(struct fti_lighthouse *lh)
         snprintf(lh->reason, sizeof(lh->reason), "idle: no healthy group waits for a quorum");
     else
         fti_strlcpy(lh->reason, d.reason, sizeof(lh->reason));
+    int64_t dropped = 0;
     if (d.issue) {
         membership_change(fti_quorum_prev(lh->st), &d, change, sizeof(change));
+        dropped = count_dropped(fti_quorum_prev(lh->st), d.members, d.n_members);
         rc = fti_quorum_commit(lh->st, &d, now, &q);
         if (rc == FT_SUCCESS) {
             first_ms = lh->round_first_req_ms;
@@ -468,29 +606,40 @@ static void evaluate(struct fti_lighthouse *lh)
              q->quorum_id, q->n_members, change[0] ? ", " : "", change,
              first_ms >= 0 ? now - first_ms : 0, last_ms >= 0 ? now - last_ms : 0);
 
-    struct shared_reply *r = pack_quorum(q, created_wall);
-    size_t answered = 0;
+    struct quorum_view v;
+    bool have_view = view_init(&v, q, created_wall, dropped) == FT_SUCCESS;
+    size_t answered = 0, failed = 0;
     for (size_t i = 0; i < q->n_members; i++) {
         struct waiter *x = waiters_take(&lh->waiters, q->members[i].replica_id), *next;
         if (x)
             lh->waiters.n_ids--;
         for (; x; x = next) {
             next = x->next;
-            if (r == NULL) {
-                fti_rpc_reply_error(x->call, FT_ERR_NO_MEMORY, "lighthouse out of memory");
-            } else {
+            int rc2 = FT_ERR_NO_MEMORY;
+            struct shared_reply *r = NULL;
+            if (have_view && x->compact) {
+                r = view_compact(&v, x->replica_id, x->init_sync, &rc2);
+            } else if (have_view && (r = view_full(&v)) != NULL) {
                 r->refs++;
-                if (fti_rpc_reply_ref(x->call, r->data, r->len, reply_release, r) == FT_SUCCESS)
-                    answered++;
+            }
+            if (r == NULL) {
+                failed++;
+                fti_rpc_reply_error(x->call, rc2,
+                                    rc2 == FT_ERR_ARG ? "world_size too large for a compact reply"
+                                                      : "lighthouse out of memory");
+            } else if (fti_rpc_reply_ref(x->call, r->data, r->len, reply_release, r) ==
+                       FT_SUCCESS) {
+                answered++;
             }
             free(x);
         }
     }
     lh->waiters.n_prev_ids = 0; /* the waiters left are not members */
-    if (r == NULL)
-        FTI_ERROR("out of memory packing quorum %" PRId64, q->quorum_id);
-    else
-        reply_release(r);
+    if (failed > 0)
+        FTI_ERROR("quorum %" PRId64 ": %zu replies not sent (out of memory or bad world size)",
+                  q->quorum_id, failed);
+    if (have_view)
+        view_clear(&v);
     FTI_DEBUG("quorum %" PRId64 " sent to %zu waiting calls", q->quorum_id, answered);
     fti_quorum_free(q);
 }
@@ -592,6 +741,7 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
         lh, call, &ftmpi__lighthouse_quorum_request__descriptor, "quorum request", payload, len);
     if (req == NULL)
         return;
+    bool compact = req->compact, init_sync = req->init_sync;
     if (req->requester == NULL || member_from_msg(req->requester, &m) != FT_SUCCESS) {
         FTI_WARN("quorum request from %s: requester missing or a field too long",
                  fti_rpc_call_peer(call));
@@ -632,6 +782,8 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
     FTI_DEBUG("quorum request of %s (step %" PRId64 ") from %s", m.replica_id, m.step,
               fti_rpc_call_peer(call));
     x->call = call;
+    x->compact = compact;
+    x->init_sync = init_sync;
     memcpy(x->replica_id, m.replica_id, sizeof(x->replica_id));
     if (!waiters_has(&lh->waiters, x->replica_id)) {
         lh->waiters.n_ids++;

@@ -5,9 +5,11 @@
  * One replica group = the ranks of the group communicator (mode A:
  * MPI_COMM_WORLD; mode B: its split into groups of FTMPI_GROUP_SIZE ranks,
  * modeb.h; duplicated either way).  Group rank 0 is the manager: it asks
- * the lighthouse for each step's quorum and broadcasts it to the group;
- * every rank then computes its own results (results.h), rebuilds its slice
- * when the quorum id changed and heals when behind.
+ * the lighthouse for each step's quorum and broadcasts the reply to the
+ * group; every rank then takes its own results (results.h: mode A asks for
+ * compact replies, where the lighthouse computed them for each group rank;
+ * mode B gets the member list and computes them), rebuilds its slice when
+ * the quorum id changed and heals when behind.
  *
  * Mode B: nothing ends a group whose rank died, so an intra-group
  * operation that fails (its deadline passed: a rank is dead or hopelessly
@@ -497,9 +499,18 @@ struct quorum_ask {
     int64_t flags;
 };
 
-/* Group rank 0: gathers the group's asks, asks the lighthouse, packs the
- * quorum.  Returns the status to broadcast; *buf_p and *len_p hold the packed
- * quorum on success. */
+/* Mode A with the tcp backend asks the lighthouse for compact replies: the
+ * group's own results (one per group rank) instead of every member, so a
+ * reply does not grow with the number of groups.  The mpi backend (mode B)
+ * needs every member's world rank to build its slice: the full list. */
+static bool want_compact(void)
+{
+    return !st.mode_b && st.backend == FTI_BACKEND_TCP;
+}
+
+/* Group rank 0: gathers the group's asks, asks the lighthouse, packs its
+ * LighthouseQuorumResponse.  Returns the status to broadcast; *buf_p and
+ * *len_p hold the packed response on success. */
 static int manager_round(int flags, void **buf_p, size_t *len_p)
 {
     struct quorum_ask mine = {st.step, flags};
@@ -531,7 +542,7 @@ static int manager_round(int flags, void **buf_p, size_t *len_p)
         return FT_ERR_KILLED;
 
     Ftmpi__QuorumMember me = FTMPI__QUORUM_MEMBER__INIT;
-    Ftmpi__Quorum *q = NULL;
+    Ftmpi__LighthouseQuorumResponse *q = NULL;
     me.replica_id = st.replica_id;
     me.address = st.my_addr;
     me.store_address = st.my_addr;
@@ -541,29 +552,30 @@ static int manager_round(int flags, void **buf_p, size_t *len_p)
     me.commit_failures = st.commit_failures;
     me.data.data = (uint8_t *)st.member_data; /* mode B: the group's first world rank */
     me.data.len = st.member_data_len;
-    rc = fti_manager_quorum(st.manager, &me, st.cfg.quorum_timeout_ms, &q);
+    rc = fti_manager_quorum(st.manager, &me, want_compact(), st.cfg.init_sync != 0,
+                            st.cfg.quorum_timeout_ms, &q);
     if (rc != FT_SUCCESS)
         return rc;
     if (fti_rank_server_killed(st.server, msg, sizeof(msg))) {
-        ftmpi__quorum__free_unpacked(q, NULL);
+        ftmpi__lighthouse_quorum_response__free_unpacked(q, NULL);
         return FT_ERR_KILLED;
     }
-    size_t len = ftmpi__quorum__get_packed_size(q);
+    size_t len = ftmpi__lighthouse_quorum_response__get_packed_size(q);
     void *buf = malloc(len ? len : 1);
     if (buf == NULL) {
-        ftmpi__quorum__free_unpacked(q, NULL);
+        ftmpi__lighthouse_quorum_response__free_unpacked(q, NULL);
         return FT_ERR_NO_MEMORY;
     }
-    ftmpi__quorum__pack(q, buf);
-    ftmpi__quorum__free_unpacked(q, NULL);
+    ftmpi__lighthouse_quorum_response__pack(q, buf);
+    ftmpi__lighthouse_quorum_response__free_unpacked(q, NULL);
     *buf_p = buf;
     *len_p = len;
     return FT_SUCCESS;
 }
 
-/* The group's quorum exchange: every rank gets the quorum or the status
- * rank 0 ended with. */
-static int quorum_exchange(int flags, Ftmpi__Quorum **q_p)
+/* The group's quorum exchange: every rank gets the lighthouse's response
+ * (it has a quorum) or the status rank 0 ended with. */
+static int quorum_exchange(int flags, Ftmpi__LighthouseQuorumResponse **q_p)
 {
     void *buf = NULL, *got = NULL;
     size_t len = 0, got_len = 0;
@@ -594,10 +606,13 @@ static int quorum_exchange(int flags, Ftmpi__Quorum **q_p)
         free(got);
         return st.mode_b && status == FT_ERR_GROUP_LOST ? group_lost(status) : status;
     }
-    Ftmpi__Quorum *q = ftmpi__quorum__unpack(NULL, got_len, got);
+    Ftmpi__LighthouseQuorumResponse *q =
+        ftmpi__lighthouse_quorum_response__unpack(NULL, got_len, got);
     free(got);
-    if (q == NULL) {
+    if (q == NULL || q->quorum == NULL) {
         FTI_ERROR("quorum: the group's broadcast does not decode");
+        if (q)
+            ftmpi__lighthouse_quorum_response__free_unpacked(q, NULL);
         return FT_ERR_BAD_MESSAGE;
     }
     *q_p = q;
@@ -636,6 +651,16 @@ static void track_members(const Ftmpi__Quorum *q)
     free_prev_members();
     st.prev_members = list;
     st.n_prev = q->n_participants;
+}
+
+/* Compact replies: the lighthouse counted the members of its previous
+ * quorum missing from this one (or back restarted).  Counted once per new
+ * quorum this process sees after its first; no member list is kept. */
+static void track_dropped(int64_t dropped, bool changed)
+{
+    if (st.have_quorum && changed && dropped > 0)
+        failures_survived++;
+    free_prev_members();
 }
 
 /* The `mpi` backend's slice: the members' world ranks from the quorum. */
@@ -740,11 +765,11 @@ FTMPI_EXPORT int FT_Quorum(int flags)
     fti_heal_set_step(st.heal, st.step, true);
 
     int64_t t0 = fti_now_ms();
-    Ftmpi__Quorum *q = NULL;
+    Ftmpi__LighthouseQuorumResponse *resp = NULL;
     /* every rank runs the same group operations in every FT_Quorum (their
      * messages are matched by sequence), also once killed: rank 0 keeps
      * broadcasting FT_ERR_KILLED */
-    int rc = quorum_exchange(flags, &q);
+    int rc = quorum_exchange(flags, &resp);
     int64_t qms = fti_now_ms() - t0;
     if (rc != FT_SUCCESS) {
         if (rc == FT_ERR_KILLED && !st.killed) {
@@ -757,20 +782,34 @@ FTMPI_EXPORT int FT_Quorum(int flags)
         return rc;
     }
 
+    const Ftmpi__Quorum *q = resp->quorum;
+    /* compact: the lighthouse computed the results of each group rank; a
+     * lighthouse that does not know compact replies sent the members */
+    bool compact = resp->n_results > 0;
     fti_quorum_result_t res;
-    rc = fti_results_compute(q, st.replica_id, st.group_rank, st.cfg.init_sync != 0, &res);
+    if (compact && (size_t)st.group_rank >= resp->n_results)
+        rc = FT_ERR_BAD_MESSAGE;
+    else if (compact)
+        rc = fti_results_from_msg(resp->results[st.group_rank], &res);
+    else
+        rc = fti_results_compute(q, st.replica_id, st.group_rank, st.cfg.init_sync != 0, &res);
+    if (rc == FT_SUCCESS && compact && res.quorum_id != q->quorum_id)
+        rc = FT_ERR_BAD_MESSAGE;
     if (rc != FT_SUCCESS) {
         FTI_WARN("FT_Quorum: quorum %" PRId64 " has no place for this group: %s", q->quorum_id,
                  FT_Error_string(rc));
-        ftmpi__quorum__free_unpacked(q, NULL);
+        ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
         latch(FT_ERR_QUORUM);
         return FT_ERR_QUORUM;
     }
     fti_results_apply_spares(&res, st.cfg.world_mode == FTI_WORLD_FIXED_WITH_SPARES
                                        ? st.cfg.min_replicas
                                        : 0);
-    track_members(q);
     bool changed = !st.have_quorum || res.quorum_id != st.res.quorum_id;
+    if (compact)
+        track_dropped(resp->dropped, changed);
+    else
+        track_members(q);
     st.res = res;
     st.have_quorum = true;
     st.quorum_ok = true;
@@ -793,6 +832,7 @@ FTMPI_EXPORT int FT_Quorum(int flags)
     log_ctx_update();
 
     if (st.group_rank == 0) {
+        /* compact: no member list (the size says how many) */
         const char **ids = calloc(q->n_participants ? q->n_participants : 1, sizeof(*ids));
         for (size_t i = 0; ids != NULL && i < q->n_participants; i++)
             ids[i] = q->participants[i]->replica_id;
@@ -800,7 +840,7 @@ FTMPI_EXPORT int FT_Quorum(int flags)
                          res.replica_rank, res.replica_world_size, qms, changed, res.heal, rc);
         free(ids);
     }
-    ftmpi__quorum__free_unpacked(q, NULL);
+    ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
     return rc;
 }
 

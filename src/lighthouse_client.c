@@ -36,12 +36,15 @@ void fti_lighthouse_client_destroy(fti_lighthouse_client_h c)
     free(c);
 }
 
-int fti_lighthouse_quorum(fti_lighthouse_client_h c, const Ftmpi__QuorumMember *me,
-                          int timeout_ms, Ftmpi__Quorum **quorum_p)
+int fti_lighthouse_quorum_resp(fti_lighthouse_client_h c, const Ftmpi__QuorumMember *me,
+                               bool compact, bool init_sync, int timeout_ms,
+                               Ftmpi__LighthouseQuorumResponse **resp_p)
 {
     Ftmpi__LighthouseQuorumRequest req = FTMPI__LIGHTHOUSE_QUORUM_REQUEST__INIT;
     Ftmpi__LighthouseQuorumResponse *resp = NULL;
     req.requester = (Ftmpi__QuorumMember *)me;
+    req.compact = compact;
+    req.init_sync = init_sync;
     int rc = fti_rpc_call_msg(c->rpc, FTMPI__METHOD__LIGHTHOUSE_QUORUM, &req.base,
                               &ftmpi__lighthouse_quorum_response__descriptor, timeout_ms,
                               (ProtobufCMessage **)&resp);
@@ -52,6 +55,17 @@ int fti_lighthouse_quorum(fti_lighthouse_client_h c, const Ftmpi__QuorumMember *
         ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
         return FT_ERR_BAD_MESSAGE;
     }
+    *resp_p = resp;
+    return FT_SUCCESS;
+}
+
+int fti_lighthouse_quorum(fti_lighthouse_client_h c, const Ftmpi__QuorumMember *me,
+                          int timeout_ms, Ftmpi__Quorum **quorum_p)
+{
+    Ftmpi__LighthouseQuorumResponse *resp = NULL;
+    int rc = fti_lighthouse_quorum_resp(c, me, false, false, timeout_ms, &resp);
+    if (rc != FT_SUCCESS)
+        return rc;
     /* hand the quorum over without copying: detach it from the response */
     Ftmpi__Quorum *q = resp->quorum;
     resp->quorum = NULL;

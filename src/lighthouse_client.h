@@ -5,6 +5,8 @@
 #ifndef FTI_LIGHTHOUSE_CLIENT_H
 #define FTI_LIGHTHOUSE_CLIENT_H
 
+#include <stdbool.h>
+
 #include "proto/ftmpi.pb-c.h"
 
 typedef struct fti_lighthouse_client *fti_lighthouse_client_h;
@@ -18,6 +20,16 @@ void fti_lighthouse_client_destroy(fti_lighthouse_client_h client);
  * *quorum_p is set; free it with ftmpi__quorum__free_unpacked(q, NULL). */
 int fti_lighthouse_quorum(fti_lighthouse_client_h client, const Ftmpi__QuorumMember *me,
                           int timeout_ms, Ftmpi__Quorum **quorum_p);
+
+/* The same with the whole response.  compact: ask for this group's results
+ * (response.results, one per group rank; quorum.participants empty) instead
+ * of the member list; init_sync is the results' step-0 rule.  A lighthouse
+ * that does not know compact replies with the member list (no results).
+ * On success *resp_p has a quorum; free it with
+ * ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL). */
+int fti_lighthouse_quorum_resp(fti_lighthouse_client_h client, const Ftmpi__QuorumMember *me,
+                               bool compact, bool init_sync, int timeout_ms,
+                               Ftmpi__LighthouseQuorumResponse **resp_p);
 
 int fti_lighthouse_heartbeat(fti_lighthouse_client_h client, const char *replica_id,
                              int timeout_ms);

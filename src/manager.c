@@ -145,17 +145,18 @@ void fti_manager_destroy(fti_manager_h m)
     free(m);
 }
 
-int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, int timeout_ms,
-                       Ftmpi__Quorum **q_p)
+int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, bool compact,
+                       bool init_sync, int timeout_ms, Ftmpi__LighthouseQuorumResponse **resp_p)
 {
     int64_t deadline = fti_now_ms() + timeout_ms;
     int rc, tries = 0;
     for (;;) {
-        Ftmpi__Quorum *q = NULL;
+        Ftmpi__LighthouseQuorumResponse *resp = NULL;
         tries++;
-        rc = fti_lighthouse_quorum(m->quorum_client, me, FTI_MAX(1, fti_ms_left(deadline)), &q);
+        rc = fti_lighthouse_quorum_resp(m->quorum_client, me, compact, init_sync,
+                                        FTI_MAX(1, fti_ms_left(deadline)), &resp);
         if (rc == FT_SUCCESS) {
-            *q_p = q;
+            *resp_p = resp;
             return FT_SUCCESS;
         }
         if (rc != FT_ERR_CONNECT && rc != FT_ERR_PROC_FAILED)

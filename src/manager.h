@@ -35,9 +35,10 @@ int fti_manager_leave(fti_manager_h m, int timeout_ms);
 
 /* Asks for the quorum of the next step with `me` as this group's member,
  * waiting up to timeout_ms.  A lighthouse that cannot be reached is asked
- * again until the time is up (it may be restarting).  On success *q_p is
- * set; free it with ftmpi__quorum__free_unpacked(q, NULL). */
-int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, int timeout_ms,
-                       Ftmpi__Quorum **q_p);
+ * again until the time is up (it may be restarting).  compact, init_sync:
+ * see fti_lighthouse_quorum_resp.  On success *resp_p is set (it has a
+ * quorum); free it with ftmpi__lighthouse_quorum_response__free_unpacked. */
+int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, bool compact,
+                       bool init_sync, int timeout_ms, Ftmpi__LighthouseQuorumResponse **resp_p);
 
 #endif

@@ -182,6 +182,245 @@ out:
     return rc;
 }
 
+/* ---- many groups of one quorum ------------------------------------------- */
+
+/* The members' roles under one init_sync setting. */
+struct heal_plan {
+    int *up;     /* up-to-date members, replica-rank order */
+    int n_up;
+    int *up_pos; /* per member: its index in up, -1 if it heals */
+    int *heal;   /* healing members, replica-rank order */
+    int n_heal;
+    int *heal_k; /* per member: its index in heal, -1 if up to date */
+};
+
+struct fti_results_index {
+    const Ftmpi__Quorum *q;
+    const Ftmpi__QuorumMember **m; /* sorted by replica id */
+    int n;
+    int64_t max_step, commit_failures;
+    int *max_members; /* members at max step */
+    int n_max;
+    int *max_rank;    /* per member: index in max_members, -1 if behind */
+    struct heal_plan plan[2]; /* [init_sync] */
+    int *ints;        /* one block for every int array above */
+};
+
+int fti_results_index_create(const Ftmpi__Quorum *q, fti_results_index_h *idx_p)
+{
+    if (q == NULL || idx_p == NULL || q->n_participants == 0 || q->participants == NULL ||
+        q->n_participants > INT32_MAX / 16)
+        return FT_ERR_ARG;
+    struct fti_results_index *x = calloc(1, sizeof(*x));
+    if (x == NULL)
+        return FT_ERR_NO_MEMORY;
+    int rc = sorted_members(q, &x->m);
+    if (rc != FT_SUCCESS) {
+        free(x);
+        return rc;
+    }
+    int n = (int)q->n_participants;
+    x->q = q;
+    x->n = n;
+    x->ints = malloc((size_t)n * 10 * sizeof(int));
+    if (x->ints == NULL) {
+        fti_results_index_destroy(x);
+        return FT_ERR_NO_MEMORY;
+    }
+    int *p = x->ints;
+    x->max_members = p, p += n;
+    x->max_rank = p, p += n;
+    for (int s = 0; s < 2; s++) {
+        struct heal_plan *h = &x->plan[s];
+        h->up = p, p += n;
+        h->up_pos = p, p += n;
+        h->heal = p, p += n;
+        h->heal_k = p, p += n;
+    }
+
+    const Ftmpi__QuorumMember **m = x->m;
+    x->max_step = m[0]->step;
+    x->commit_failures = m[0]->commit_failures;
+    for (int i = 0; i < n; i++) {
+        x->max_step = FTI_MAX(x->max_step, m[i]->step);
+        x->commit_failures = FTI_MAX(x->commit_failures, m[i]->commit_failures);
+    }
+    for (int i = 0; i < n; i++) {
+        x->max_rank[i] = -1;
+        if (m[i]->step == x->max_step) {
+            x->max_rank[i] = x->n_max;
+            x->max_members[x->n_max++] = i;
+        }
+    }
+    int primary = x->max_members[0];
+    for (int s = 0; s < 2; s++) {
+        struct heal_plan *h = &x->plan[s];
+        bool force = s == 1 && x->max_step == 0;
+        for (int i = 0; i < n; i++) {
+            bool heals = m[i]->step != x->max_step || (force && i != primary);
+            h->up_pos[i] = h->heal_k[i] = -1;
+            if (heals) {
+                h->heal_k[i] = h->n_heal;
+                h->heal[h->n_heal++] = i;
+            } else {
+                h->up_pos[i] = h->n_up;
+                h->up[h->n_up++] = i;
+            }
+        }
+    }
+    *idx_p = x;
+    return FT_SUCCESS;
+}
+
+void fti_results_index_destroy(fti_results_index_h x)
+{
+    if (x == NULL)
+        return;
+    free(x->ints);
+    free(x->m);
+    free(x);
+}
+
+static const char *index_key(const void *arr, size_t i)
+{
+    return ((const Ftmpi__QuorumMember *const *)arr)[i]->replica_id;
+}
+
+int fti_results_index_find(fti_results_index_h x, const char *replica_id)
+{
+    bool found = false;
+    if (x == NULL || replica_id == NULL)
+        return FT_ERR_ARG;
+    size_t at = fti_bsearch_str(x->m, (size_t)x->n, index_key, replica_id, &found);
+    return found ? (int)at : FT_ERR_NOT_FOUND;
+}
+
+int fti_results_compute_at(fti_results_index_h x, int replica_rank, int group_rank,
+                           bool init_sync, fti_quorum_result_t *res_p)
+{
+    if (x == NULL || res_p == NULL || replica_rank < 0 || replica_rank >= x->n || group_rank < 0)
+        return FT_ERR_ARG;
+    const struct heal_plan *h = &x->plan[init_sync ? 1 : 0];
+    const Ftmpi__QuorumMember **m = x->m;
+    fti_quorum_result_t r;
+    memset(&r, 0, sizeof(r));
+    r.quorum_id = x->q->quorum_id;
+    r.replica_world_size = x->n;
+    r.replica_rank = replica_rank;
+    r.max_step = x->max_step;
+    r.commit_failures = x->commit_failures;
+    r.max_replica_rank = x->max_rank[replica_rank];
+    r.max_world_size = x->n_max;
+    r.recover_src_replica_rank = -1;
+
+    const char *store = m[x->max_members[group_rank % x->n_max]]->store_address;
+    if (!fits(store, sizeof(r.store_address))) {
+        FTI_ERROR("store address of quorum %lld is too long (%zu bytes)",
+                  (long long)x->q->quorum_id, strlen(store));
+        return FT_ERR_ARG;
+    }
+    fti_strlcpy(r.store_address, store, sizeof(r.store_address));
+
+    int k = h->heal_k[replica_rank];
+    if (k >= 0) {
+        /* the k-th healing member's source (fti_results_compute) */
+        int src = h->up[(int)(((int64_t)k + group_rank) % h->n_up)];
+        const Ftmpi__QuorumMember *s = m[src];
+        if (!fits(s->address, sizeof(r.recover_src_manager_address)) ||
+            !fits(s->replica_id, sizeof(r.recover_src_replica_id))) {
+            FTI_ERROR("heal source %.64s of quorum %lld has a too long id or address",
+                      s->replica_id, (long long)x->q->quorum_id);
+            return FT_ERR_ARG;
+        }
+        r.heal = true;
+        r.recover_src_replica_rank = src;
+        fti_strlcpy(r.recover_src_manager_address, s->address,
+                    sizeof(r.recover_src_manager_address));
+        fti_strlcpy(r.recover_src_replica_id, s->replica_id, sizeof(r.recover_src_replica_id));
+    } else {
+        /* the healing members k with (k + group_rank) % n_up == my place */
+        int pos = h->up_pos[replica_rank];
+        int k0 = (int)((pos - group_rank % h->n_up + h->n_up) % h->n_up);
+        for (int j = k0; j < h->n_heal &&
+                         r.n_recover_dst < (int)FTI_ARRAY_SIZE(r.recover_dst_replica_ranks);
+             j += h->n_up)
+            r.recover_dst_replica_ranks[r.n_recover_dst++] = h->heal[j];
+    }
+    r.participants = x->n;
+    r.spare = false;
+    *res_p = r;
+    return FT_SUCCESS;
+}
+
+void fti_results_to_msg(const fti_quorum_result_t *res, int64_t *dst,
+                        Ftmpi__ManagerQuorumResult *msg)
+{
+    ftmpi__manager_quorum_result__init(msg);
+    msg->quorum_id = res->quorum_id;
+    msg->replica_rank = res->replica_rank;
+    msg->replica_world_size = res->replica_world_size;
+    msg->recover_src_manager_address = (char *)res->recover_src_manager_address;
+    msg->recover_src_replica_rank = res->recover_src_replica_rank;
+    msg->recover_src_replica_id = (char *)res->recover_src_replica_id;
+    for (int i = 0; i < res->n_recover_dst; i++)
+        dst[i] = res->recover_dst_replica_ranks[i];
+    msg->n_recover_dst_replica_ranks = (size_t)res->n_recover_dst;
+    msg->recover_dst_replica_ranks = dst;
+    msg->store_address = (char *)res->store_address;
+    msg->max_step = res->max_step;
+    msg->max_replica_rank = res->max_replica_rank;
+    msg->max_world_size = res->max_world_size;
+    msg->heal = res->heal;
+    msg->commit_failures = res->commit_failures;
+}
+
+static bool in_range(int64_t v, int64_t lo, int64_t hi)
+{
+    return v >= lo && v <= hi;
+}
+
+int fti_results_from_msg(const Ftmpi__ManagerQuorumResult *msg, fti_quorum_result_t *res_p)
+{
+    fti_quorum_result_t r;
+    memset(&r, 0, sizeof(r));
+    if (msg == NULL || res_p == NULL)
+        return FT_ERR_ARG;
+    int64_t n = msg->replica_world_size;
+    const char *src_addr = msg->recover_src_manager_address ? msg->recover_src_manager_address : "";
+    const char *src_id = msg->recover_src_replica_id ? msg->recover_src_replica_id : "";
+    const char *store = msg->store_address ? msg->store_address : "";
+    if (!in_range(n, 1, INT32_MAX) || !in_range(msg->replica_rank, 0, n - 1) ||
+        !in_range(msg->max_world_size, 1, n) || !in_range(msg->max_replica_rank, -1, n - 1) ||
+        !in_range(msg->recover_src_replica_rank, -1, n - 1) ||
+        msg->heal != (msg->recover_src_replica_rank >= 0) ||
+        msg->n_recover_dst_replica_ranks > FTI_ARRAY_SIZE(r.recover_dst_replica_ranks) ||
+        !fits(src_addr, sizeof(r.recover_src_manager_address)) ||
+        !fits(src_id, sizeof(r.recover_src_replica_id)) || !fits(store, sizeof(r.store_address)))
+        return FT_ERR_BAD_MESSAGE;
+    for (size_t i = 0; i < msg->n_recover_dst_replica_ranks; i++) {
+        if (!in_range(msg->recover_dst_replica_ranks[i], 0, n - 1))
+            return FT_ERR_BAD_MESSAGE;
+        r.recover_dst_replica_ranks[i] = (int)msg->recover_dst_replica_ranks[i];
+    }
+    r.quorum_id = msg->quorum_id;
+    r.replica_rank = (int)msg->replica_rank;
+    r.replica_world_size = (int)n;
+    r.max_step = msg->max_step;
+    r.max_replica_rank = (int)msg->max_replica_rank;
+    r.max_world_size = (int)msg->max_world_size;
+    fti_strlcpy(r.store_address, store, sizeof(r.store_address));
+    r.heal = msg->heal;
+    r.recover_src_replica_rank = (int)msg->recover_src_replica_rank;
+    fti_strlcpy(r.recover_src_manager_address, src_addr, sizeof(r.recover_src_manager_address));
+    fti_strlcpy(r.recover_src_replica_id, src_id, sizeof(r.recover_src_replica_id));
+    r.n_recover_dst = (int)msg->n_recover_dst_replica_ranks;
+    r.commit_failures = msg->commit_failures;
+    r.participants = r.replica_world_size;
+    r.spare = false;
+    *res_p = r;
+    return FT_SUCCESS;
+}
+
 void fti_results_apply_spares(fti_quorum_result_t *res, int cap)
 {
     int n = res->replica_world_size;

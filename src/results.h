@@ -41,6 +41,37 @@ typedef struct fti_quorum_result {
 int fti_results_compute(const Ftmpi__Quorum *q, const char *replica_id, int group_rank,
                         bool init_sync, fti_quorum_result_t *res_p);
 
+/* The same results for many groups of one quorum (the lighthouse's compact
+ * replies): the index sorts the members and lists the members at max step,
+ * the up-to-date and the healing ones once, in O(n log n); then
+ * fti_results_compute_at costs O(R + destinations) per group instead of
+ * O(n).  The index points into q, which must outlive it.  Release with
+ * fti_results_index_destroy.  FT_ERR_ARG on an empty quorum or a member
+ * without id or address. */
+typedef struct fti_results_index *fti_results_index_h;
+int fti_results_index_create(const Ftmpi__Quorum *q, fti_results_index_h *idx_p);
+void fti_results_index_destroy(fti_results_index_h idx);
+
+/* The replica rank of replica_id (binary search), or FT_ERR_NOT_FOUND. */
+int fti_results_index_find(fti_results_index_h idx, const char *replica_id);
+
+/* Equals fti_results_compute(q, id of replica rank `replica_rank`,
+ * group_rank, init_sync).  FT_ERR_ARG on a rank out of range or a too long
+ * address; *res_p is set only on success. */
+int fti_results_compute_at(fti_results_index_h idx, int replica_rank, int group_rank,
+                           bool init_sync, fti_quorum_result_t *res_p);
+
+/* A result as a ManagerQuorumResult (compact lighthouse replies).  msg is
+ * initialised here and points into res and dst (res->n_recover_dst
+ * entries), which must outlive it; nothing to release. */
+void fti_results_to_msg(const fti_quorum_result_t *res, int64_t *dst,
+                        Ftmpi__ManagerQuorumResult *msg);
+
+/* The inverse: participants = replica_world_size, spare false (apply
+ * spares after).  FT_ERR_BAD_MESSAGE when a rank is out of range or a
+ * string does not fit; *res_p is set only on success. */
+int fti_results_from_msg(const Ftmpi__ManagerQuorumResult *msg, fti_quorum_result_t *res_p);
+
 /* Spare groups (FTMPI_WORLD_SIZE_MODE=fixed_with_spares): of the quorum's
  * members, in replica-rank order, the first min(members, cap) participate;
  * the others are spares.  Spares take part in the quorum, in healing and in

@@ -4,7 +4,11 @@
  * process (epoll, no thread per group).  Driver: bench_quorum.sh.
  *
  *   bench_quorum --lighthouse HOST:PORT --groups N [--rounds R] [--pid PID]
- *                [--timeout-ms MS]
+ *                [--timeout-ms MS] [--compact 0|1]
+ *
+ * --compact 1 asks for compact replies (LighthouseQuorumRequest.compact:
+ * each group gets its own results, not the member list); default 0, the
+ * full member list.
  *
  * It raises RLIMIT_NOFILE to the hard limit, connects N sockets (in
  * batches, so the listen backlog never overflows), then runs:
@@ -17,8 +21,9 @@
  * reply read in full.  Per round it also records the reply bytes (frame
  * headers included) and, with --pid, the lighthouse's CPU time (utime +
  * stime of /proc/PID/stat); at the end its peak RSS (VmHWM).  One reply per
- * quorum round is decoded and checked (N participants, the same quorum id
- * in every fast round).
+ * quorum round is decoded and checked (N participants, or with --compact
+ * one result of a quorum of N groups; the same quorum id in every fast
+ * round).
  *
  * Output: "CONNECT <groups> <us>" (untimed setup), one line per round, then
  * a summary:
@@ -38,6 +43,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +74,7 @@ static int n_groups, epfd, lh_pid;
 static char lh_host[64];
 static int lh_port;
 static int timeout_ms = 120000;
+static bool compact; /* --compact: ask for compact replies */
 static uint8_t scratch[1 << 20];
 
 static void die(const char *what)
@@ -309,9 +316,17 @@ static void run_round(uint16_t method, uint8_t **frames, size_t *lens, struct ro
     if (method == FTMPI__METHOD__LIGHTHOUSE_QUORUM) {
         Ftmpi__LighthouseQuorumResponse *r =
             ftmpi__lighthouse_quorum_response__unpack(NULL, conns[0].body_len, conns[0].keep);
-        if (r == NULL || r->quorum == NULL || (int)r->quorum->n_participants != n_groups) {
-            fprintf(stderr, "bench_quorum: the reply does not hold a quorum of %d groups\n",
-                    n_groups);
+        bool ok = r != NULL && r->quorum != NULL;
+        if (ok && compact)
+            ok = r->quorum->n_participants == 0 && r->n_results == 1 &&
+                 r->results[0]->replica_world_size == n_groups &&
+                 r->results[0]->replica_rank == 0 &&
+                 r->results[0]->quorum_id == r->quorum->quorum_id;
+        else if (ok)
+            ok = (int)r->quorum->n_participants == n_groups && r->n_results == 0;
+        if (!ok) {
+            fprintf(stderr, "bench_quorum: the reply does not hold a %squorum of %d groups\n",
+                    compact ? "compact " : "", n_groups);
             exit(1);
         }
         res->quorum_id = r->quorum->quorum_id;
@@ -362,6 +377,7 @@ static void make_frames(uint16_t method, int64_t step, uint8_t **frames, size_t 
             Ftmpi__LighthouseQuorumRequest req = FTMPI__LIGHTHOUSE_QUORUM_REQUEST__INIT;
             member_init(&m, i, step, id, addr, store);
             req.requester = &m;
+            req.compact = compact;
             lens[i] = frame(method, &req.base, &frames[i]);
         }
     }
@@ -398,6 +414,8 @@ int main(int argc, char **argv)
             lh_pid = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--timeout-ms"))
             timeout_ms = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--compact"))
+            compact = atoi(argv[i + 1]) != 0;
         else
             lh = NULL, n_groups = 0, i = argc;
     }
@@ -405,7 +423,7 @@ int main(int argc, char **argv)
     if (colon == NULL || n_groups < 1 || rounds < 1 || rounds > MAX_ROUNDS ||
         (size_t)(colon - lh) >= sizeof(lh_host) || timeout_ms < 1) {
         fprintf(stderr, "usage: bench_quorum --lighthouse HOST:PORT --groups N [--rounds R<=%d] "
-                        "[--pid PID] [--timeout-ms MS]\n", MAX_ROUNDS);
+                        "[--pid PID] [--timeout-ms MS] [--compact 0|1]\n", MAX_ROUNDS);
         return 2;
     }
     memcpy(lh_host, lh, (size_t)(colon - lh));

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -470,6 +471,139 @@ static void test_world_ranks(void **state)
     assert_int_equal(fti_results_world_ranks(&t.q, -1, keep), FT_ERR_ARG);
 }
 
+/* ---- the index variant equals fti_results_compute ------------------------ */
+
+#define RAND_MAX_MEMBERS 150
+
+static void assert_same_result(const fti_quorum_result_t *a, const fti_quorum_result_t *b)
+{
+    assert_int_equal(a->quorum_id, b->quorum_id);
+    assert_int_equal(a->replica_rank, b->replica_rank);
+    assert_int_equal(a->replica_world_size, b->replica_world_size);
+    assert_int_equal(a->max_step, b->max_step);
+    assert_int_equal(a->max_replica_rank, b->max_replica_rank);
+    assert_int_equal(a->max_world_size, b->max_world_size);
+    assert_string_equal(a->store_address, b->store_address);
+    assert_int_equal(a->heal, b->heal);
+    assert_int_equal(a->recover_src_replica_rank, b->recover_src_replica_rank);
+    assert_string_equal(a->recover_src_manager_address, b->recover_src_manager_address);
+    assert_string_equal(a->recover_src_replica_id, b->recover_src_replica_id);
+    assert_int_equal(a->n_recover_dst, b->n_recover_dst);
+    for (int i = 0; i < a->n_recover_dst; i++)
+        assert_int_equal(a->recover_dst_replica_ranks[i], b->recover_dst_replica_ranks[i]);
+    assert_int_equal(a->commit_failures, b->commit_failures);
+    assert_int_equal(a->participants, b->participants);
+    assert_int_equal(a->spare, b->spare);
+}
+
+static void test_index_equals_compute(void **state)
+{
+    (void)state;
+    static Ftmpi__QuorumMember mem[RAND_MAX_MEMBERS];
+    static Ftmpi__QuorumMember *ptr[RAND_MAX_MEMBERS];
+    static char ids[RAND_MAX_MEMBERS][16], addrs[RAND_MAX_MEMBERS][16],
+        stores[RAND_MAX_MEMBERS][16];
+    unsigned seed = 12345;
+    int checked = 0, with_dst_cap = 0, healing = 0;
+    for (int round = 0; round < 300; round++) {
+        srand(seed + (unsigned)round);
+        int n = 1 + rand() % (round % 10 == 0 ? RAND_MAX_MEMBERS : 12);
+        int64_t max = rand() % 3; /* often 0: the init_sync rule */
+        Ftmpi__Quorum q = FTMPI__QUORUM__INIT;
+        q.quorum_id = round;
+        /* ids unique, given in random order */
+        int perm[RAND_MAX_MEMBERS];
+        for (int i = 0; i < n; i++)
+            perm[i] = i;
+        for (int i = n - 1; i > 0; i--) {
+            int j = rand() % (i + 1), t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        for (int i = 0; i < n; i++) {
+            Ftmpi__QuorumMember *m = &mem[i];
+            ftmpi__quorum_member__init(m);
+            snprintf(ids[i], sizeof(ids[i]), "g%d", perm[i]);
+            snprintf(addrs[i], sizeof(addrs[i]), "a%d", perm[i]);
+            snprintf(stores[i], sizeof(stores[i]), "s%d", perm[i]);
+            m->replica_id = ids[i];
+            m->address = addrs[i];
+            m->store_address = stores[i];
+            /* a few at the max step, or most (a big round heals many) */
+            m->step = rand() % 4 == 0 ? max : rand() % (int)(max + 1);
+            m->commit_failures = rand() % 5;
+            m->world_size = 1;
+            ptr[i] = m;
+        }
+        q.n_participants = (size_t)n;
+        q.participants = ptr;
+
+        fti_results_index_h idx = NULL;
+        assert_int_equal(fti_results_index_create(&q, &idx), FT_SUCCESS);
+        for (int i = 0; i < n; i++) {
+            int rank = fti_results_index_find(idx, ids[i]);
+            assert_true(rank >= 0 && rank < n);
+            for (int g = 0; g < 5; g++) {
+                for (int sync = 0; sync < 2; sync++) {
+                    fti_quorum_result_t a, b;
+                    assert_int_equal(
+                        fti_results_compute(&q, ids[i], g * 7 + round % 3, sync, &a),
+                        FT_SUCCESS);
+                    assert_int_equal(
+                        fti_results_compute_at(idx, rank, g * 7 + round % 3, sync, &b),
+                        FT_SUCCESS);
+                    assert_same_result(&a, &b);
+                    /* through the wire form and back */
+                    int64_t dst[64];
+                    Ftmpi__ManagerQuorumResult msg;
+                    fti_quorum_result_t c;
+                    fti_results_to_msg(&b, dst, &msg);
+                    size_t len = ftmpi__manager_quorum_result__get_packed_size(&msg);
+                    uint8_t buf[4096];
+                    assert_true(len <= sizeof(buf));
+                    ftmpi__manager_quorum_result__pack(&msg, buf);
+                    Ftmpi__ManagerQuorumResult *u =
+                        ftmpi__manager_quorum_result__unpack(NULL, len, buf);
+                    assert_non_null(u);
+                    assert_int_equal(fti_results_from_msg(u, &c), FT_SUCCESS);
+                    ftmpi__manager_quorum_result__free_unpacked(u, NULL);
+                    assert_same_result(&a, &c);
+                    checked++;
+                    with_dst_cap += a.n_recover_dst == 64;
+                    healing += a.heal;
+                }
+            }
+        }
+        assert_int_equal(fti_results_index_find(idx, "nobody"), FT_ERR_NOT_FOUND);
+        assert_int_equal(fti_results_compute_at(idx, n, 0, false, &(fti_quorum_result_t){0}),
+                         FT_ERR_ARG);
+        fti_results_index_destroy(idx);
+    }
+    /* the random quorums did exercise healing and the 64-destination cap */
+    assert_true(checked > 1000);
+    assert_true(healing > 100);
+    assert_true(with_dst_cap > 0);
+}
+
+static void test_from_msg_rejects(void **state)
+{
+    (void)state;
+    Ftmpi__ManagerQuorumResult m = FTMPI__MANAGER_QUORUM_RESULT__INIT;
+    fti_quorum_result_t r;
+    m.replica_world_size = 2;
+    m.replica_rank = 1;
+    m.max_world_size = 1;
+    m.max_replica_rank = -1;
+    m.recover_src_replica_rank = -1;
+    assert_int_equal(fti_results_from_msg(&m, &r), FT_SUCCESS);
+    assert_int_equal(r.participants, 2);
+    m.replica_rank = 2; /* out of range */
+    assert_int_equal(fti_results_from_msg(&m, &r), FT_ERR_BAD_MESSAGE);
+    m.replica_rank = 1;
+    m.heal = true; /* heal without a source */
+    assert_int_equal(fti_results_from_msg(&m, &r), FT_ERR_BAD_MESSAGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -483,6 +617,8 @@ int main(void)
         cmocka_unit_test(test_m8_ranks),
         cmocka_unit_test(test_spares),
         cmocka_unit_test(test_world_ranks),
+        cmocka_unit_test(test_index_equals_compute),
+        cmocka_unit_test(test_from_msg_rejects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
