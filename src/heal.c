@@ -35,12 +35,10 @@ struct fti_heal {
     bool open;
     uint64_t gen;    /* bumped by every fti_heal_set_step */
     int served;      /* complete copies handed out in this generation */
-};
-
-/* The reply that completes a copy: counted once its bytes are sent. */
-struct final_reply {
-    struct fti_heal *h;
-    uint64_t gen;
+    /* the summing thread (started and joined on the loop thread only) */
+    pthread_t sum_tid;
+    bool sum_thread;   /* sum_tid is to be joined */
+    uint64_t sum_for;  /* the generation it sums */
 };
 
 int fti_heal_create(fti_heal_h *h_p)
@@ -63,6 +61,8 @@ void fti_heal_destroy(fti_heal_h h)
 {
     if (h == NULL)
         return;
+    if (h->sum_thread) /* the generation is left behind: it stops soon */
+        pthread_join(h->sum_tid, NULL);
     for (size_t i = 0; i < h->n; i++)
         free(h->bufs[i]);
     free(h->bufs);
@@ -169,7 +169,181 @@ int fti_heal_wait_served(fti_heal_h h, int n, int64_t deadline_ms)
     return rc;
 }
 
+/* The checksum of a buffer: fti_checksum64 chained over pieces of
+ * FTI_HEAL_SUM_BYTES (each piece's sum seeds the next), so that the healer
+ * can verify each piece as soon as it has arrived while the next streams
+ * in (see struct verifier).  An empty buffer sums as fti_checksum64 of
+ * nothing. */
+static uint64_t heal_sum(const unsigned char *data, size_t len)
+{
+    if (len == 0)
+        return fti_checksum64(data, 0, 0);
+    uint64_t sum = 0;
+    for (size_t off = 0; off < len; off += FTI_HEAL_SUM_BYTES)
+        sum = fti_checksum64(data + off, FTI_MIN(FTI_HEAL_SUM_BYTES, len - off), sum);
+    return sum;
+}
+
 /* ---- serving (loop thread) --------------------------------------------- */
+
+/* Computes and caches the checksum of every buffer for generation gen that
+ * lacks one, piece by piece, giving up as soon as the generation changes
+ * (the application may be changing the memory then).  Any thread; the
+ * contents are read without the mutex, as the fetches read them. */
+static void sum_all(struct fti_heal *h, uint64_t gen)
+{
+    for (size_t i = 0;; i++) {
+        pthread_mutex_lock(&h->mu);
+        struct heal_buf *b = h->gen == gen && i < h->n ? h->bufs[i] : NULL;
+        bool need = b != NULL && b->sum_gen != gen;
+        pthread_mutex_unlock(&h->mu);
+        if (b == NULL)
+            return;
+        if (!need)
+            continue;
+        uint64_t sum = 0;
+        if (b->len == 0)
+            sum = heal_sum(b->data, 0);
+        for (size_t off = 0; off < b->len; off += FTI_HEAL_SUM_BYTES) {
+            sum = fti_checksum64(b->data + off, FTI_MIN(FTI_HEAL_SUM_BYTES, b->len - off), sum);
+            pthread_mutex_lock(&h->mu);
+            bool stale = h->gen != gen;
+            pthread_mutex_unlock(&h->mu);
+            if (stale)
+                return;
+        }
+        pthread_mutex_lock(&h->mu);
+        if (h->gen == gen) {
+            b->sum = sum;
+            b->sum_gen = gen;
+        }
+        pthread_mutex_unlock(&h->mu);
+    }
+}
+
+struct sum_job {
+    struct fti_heal *h;
+    uint64_t gen;
+};
+
+static void *sum_main(void *arg)
+{
+    struct sum_job *j = arg;
+    sum_all(j->h, j->gen);
+    free(j);
+    return NULL;
+}
+
+/* Starts summing generation gen on a thread of its own, unless one already
+ * does (loop thread).  A thread of an older generation is joined first: it
+ * stops within one piece.  Without a thread the sums are computed when
+ * asked for. */
+static void sums_start(struct fti_heal *h, uint64_t gen)
+{
+    if (h->sum_thread && h->sum_for == gen)
+        return;
+    if (h->sum_thread) {
+        pthread_join(h->sum_tid, NULL);
+        h->sum_thread = false;
+    }
+    struct sum_job *j = malloc(sizeof(*j));
+    if (j == NULL)
+        return;
+    j->h = h;
+    j->gen = gen;
+    if (pthread_create(&h->sum_tid, NULL, sum_main, j) != 0) {
+        free(j);
+        return;
+    }
+    h->sum_thread = true;
+    h->sum_for = gen;
+}
+
+/* Waits for the summing thread of gen and completes what it left (loop
+ * thread). */
+static void sums_finish(struct fti_heal *h, uint64_t gen)
+{
+    if (h->sum_thread) {
+        pthread_join(h->sum_tid, NULL);
+        h->sum_thread = false;
+    }
+    sum_all(h, gen);
+}
+
+/* Replies with the step's buffers: names and lengths, and the checksums
+ * when with_sums (computed now if missing; the reply then completes a
+ * copy), else sums_deferred.  Refuses a step other than `want`. */
+static void reply_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t want, bool with_sums)
+{
+    pthread_mutex_lock(&h->mu);
+    int64_t step = h->step;
+    bool open = h->open;
+    uint64_t gen = h->gen;
+    uint64_t total = 0;
+    for (size_t i = 0; i < h->n; i++)
+        total += h->bufs[i]->len;
+    pthread_mutex_unlock(&h->mu);
+
+    if (!open || step != want) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "state of step %" PRId64 " requested, serving %s%" PRId64,
+                 want, open ? "step " : "nothing (closed) at step ", step);
+        FTI_INFO("heal: refused %s to %s: %s", with_sums ? "checksums" : "metadata",
+                 fti_rpc_call_peer(call), msg);
+        fti_rpc_reply_error(call, FT_ERR_STATE, msg);
+        return;
+    }
+    /* nothing to stream: the sums are trivial and this reply ends the copy */
+    if (total == 0)
+        with_sums = true;
+    if (with_sums)
+        sums_finish(h, gen);
+    else
+        sums_start(h, gen); /* sums while the bytes stream */
+
+    pthread_mutex_lock(&h->mu);
+    size_t n = h->n;
+    bool stale = h->gen != gen;
+    Ftmpi__HealBuffer *hb = n ? calloc(n, sizeof(*hb)) : NULL;
+    Ftmpi__HealBuffer **hbp = n ? calloc(n, sizeof(*hbp)) : NULL;
+    /* the names are copied: a registration may move the list meanwhile */
+    char(*names)[FTI_HEAL_MAX_NAME] = n ? malloc(n * sizeof(*names)) : NULL;
+    bool nomem = n > 0 && (hb == NULL || hbp == NULL || names == NULL);
+    for (size_t i = 0; !nomem && !stale && i < n; i++) {
+        struct heal_buf *b = h->bufs[i];
+        ftmpi__heal_buffer__init(&hb[i]);
+        memcpy(names[i], b->name, sizeof(names[i]));
+        hb[i].name = names[i];
+        hb[i].length = b->len;
+        if (with_sums) {
+            if (b->sum_gen != gen)
+                stale = true;
+            hb[i].checksum = b->sum;
+        }
+        hbp[i] = &hb[i];
+    }
+    pthread_mutex_unlock(&h->mu);
+
+    if (nomem) {
+        fti_rpc_reply_error(call, FT_ERR_NO_MEMORY, "out of memory");
+    } else if (stale) {
+        fti_rpc_reply_error(call, FT_ERR_STATE, "the step ended while its checksums were computed");
+    } else {
+        Ftmpi__HealMetadataResponse resp = FTMPI__HEAL_METADATA_RESPONSE__INIT;
+        resp.step = step;
+        resp.committed_batches = 0;
+        resp.n_buffers = n;
+        resp.buffers = hbp;
+        resp.sums_deferred = !with_sums;
+        FTI_DEBUG("heal: %s of step %" PRId64 " (%zu buffers) to %s",
+                  with_sums ? "checksums" : "metadata", step, n, fti_rpc_call_peer(call));
+        if (fti_rpc_reply_msg(call, &resp.base) == FT_SUCCESS && with_sums)
+            count_served(h, gen); /* the healer has everything: the copy is complete */
+    }
+    free(names);
+    free(hbp);
+    free(hb);
+}
 
 static void serve_metadata(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *payload,
                            size_t len)
@@ -181,106 +355,14 @@ static void serve_metadata(struct fti_heal *h, fti_rpc_call_h call, const uint8_
     }
     int64_t want = req->step;
     ftmpi__heal_metadata_request__free_unpacked(req, NULL);
-
-    pthread_mutex_lock(&h->mu);
-    int64_t step = h->step;
-    bool open = h->open;
-    uint64_t gen = h->gen;
-    size_t n = h->n;
-    struct heal_buf **bufs = n ? malloc(n * sizeof(*bufs)) : NULL;
-    if (bufs != NULL)
-        memcpy(bufs, h->bufs, n * sizeof(*bufs));
-    pthread_mutex_unlock(&h->mu);
-
-    if (!open || step != want) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "state of step %" PRId64 " requested, serving %s%" PRId64,
-                 want, open ? "step " : "nothing (closed) at step ", step);
-        FTI_INFO("heal: refused metadata to %s: %s", fti_rpc_call_peer(call), msg);
-        free(bufs);
-        fti_rpc_reply_error(call, FT_ERR_STATE, msg);
-        return;
-    }
-    if (n > 0 && bufs == NULL) {
-        fti_rpc_reply_error(call, FT_ERR_NO_MEMORY, "out of memory");
-        return;
-    }
-
-    Ftmpi__HealBuffer *hb = n ? calloc(n, sizeof(*hb)) : NULL;
-    Ftmpi__HealBuffer **hbp = n ? calloc(n, sizeof(*hbp)) : NULL;
-    if (n > 0 && (hb == NULL || hbp == NULL)) {
-        free(hb);
-        free(hbp);
-        free(bufs);
-        fti_rpc_reply_error(call, FT_ERR_NO_MEMORY, "out of memory");
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        struct heal_buf *b = bufs[i];
-        uint64_t sum = 0;
-        int cached = 0;
-        pthread_mutex_lock(&h->mu);
-        if (b->sum_gen == gen) {
-            sum = b->sum;
-            cached = 1;
-        }
-        pthread_mutex_unlock(&h->mu);
-        if (!cached) {
-            /* computed outside the lock; only this thread computes */
-            sum = fti_checksum64(b->data, b->len, 0);
-            pthread_mutex_lock(&h->mu);
-            if (h->gen == gen) {
-                b->sum = sum;
-                b->sum_gen = gen;
-            }
-            pthread_mutex_unlock(&h->mu);
-        }
-        ftmpi__heal_buffer__init(&hb[i]);
-        hb[i].name = b->name;
-        hb[i].length = b->len;
-        hb[i].checksum = sum;
-        hbp[i] = &hb[i];
-    }
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += bufs[i]->len;
-    Ftmpi__HealMetadataResponse resp = FTMPI__HEAL_METADATA_RESPONSE__INIT;
-    resp.step = step;
-    resp.committed_batches = 0;
-    resp.n_buffers = n;
-    resp.buffers = hbp;
-    FTI_DEBUG("heal: metadata of step %" PRId64 " (%zu buffers) to %s", step, n,
-              fti_rpc_call_peer(call));
-    if (fti_rpc_reply_msg(call, &resp.base) == FT_SUCCESS && total == 0)
-        count_served(h, gen); /* nothing to fetch: the copy is complete */
-    free(hbp);
-    free(hb);
-    free(bufs);
+    reply_buffers(h, call, want, false);
 }
 
 /* Called once the bytes of a fetch reply are sent (or its connection is
- * gone).  arg is NULL except for the reply that completes a copy. */
+ * gone): the registered memory belongs to the application, nothing to do. */
 static void fetch_done(void *arg)
 {
-    struct final_reply *f = arg;
-    if (f == NULL)
-        return; /* the registered memory belongs to the application */
-    count_served(f->h, f->gen);
-    free(f);
-}
-
-/* Whether [off, off+len) of b ends the last non-empty buffer (the healer
- * fetches the buffers in registration order).  Mutex held. */
-static bool ends_copy_locked(struct fti_heal *h, const struct heal_buf *b, uint64_t off,
-                             uint64_t len)
-{
-    if (len == 0 || off + len != b->len)
-        return false;
-    for (size_t i = h->n; i-- > 0;) {
-        if (h->bufs[i]->len > 0)
-            return h->bufs[i] == b;
-    }
-    return false;
+    (void)arg;
 }
 
 static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *payload,
@@ -291,8 +373,13 @@ static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *
         fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "HealFetchRequest does not decode");
         return;
     }
+    if (req->sums) {
+        int64_t want = req->step;
+        ftmpi__heal_fetch_request__free_unpacked(req, NULL);
+        reply_buffers(h, call, want, true);
+        return;
+    }
     const unsigned char *ptr = NULL;
-    struct final_reply *fin = NULL;
     int status = FT_SUCCESS;
     char msg[FTI_HEAL_MAX_NAME + 96] = "";
 
@@ -312,11 +399,6 @@ static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *
                  req->offset, req->length, b->name);
     } else {
         ptr = b->data + req->offset;
-        if (ends_copy_locked(h, b, req->offset, req->length) &&
-            (fin = malloc(sizeof(*fin))) != NULL) {
-            fin->h = h;
-            fin->gen = h->gen;
-        }
     }
     pthread_mutex_unlock(&h->mu);
 
@@ -324,7 +406,7 @@ static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *
         FTI_INFO("heal: refused fetch from %s: %s", fti_rpc_call_peer(call), msg);
         fti_rpc_reply_error(call, status, msg);
     } else {
-        fti_rpc_reply_ref(call, ptr, (size_t)req->length, fetch_done, fin);
+        fti_rpc_reply_ref(call, ptr, (size_t)req->length, fetch_done, NULL);
     }
     ftmpi__heal_fetch_request__free_unpacked(req, NULL);
 }
@@ -419,8 +501,57 @@ static int heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m)
     return FT_SUCCESS;
 }
 
-static int heal_buffer(fti_rpc_client_h c, struct heal_buf *b, int64_t step, size_t chunk,
-                       uint64_t checksum, int64_t deadline_ms, uint64_t *bytes)
+/* Verifies a buffer piece by piece on its own thread while the fetch
+ * goes on: the fetching thread publishes how many bytes have arrived
+ * (verifier_advance), the verifier sums each complete piece of
+ * FTI_HEAL_SUM_BYTES as soon as it is there, so only the last piece is
+ * summed after the transfer. */
+struct verifier {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const unsigned char *data;
+    size_t len;
+    size_t avail;  /* bytes arrived, guarded by mu */
+    bool stop;     /* the fetch failed, guarded by mu */
+    uint64_t sum;  /* result, read after the join */
+};
+
+static void *verifier_main(void *arg)
+{
+    struct verifier *v = arg;
+    uint64_t sum = 0;
+    size_t pos = 0;
+    if (v->len == 0)
+        sum = fti_checksum64(v->data, 0, 0);
+    while (pos < v->len) {
+        size_t end = pos + FTI_MIN(FTI_HEAL_SUM_BYTES, v->len - pos);
+        pthread_mutex_lock(&v->mu);
+        while (v->avail < end && !v->stop)
+            pthread_cond_wait(&v->cv, &v->mu);
+        bool stop = v->stop;
+        pthread_mutex_unlock(&v->mu);
+        if (stop)
+            break;
+        sum = fti_checksum64(v->data + pos, end - pos, sum);
+        pos = end;
+    }
+    v->sum = sum;
+    return NULL;
+}
+
+static void verifier_advance(struct verifier *v, size_t avail, bool stop)
+{
+    pthread_mutex_lock(&v->mu);
+    v->avail = avail;
+    v->stop = stop;
+    pthread_cond_signal(&v->cv);
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* Fetches [0, len) of b in chunks of `chunk` bytes into the registered
+ * memory; *verifier (may be NULL) is told as the bytes arrive. */
+static int fetch_chunks(fti_rpc_client_h c, struct heal_buf *b, int64_t step, size_t chunk,
+                        int64_t deadline_ms, uint64_t *bytes, struct verifier *v)
 {
     for (size_t off = 0; off < b->len;) {
         size_t n = FTI_MIN(chunk, b->len - off);
@@ -446,13 +577,84 @@ static int heal_buffer(fti_rpc_client_h c, struct heal_buf *b, int64_t step, siz
         }
         off += n;
         *bytes += n;
+        if (v != NULL)
+            verifier_advance(v, off, false);
     }
-    uint64_t sum = fti_checksum64(b->data, b->len, 0);
-    if (sum != checksum) {
-        FTI_ERROR("heal: buffer '%s' from %s fails its checksum (%016" PRIx64 " != %016" PRIx64
-                  ")",
-                  b->name, fti_rpc_client_address(c), sum, checksum);
-        return FT_ERR_CHECKSUM;
+    return FT_SUCCESS;
+}
+
+/* Fetches b and computes its checksum into *sum_p (piece by piece on a
+ * helper thread while the next chunks stream in, for a buffer of more
+ * than one piece). */
+static int heal_buffer(fti_rpc_client_h c, struct heal_buf *b, int64_t step, size_t chunk,
+                       int64_t deadline_ms, uint64_t *bytes, uint64_t *sum_p)
+{
+    struct verifier v = {.data = b->data, .len = b->len};
+    pthread_t tid;
+    bool threaded = false;
+    if (b->len > FTI_HEAL_SUM_BYTES) {
+        pthread_mutex_init(&v.mu, NULL);
+        pthread_cond_init(&v.cv, NULL);
+        threaded = pthread_create(&tid, NULL, verifier_main, &v) == 0;
+        if (!threaded) {
+            pthread_cond_destroy(&v.cv);
+            pthread_mutex_destroy(&v.mu);
+        }
+    }
+    int rc = fetch_chunks(c, b, step, chunk, deadline_ms, bytes, threaded ? &v : NULL);
+    if (threaded) {
+        if (rc != FT_SUCCESS)
+            verifier_advance(&v, v.avail, true);
+        pthread_join(tid, NULL);
+        pthread_cond_destroy(&v.cv);
+        pthread_mutex_destroy(&v.mu);
+        *sum_p = v.sum;
+    } else if (rc == FT_SUCCESS) {
+        *sum_p = heal_sum(b->data, b->len);
+    }
+    return rc;
+}
+
+/* Asks the source for the checksums it deferred (the call that completes
+ * the copy); *resp_p is freed with
+ * ftmpi__heal_metadata_response__free_unpacked. */
+static int heal_sums(fti_rpc_client_h c, int64_t step, int64_t deadline_ms,
+                     Ftmpi__HealMetadataResponse **resp_p)
+{
+    Ftmpi__HealFetchRequest req = FTMPI__HEAL_FETCH_REQUEST__INIT;
+    req.step = step;
+    req.sums = true;
+    int rc = fti_rpc_call_msg(c, FTMPI__METHOD__HEAL_FETCH, &req.base,
+                              &ftmpi__heal_metadata_response__descriptor,
+                              fti_ms_left(deadline_ms), (ProtobufCMessage **)resp_p);
+    if (rc != FT_SUCCESS)
+        FTI_WARN("heal: checksums of step %" PRId64 " from %s failed: %s", step,
+                 fti_rpc_client_address(c), FT_Error_string(rc));
+    return rc;
+}
+
+/* Compares the sums computed here (sums[i] for m->buffers[i]) with the
+ * source's (s: the checksum reply, or m itself). */
+static int heal_verify(fti_rpc_client_h c, const Ftmpi__HealMetadataResponse *m,
+                       const Ftmpi__HealMetadataResponse *s, const uint64_t *sums)
+{
+    for (size_t i = 0; i < m->n_buffers; i++) {
+        const char *name = m->buffers[i]->name;
+        const Ftmpi__HealBuffer *sb = NULL;
+        for (size_t j = 0; j < s->n_buffers && sb == NULL; j++)
+            if (s->buffers[j] && s->buffers[j]->name && strcmp(s->buffers[j]->name, name) == 0)
+                sb = s->buffers[j];
+        if (sb == NULL || sb->length != m->buffers[i]->length) {
+            FTI_WARN("heal: %s sent checksums of other buffers ('%s')", fti_rpc_client_address(c),
+                     name);
+            return FT_ERR_PROC_FAILED;
+        }
+        if (sb->checksum != sums[i]) {
+            FTI_ERROR("heal: buffer '%s' from %s fails its checksum (%016" PRIx64
+                      " != %016" PRIx64 ")",
+                      name, fti_rpc_client_address(c), sums[i], sb->checksum);
+            return FT_ERR_CHECKSUM;
+        }
     }
     return FT_SUCCESS;
 }
@@ -491,12 +693,27 @@ int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_
         rc = heal_check(h, m);
         pthread_mutex_unlock(&h->mu);
     }
+    uint64_t *sums = NULL;
+    if (rc == FT_SUCCESS && m->n_buffers > 0 &&
+        (sums = calloc(m->n_buffers, sizeof(*sums))) == NULL)
+        rc = FT_ERR_NO_MEMORY;
     for (size_t i = 0; rc == FT_SUCCESS && i < m->n_buffers; i++) {
         pthread_mutex_lock(&h->mu);
         struct heal_buf *b = find_locked(h, m->buffers[i]->name);
         pthread_mutex_unlock(&h->mu);
-        rc = heal_buffer(c, b, step, chunk, m->buffers[i]->checksum, deadline_ms, &st.bytes);
+        rc = heal_buffer(c, b, step, chunk, deadline_ms, &st.bytes, &sums[i]);
     }
+    if (rc == FT_SUCCESS && m->sums_deferred) {
+        Ftmpi__HealMetadataResponse *s = NULL;
+        rc = heal_sums(c, step, deadline_ms, &s);
+        if (rc == FT_SUCCESS) {
+            rc = heal_verify(c, m, s, sums);
+            ftmpi__heal_metadata_response__free_unpacked(s, NULL);
+        }
+    } else if (rc == FT_SUCCESS) {
+        rc = heal_verify(c, m, m, sums);
+    }
+    free(sums);
     if (m != NULL)
         ftmpi__heal_metadata_response__free_unpacked(m, NULL);
     fti_rpc_client_destroy(c);

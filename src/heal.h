@@ -7,21 +7,27 @@
  * FT_Quorum until a successful FT_Commit; a failed commit leaves the state
  * and the step unchanged, so serving goes on) and only the step it is at:
  * a request for another step gets an FT_ERR_STATE error reply.  Metadata
- * carries each buffer's name, length and fti_checksum64, computed on the
- * first metadata request of a step and cached.  Fetch replies are the raw
- * bytes of [offset, offset+length), sent zero-copy from the registered
- * memory.
+ * carries each buffer's name and length.  The checksums (fti_checksum64
+ * chained over FTI_HEAL_SUM_BYTES pieces) are computed on a thread of
+ * their own from the first metadata request of a step on, while the bytes
+ * stream, and cached; the metadata says sums_deferred and the healer asks
+ * for them after its last fetch (HealFetchRequest.sums).  Fetch replies
+ * are the raw bytes of [offset, offset+length), sent zero-copy from the
+ * registered memory.
  *
  * Fetching: fti_heal_fetch asks the source group's manager which address
  * serves the same group rank, checks the source's buffers against this
  * rank's registrations (same names and lengths), streams each buffer in
- * chunks straight into the registered memory and verifies its checksum.
+ * chunks straight into the registered memory and verifies its checksum
+ * piece by piece on a helper thread while the next chunk streams in.
  *
  * Threads: fti_heal_register, fti_heal_set_step and fti_heal_fetch run on
  * the application thread; fti_heal_handle on the RPC server's loop thread.
  * A mutex guards the buffer list and the served step; the buffers'
  * contents are read without it (the application does not change them
- * while the step is open).
+ * while the step is open), also by the summing thread, which the loop
+ * thread starts and joins and which stops within one piece once the step
+ * changes.
  */
 #ifndef FTI_HEAL_H
 #define FTI_HEAL_H
@@ -33,13 +39,19 @@
 #include "rpc.h"
 
 #define FTI_HEAL_MAX_NAME 256
-/* Bytes per HEAL_FETCH call. */
-#define FTI_HEAL_CHUNK_BYTES ((size_t)32 << 20)
+/* Bytes per HEAL_FETCH call: small enough that the healer's checksum of
+ * the last chunk (after the transfer) is short, large enough that the
+ * round trip between chunks does not show. */
+#define FTI_HEAL_CHUNK_BYTES ((size_t)8 << 20)
+/* A buffer's checksum is fti_checksum64 chained over pieces of this many
+ * bytes (each piece's sum is the seed of the next); part of the wire
+ * contract between source and healer. */
+#define FTI_HEAL_SUM_BYTES ((size_t)8 << 20)
 
 typedef struct fti_heal *fti_heal_h;
 
 /* An empty registry (closed, step 0).  Release with fti_heal_destroy once
- * the RPC server that serves it is gone. */
+ * the RPC server that serves it is gone (it joins the summing thread). */
 int fti_heal_create(fti_heal_h *h_p);
 void fti_heal_destroy(fti_heal_h h);
 
@@ -56,8 +68,8 @@ void fti_heal_totals(fti_heal_h h, size_t *count_p, uint64_t *bytes_p);
 void fti_heal_set_step(fti_heal_h h, int64_t step, bool open);
 
 /* Waits until n healers have received a complete copy of the state since
- * the last fti_heal_set_step (the last bytes of the last buffer sent, or
- * the metadata when nothing is registered), or until deadline_ms
+ * the last fti_heal_set_step (the checksum reply a healer asks for after
+ * its last fetch, or the metadata when no bytes are registered), or until deadline_ms
  * (FT_ERR_TIMEOUT).  A source calls it before it ends the step, so that a
  * step without a cross-group collective cannot close the state its
  * healers are still copying. */

@@ -3,7 +3,8 @@
  * src/rank_server.c): a "source" rank server (a manager, so it also
  * answers CHECKPOINT_METADATA) serves registered buffers; a second
  * registry fetches them.  Covers chunked fetches, the step and open
- * checks, registrations that differ, a stale checksum, the count of
+ * checks, registrations that differ, a stale checksum (also in a buffer of
+ * several checksum pieces), the count of
  * complete copies a source waits for, the manager's kill flag and a source
  * that is gone.
  */
@@ -165,6 +166,50 @@ static void test_stale_checksum(void **state)
     assert_memory_equal(f->a_dst, f->a_src, sizeof(f->a_src));
 }
 
+/* A buffer of several checksum pieces (FTI_HEAL_SUM_BYTES): verified on
+ * the healer's helper thread while later chunks stream; a change in the
+ * first or the last piece is caught. */
+static void test_big_buffer(void **state)
+{
+    (void)state;
+    size_t len = 2 * FTI_HEAL_SUM_BYTES + 4099;
+    unsigned char *src = malloc(len), *dst = calloc(1, len);
+    assert_non_null(src);
+    assert_non_null(dst);
+    for (size_t i = 0; i < len; i++)
+        src[i] = (unsigned char)(i * 131 + (i >> 12));
+    fti_heal_h hs, hd;
+    fti_rank_server_h srv;
+    assert_int_equal(fti_heal_create(&hs), FT_SUCCESS);
+    assert_int_equal(fti_heal_create(&hd), FT_SUCCESS);
+    assert_int_equal(fti_heal_register(hs, "big", src, len), FT_SUCCESS);
+    assert_int_equal(fti_heal_register(hd, "big", dst, len), FT_SUCCESS);
+    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, hs, &srv), FT_SUCCESS);
+    const char *peers[] = {fti_rank_server_address(srv)};
+    assert_int_equal(fti_rank_server_set_peers(srv, peers, 1), FT_SUCCESS);
+    fti_heal_opts_t o = {1000, 1 << 20, (3u << 20) + 5}; /* chunks across the pieces */
+    fti_heal_stats_t st;
+    const size_t spots[] = {0, len - 1, FTI_HEAL_SUM_BYTES};
+    for (size_t k = 0; k < FTI_ARRAY_SIZE(spots); k++) {
+        fti_heal_set_step(hs, 3, true);
+        memset(dst, 0, len);
+        assert_int_equal(fti_heal_fetch(hd, fti_rank_server_address(srv), 0, 3, &o,
+                                        fti_now_ms() + 10000, &st),
+                         FT_SUCCESS);
+        assert_int_equal(st.bytes, len);
+        assert_memory_equal(dst, src, len);
+        src[spots[k]] ^= 0x04; /* behind the cached checksum's back */
+        assert_int_equal(fti_heal_fetch(hd, fti_rank_server_address(srv), 0, 3, &o,
+                                        fti_now_ms() + 10000, &st),
+                         FT_ERR_CHECKSUM);
+    }
+    fti_rank_server_stop(srv);
+    fti_heal_destroy(hs);
+    fti_heal_destroy(hd);
+    free(src);
+    free(dst);
+}
+
 static void test_mismatch(void **state)
 {
     struct fixture *f = *state;
@@ -235,6 +280,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wait_served_nothing_registered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_step_or_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_checksum, setup, teardown),
+        cmocka_unit_test(test_big_buffer),
         cmocka_unit_test_setup_teardown(test_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_such_group_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill, setup, teardown),

@@ -78,8 +78,9 @@ static void check_all_flips(uint8_t *buf, size_t len, uint64_t seed)
 static void test_checksum_bit_flips_small(void **state)
 {
     (void)state;
-    uint8_t buf[100];
-    for (size_t len = 0; len <= 100; len++) {
+    uint8_t buf[200];
+    /* a 128-byte turn, a 64-byte block and a tail: every lane, every path and tail length */
+    for (size_t len = 0; len <= 200; len++) {
         memset(buf, 0, sizeof(buf));
         check_all_flips(buf, len, 0);
         memset(buf, 0xff, sizeof(buf));
@@ -108,7 +109,12 @@ static void test_checksum_bit_flips_large(void **state)
         pos[n++] = 8;
         pos[n++] = 31;
         pos[n++] = 32;
+        pos[n++] = 56; /* the last lane of the first 64-byte block */
+        pos[n++] = 63;
+        pos[n++] = 64;
         pos[n++] = len / 2;
+        pos[n++] = len - 65;
+        pos[n++] = len - 64;
         pos[n++] = len - 33;
         pos[n++] = len - 32;
         pos[n++] = len - 9;
