@@ -336,12 +336,13 @@ function emit(ms, g, text) { printf "%015.0f %-3s  %s\n", ms, g, text }
         emit(get($0, "ts_ms"), g, "quorum failed at step " get($0, "step") " (error " get($0, "error") ")")
         next
     }
-    m = get($0, "members")
-    # the first quorum of each run and every change of membership
-    if (get($0, "changed") != "true" || (lastm[g] == m && get($0, "heal") != "true")) next
-    lastm[g] = m
-    emit(get($0, "ts_ms"), g, sprintf("quorum %s: %s group(s) [%s] at step %s, formed in %s ms%s",
-        get($0, "quorum_id"), get($0, "size"), m, get($0, "step"), get($0, "quorum_ms"),
+    m = get($0, "members")   # empty with compact quorum replies (mode A)
+    q = get($0, "quorum_id")
+    # the first quorum of each run and every change of quorum id
+    if (get($0, "changed") != "true" || (lastq[g] == q && get($0, "heal") != "true")) next
+    lastq[g] = q
+    emit(get($0, "ts_ms"), g, sprintf("quorum %s: %s group(s)%s at step %s, formed in %s ms%s",
+        q, get($0, "size"), m == "" ? "" : " [" m "]", get($0, "step"), get($0, "quorum_ms"),
         get($0, "heal") == "true" ? ", must heal" : ""))
     next
 }
