@@ -85,6 +85,18 @@ size_t fti_bsearch_str(const void *items, size_t n,
  * different through every later step. */
 #define CS_K 0x9E3779B97F4A7C15ULL
 #define CS_MIX(h, w) ((h) = ((h) ^ (w)) * CS_K, (h) ^= (h) >> 29)
+/* one 64-byte block: a word into each of the 8 lanes h0..h7 */
+#define CS_MIX8(w)                                                                         \
+    do {                                                                                   \
+        CS_MIX(h0, (w)[0]);                                                                \
+        CS_MIX(h1, (w)[1]);                                                                \
+        CS_MIX(h2, (w)[2]);                                                                \
+        CS_MIX(h3, (w)[3]);                                                                \
+        CS_MIX(h4, (w)[4]);                                                                \
+        CS_MIX(h5, (w)[5]);                                                                \
+        CS_MIX(h6, (w)[6]);                                                                \
+        CS_MIX(h7, (w)[7]);                                                                \
+    } while (0)
 
 /* Eight independent lanes over 64-byte blocks (word l of a block feeds
  * lane l), in scalars the compiler keeps in registers, so the loop runs
@@ -110,34 +122,13 @@ uint64_t fti_checksum64(const void *buf, size_t len, uint64_t seed)
 #endif
         uint64_t w[16];
         memcpy(w, p + i, 128);
-        CS_MIX(h0, w[0]);
-        CS_MIX(h1, w[1]);
-        CS_MIX(h2, w[2]);
-        CS_MIX(h3, w[3]);
-        CS_MIX(h4, w[4]);
-        CS_MIX(h5, w[5]);
-        CS_MIX(h6, w[6]);
-        CS_MIX(h7, w[7]);
-        CS_MIX(h0, w[8]);
-        CS_MIX(h1, w[9]);
-        CS_MIX(h2, w[10]);
-        CS_MIX(h3, w[11]);
-        CS_MIX(h4, w[12]);
-        CS_MIX(h5, w[13]);
-        CS_MIX(h6, w[14]);
-        CS_MIX(h7, w[15]);
+        CS_MIX8(w);
+        CS_MIX8(w + 8);
     }
     for (; i + 64 <= len; i += 64) {
         uint64_t w[8];
         memcpy(w, p + i, 64);
-        CS_MIX(h0, w[0]);
-        CS_MIX(h1, w[1]);
-        CS_MIX(h2, w[2]);
-        CS_MIX(h3, w[3]);
-        CS_MIX(h4, w[4]);
-        CS_MIX(h5, w[5]);
-        CS_MIX(h6, w[6]);
-        CS_MIX(h7, w[7]);
+        CS_MIX8(w);
     }
     uint64_t t = 0;
     for (; i < len; i += 8) {
