@@ -42,6 +42,25 @@ static bool fits(const char *s, size_t cap)
     return strlen(s) < cap;
 }
 
+/* Marks r as healing from member s (replica rank src); FT_ERR_ARG when its id
+ * or address does not fit the result's fields. */
+static int set_heal_source(fti_quorum_result_t *r, const Ftmpi__QuorumMember *s, int src,
+                           int64_t quorum_id)
+{
+    if (!fits(s->address, sizeof(r->recover_src_manager_address)) ||
+        !fits(s->replica_id, sizeof(r->recover_src_replica_id))) {
+        FTI_ERROR("heal source %.64s of quorum %lld has a too long id or address",
+                  s->replica_id, (long long)quorum_id);
+        return FT_ERR_ARG;
+    }
+    r->heal = true;
+    r->recover_src_replica_rank = src;
+    fti_strlcpy(r->recover_src_manager_address, s->address,
+                sizeof(r->recover_src_manager_address));
+    fti_strlcpy(r->recover_src_replica_id, s->replica_id, sizeof(r->recover_src_replica_id));
+    return FT_SUCCESS;
+}
+
 /* Checks the participants and returns them sorted by replica id in a new
  * array (free with free()). */
 static int sorted_members(const Ftmpi__Quorum *q, const Ftmpi__QuorumMember ***out_p)
@@ -157,18 +176,8 @@ int fti_results_compute(const Ftmpi__Quorum *q, const char *replica_id, int grou
     int src = heal_src[r.replica_rank];
     if (src >= 0) {
         const Ftmpi__QuorumMember *s = m[src];
-        if (!fits(s->address, sizeof(r.recover_src_manager_address)) ||
-            !fits(s->replica_id, sizeof(r.recover_src_replica_id))) {
-            FTI_ERROR("heal source %.64s of quorum %lld has a too long id or address",
-                      s->replica_id, (long long)q->quorum_id);
-            rc = FT_ERR_ARG;
+        if ((rc = set_heal_source(&r, s, src, q->quorum_id)) != FT_SUCCESS)
             goto out;
-        }
-        r.heal = true;
-        r.recover_src_replica_rank = src;
-        fti_strlcpy(r.recover_src_manager_address, s->address,
-                    sizeof(r.recover_src_manager_address));
-        fti_strlcpy(r.recover_src_replica_id, s->replica_id, sizeof(r.recover_src_replica_id));
     }
 
     r.participants = n;
@@ -326,17 +335,9 @@ int fti_results_compute_at(fti_results_index_h x, int replica_rank, int group_ra
         /* the k-th healing member's source (fti_results_compute) */
         int src = h->up[(int)(((int64_t)k + group_rank) % h->n_up)];
         const Ftmpi__QuorumMember *s = m[src];
-        if (!fits(s->address, sizeof(r.recover_src_manager_address)) ||
-            !fits(s->replica_id, sizeof(r.recover_src_replica_id))) {
-            FTI_ERROR("heal source %.64s of quorum %lld has a too long id or address",
-                      s->replica_id, (long long)x->q->quorum_id);
-            return FT_ERR_ARG;
-        }
-        r.heal = true;
-        r.recover_src_replica_rank = src;
-        fti_strlcpy(r.recover_src_manager_address, s->address,
-                    sizeof(r.recover_src_manager_address));
-        fti_strlcpy(r.recover_src_replica_id, s->replica_id, sizeof(r.recover_src_replica_id));
+        int hrc = set_heal_source(&r, s, src, x->q->quorum_id);
+        if (hrc != FT_SUCCESS)
+            return hrc;
     } else {
         /* the healing members k with (k + group_rank) % n_up == my place */
         int pos = h->up_pos[replica_rank];
