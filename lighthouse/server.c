@@ -18,7 +18,7 @@
  * replica id in a hash table.
  *
  * Compact replies (LighthouseQuorumRequest.compact): a waiter that asked
- * for one gets its own group's results (src/results.h) instead of the
+ * for one gets its own group's results (src/control/results.h) instead of the
  * member list, so its reply does not grow with the number of groups.  The
  * results index is built once per quorum (O(n log n)); each compact reply
  * then costs O(log n + world_size * (1 + destinations)).

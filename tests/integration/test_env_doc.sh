@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_env_doc.sh - doc/ENVIRONMENT.md is what `ftmpi-info --env-markdown`
 # prints now, i.e. the committed page matches the FTMPI_* table of
-# src/settings.c.  The page must not depend on the environment: it is
+# src/base/settings.c.  The page must not depend on the environment: it is
 # generated here with a bad FTMPI_* value set.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/integration/common.sh"
 

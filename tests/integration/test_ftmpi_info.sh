@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_ftmpi_info.sh - ftmpi-info names every variable of the FTMPI_* table
-# (src/settings.c) with its current value, reports the build options, and
+# (src/base/settings.c) with its current value, reports the build options, and
 # refuses a bad value with exit 2 and a message naming the variable.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/integration/common.sh"
 
@@ -15,8 +15,8 @@ for v in $(env | sed -n 's/^\(FTMPI_[A-Z0-9_]*\)=.*/\1/p'); do
 done
 
 # the names of the table, read from its source
-grep -o '^ *{"FTMPI_[A-Z0-9_]*"' "$top_srcdir/src/settings.c" | sed 's/.*"\(FTMPI_[A-Z0-9_]*\)"/\1/' >"$T/names"
-[ "$(wc -l <"$T/names")" -ge 10 ] || die "found only $(wc -l <"$T/names") FTMPI_* names in src/settings.c"
+grep -o '^ *{"FTMPI_[A-Z0-9_]*"' "$top_srcdir/src/base/settings.c" | sed 's/.*"\(FTMPI_[A-Z0-9_]*\)"/\1/' >"$T/names"
+[ "$(wc -l <"$T/names")" -ge 10 ] || die "found only $(wc -l <"$T/names") FTMPI_* names in src/base/settings.c"
 
 timeout 10 "$INFO" >"$T/out" 2>"$T/err" || die "ftmpi-info failed (exit $?): $(cat "$T/err")"
 while read -r name; do

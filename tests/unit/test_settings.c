@@ -1,5 +1,5 @@
 /*
- * test_settings.c - the FTMPI_* table (src/settings.c): every default
+ * test_settings.c - the FTMPI_* table (src/base/settings.c): every default
  * parses, every type refuses its bad values with a message that names the
  * variable and the value, *cfg is untouched on error, and
  * fti_config_format's output parses back to the same configuration.

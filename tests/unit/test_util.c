@@ -1,5 +1,5 @@
 /*
- * test_util.c - src/util.c (checksum, clocks and deadlines, strings, binary
+ * test_util.c - src/base/util.c (checksum, clocks and deadlines, strings, binary
  * search) and src/log.c (level names, filtering, errno and %m across a log
  * line).
  */
