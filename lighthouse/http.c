@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "log.h"
 #include "net.h"
 #include "util.h"

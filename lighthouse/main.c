@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "ftmpi_config.h"
 #include "lighthouse.h"
 #include "log.h"

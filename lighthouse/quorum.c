@@ -1,7 +1,7 @@
 /* quorum.c - the lighthouse quorum rules over a sorted table of groups. */
 #include "quorum.h"
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "util.h"
 
 #include <inttypes.h>

@@ -39,58 +39,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftmpi_errors.h" /* FTMPI_EXPORT, the version, FT_Error, FT_Error_string */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#if defined(__GNUC__)
-#define FTMPI_EXPORT __attribute__((visibility("default")))
-#else
-#define FTMPI_EXPORT
-#endif
-
-#define FTMPI_VERSION_MAJOR 0
-#define FTMPI_VERSION_MINOR 1
-#define FTMPI_VERSION_PATCH 0
-
-/*
- * Error codes: one signed enum, FT_SUCCESS = 0, failures < 0, grouped by how
- * far the damage reaches.  FT_Error_string() names every value.
- */
-typedef enum {
-    FT_SUCCESS = 0,
-
-    /* -1..-19: the caller's mistake; nothing else is affected */
-    FT_ERR_ARG = -1,             /* invalid argument */
-    FT_ERR_UNSUPPORTED = -2,     /* datatype, op or feature not supported */
-    FT_ERR_NOT_INITIALIZED = -3, /* FT_Init has not run (or FT_Finalize has) */
-    FT_ERR_STATE = -4,           /* call out of order (e.g. FT_Commit before FT_Quorum) */
-    FT_ERR_CONFIG = -5,          /* a bad FTMPI_* value or flag */
-    FT_ERR_NOT_FOUND = -6,       /* no such key, buffer or member */
-    FT_ERR_EXISTS = -7,          /* name already registered */
-
-    /* -20..-39: a peer, the quorum or the network failed; the step fails,
-     * the library recovers in the next FT_Quorum */
-    FT_ERR_PROC_FAILED = -20,    /* a peer group died or closed its connection */
-    FT_ERR_TIMEOUT = -21,        /* a deadline passed */
-    FT_ERR_QUORUM = -22,         /* no quorum could be formed or it changed */
-    FT_ERR_ABORTED = -23,        /* an earlier collective of this step failed (latched) */
-    FT_ERR_BAD_MESSAGE = -24,    /* malformed, truncated or oversized message */
-    FT_ERR_CONNECT = -25,        /* could not connect (peer or lighthouse down) */
-    FT_ERR_CHECKSUM = -26,       /* healed state failed its checksum */
-    FT_ERR_GROUP_LOST = -27,     /* (mode B) this rank's own replica group lost a member:
-                                  * every later FT_ call returns it; call FT_Finalize */
-    FT_ERR_KILLED = -28,         /* the lighthouse asked this group to stop */
-
-    /* -40..-59: local system errors */
-    FT_ERR_NO_MEMORY = -40,      /* allocation failed */
-    FT_ERR_SYSTEM = -41,         /* a system call failed (see the log) */
-    FT_ERR_MPI = -42,            /* an MPI call failed */
-    FT_ERR_INTERNAL = -43        /* a bug in libftmpi */
-} FT_Error;
-
-/* Returns a static string naming the code; never NULL. */
-FTMPI_EXPORT const char *FT_Error_string(int code);
 
 /* Communicators of the fault-tolerant layer. */
 typedef int FT_Comm;

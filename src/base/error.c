@@ -1,5 +1,5 @@
 /* error.c - FT_Error_string: a name for every FT_Error value. */
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 
 FTMPI_EXPORT const char *FT_Error_string(int code)
 {

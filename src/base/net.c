@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "log.h"
 #include "util.h"
 

@@ -3,7 +3,7 @@
  * connect, and full reads/writes that give up at a deadline.  Used by the
  * RPC client and the tcp data plane.  All sends use MSG_NOSIGNAL.
  *
- * Return values are FT_Error codes (ftmpi.h); system errors are logged once
+ * Return values are FT_Error codes (ftmpi_errors.h); system errors are logged once
  * here with %m.
  */
 #ifndef FTI_NET_H

@@ -15,7 +15,7 @@
 #include <sys/queue.h>
 #include <unistd.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "log.h"
 #include "net.h"
 #include "util.h"

@@ -4,7 +4,7 @@
  * Frame: 16-byte header in network byte order, then `length` payload bytes.
  *   uint32 magic  = FTI_RPC_MAGIC
  *   uint16 flags  = FTI_RPC_F_REPLY on replies
- *   uint16 method = ftmpi.Method id (src/proto/ftmpi.proto)
+ *   uint16 method = ftmpi.Method id (src/control/proto/ftmpi.proto)
  *   int32  status = FT_Error code of a reply (0 on requests); on an error
  *                   reply the payload is a UTF-8 message
  *   uint32 length = payload bytes (capped; see max_frame)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "log.h"
 
 #define OFF(m) offsetof(fti_config_t, m), sizeof(((fti_config_t *)0)->m)

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "log.h"
 #include "rpc.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "lighthouse_client.h"
 #include "log.h"
 #include "util.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "log.h"
 #include "proto/ftmpi.pb-c.h"
 #include "rpc.h"

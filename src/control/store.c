@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "log.h"
 #include "proto/ftmpi.pb-c.h"
 

@@ -5,7 +5,7 @@
  * as "/ftmpi/<quorum_id>/<group_rank>/addr"; values are bytes.
  *
  * Server: lives on a libevent event_base and is served through an RPC
- * server (src/rpc.h).  Every fti_store_server_* call and every handler runs
+ * server (src/base/rpc.h).  Every fti_store_server_* call and every handler runs
  * on the loop's thread (or with the loop stopped), except
  * fti_store_server_stats, which may run on any thread.  A get on a missing
  * key with timeout_ms > 0 is a deferred call: it is answered by the set or

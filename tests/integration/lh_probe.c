@@ -31,7 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "lighthouse_client.h"
 #include "log.h"
 #include "net.h"

@@ -45,7 +45,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "log.h"
 #include "net.h"
 #include "proto/ftmpi.pb-c.h"

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "lighthouse.h"
 #include "lighthouse_client.h"
 #include "results.h"

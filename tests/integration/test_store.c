@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "net.h"
 #include "proto/ftmpi.pb-c.h"
 #include "rpc.h"

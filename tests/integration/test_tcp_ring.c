@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "log.h"
 #include "util.h"
 

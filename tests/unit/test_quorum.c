@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "quorum.h"
 
 /* ---- helpers ---------------------------------------------------------- */

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "results.h"
 
 #define MAX_MEMBERS 8
