@@ -1,9 +1,14 @@
-/* util.c - clocks, deadlines, strings, binary search, checksum (see util.h). */
+/* util.c - clocks, deadlines, strings, binary search, checksum, number
+ * parsing and JSON escaping (see util.h). */
 #include "util.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+#include "ftmpi_errors.h"
 
 int64_t fti_now_ms(void)
 {
@@ -147,4 +152,228 @@ uint64_t fti_checksum64(const void *buf, size_t len, uint64_t seed)
     CS_MIX(r, h7);
     CS_MIX(r, t);
     return r ^ (r >> 32);
+}
+
+/* ---- numbers from text --------------------------------------------------- */
+
+/* how much of a refused value a message quotes */
+#define PARSE_QUOTE_MAX 64
+
+enum parse_result { PARSE_OK, PARSE_SYNTAX, PARSE_RANGE };
+
+/* Reads [-]digits at *pp into *v_p and moves *pp past them.  Every digit
+ * is read even past an overflow, so that trailing junk is still a syntax
+ * error; a value beyond int64_t is PARSE_RANGE. */
+static enum parse_result parse_decimal(const char **pp, int64_t *v_p)
+{
+    const char *p = *pp;
+    bool neg = *p == '-';
+    if (neg)
+        p++;
+    if (*p < '0' || *p > '9')
+        return PARSE_SYNTAX;
+    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, mag = 0;
+    bool over = false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (mag > (limit - d) / 10)
+            over = true;
+        else
+            mag = mag * 10 + d;
+    }
+    *pp = p;
+    if (over)
+        return PARSE_RANGE;
+    *v_p = !neg ? (int64_t)mag : mag == limit ? INT64_MIN : -(int64_t)mag;
+    return PARSE_OK;
+}
+
+/* The binary multiplier of the size suffix at *pp (1 when there is none),
+ * moving *pp past it; 0 for a letter that is no suffix. */
+static int64_t parse_suffix(const char **pp)
+{
+    const char *p = *pp;
+    int64_t mul;
+    switch (*p) {
+    case '\0': return 1;
+    case 'k': case 'K': mul = INT64_C(1) << 10; break;
+    case 'm': case 'M': mul = INT64_C(1) << 20; break;
+    case 'g': case 'G': mul = INT64_C(1) << 30; break;
+    default: return 0;
+    }
+    p++;
+    if (*p == 'i' || *p == 'I')
+        p++;
+    if (*p == 'b' || *p == 'B')
+        p++;
+    *pp = p;
+    return mul;
+}
+
+static enum parse_result parse_number(const char *s, bool size, int64_t *v_p)
+{
+    const char *p = s;
+    int64_t v = 0, mul = 1;
+    enum parse_result r = parse_decimal(&p, &v);
+    if (r == PARSE_SYNTAX)
+        return r;
+    if (size && (mul = parse_suffix(&p)) == 0)
+        return PARSE_SYNTAX;
+    if (*p != '\0')
+        return PARSE_SYNTAX;
+    if (r == PARSE_RANGE || v > INT64_MAX / mul || v < INT64_MIN / mul)
+        return PARSE_RANGE;
+    *v_p = v * mul;
+    return PARSE_OK;
+}
+
+static int parse_checked(const char *s, bool size, int64_t min, int64_t max, int64_t *v_p,
+                         char *err, size_t errlen)
+{
+    int64_t v = 0;
+    enum parse_result r = s != NULL ? parse_number(s, size, &v) : PARSE_SYNTAX;
+    if (r == PARSE_OK && (v < min || v > max))
+        r = PARSE_RANGE;
+    if (r == PARSE_OK) {
+        *v_p = v;
+        return FT_SUCCESS;
+    }
+    if (err != NULL && errlen > 0) {
+        const char *what = size ? "a byte count" : "an integer";
+        s = s != NULL ? s : "";
+        snprintf(err, errlen, "'%.*s%s': %s%s; expected %s in [%" PRId64 ", %" PRId64 "]%s",
+                 PARSE_QUOTE_MAX, s, strlen(s) > PARSE_QUOTE_MAX ? "..." : "",
+                 r == PARSE_RANGE ? "out of range" : "not ", r == PARSE_RANGE ? "" : what,
+                 r == PARSE_RANGE ? what : "one", min, max, size ? " (suffixes k, m, g)" : "");
+    }
+    return FT_ERR_ARG;
+}
+
+int fti_parse_int64(const char *s, int64_t min, int64_t max, int64_t *v_p, char *err,
+                    size_t errlen)
+{
+    return parse_checked(s, false, min, max, v_p, err, errlen);
+}
+
+int fti_parse_size(const char *s, int64_t min, int64_t max, int64_t *v_p, char *err,
+                   size_t errlen)
+{
+    return parse_checked(s, true, min, max, v_p, err, errlen);
+}
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence (2 to 4 bytes) that starts at p, or 0
+ * when the bytes there are not one (RFC 3629's table: no overlong forms, no
+ * surrogates, nothing above U+10FFFF).  p is NUL-terminated, and NUL is no
+ * continuation byte, so this never reads past the end. */
+static size_t utf8_len(const unsigned char *p)
+{
+    unsigned char lo = 0x80, hi = 0xBF;
+    size_t n;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        n = 2;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF)
+        n = 3;
+    else if (p[0] >= 0xF0 && p[0] <= 0xF4)
+        n = 4;
+    else
+        return 0;
+    if (p[0] == 0xE0)
+        lo = 0xA0; /* overlong below U+0800 */
+    else if (p[0] == 0xED)
+        hi = 0x9F; /* U+D800..U+DFFF, surrogates */
+    else if (p[0] == 0xF0)
+        lo = 0x90; /* overlong below U+10000 */
+    else if (p[0] == 0xF4)
+        hi = 0x8F; /* above U+10FFFF */
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* How many bytes at p go into a JSON string as they are: 1 for printable
+ * ASCII other than '"' and '\\', the sequence's length for valid UTF-8, 0
+ * for what needs an escape (and for the NUL at the end). */
+static size_t plain_len(const unsigned char *p)
+{
+    if (*p >= 0x80)
+        return utf8_len(p);
+    return *p >= 0x20 && *p != '"' && *p != '\\' && *p != 0x7f;
+}
+
+/* Output of fti_json_escape: pieces are copied while they fit, whole. */
+struct json_out {
+    char *dst;
+    size_t cap, len;
+    bool full;
+};
+
+static void json_put(struct json_out *o, const char *piece, size_t n)
+{
+    if (!o->full && o->len + n < o->cap) {
+        memcpy(o->dst + o->len, piece, n);
+        o->dst[o->len + n] = '\0';
+    } else {
+        o->full = true;
+    }
+    o->len += n;
+}
+
+/* The escape of control character c (below 0x20, or 0x7f) into esc[7]. */
+static size_t json_control(unsigned char c, char *esc)
+{
+    static const char hex[] = "0123456789abcdef";
+    const char *s = NULL;
+    switch (c) {
+    case '\b': s = "\\b"; break;
+    case '\f': s = "\\f"; break;
+    case '\n': s = "\\n"; break;
+    case '\r': s = "\\r"; break;
+    case '\t': s = "\\t"; break;
+    }
+    if (s != NULL) {
+        memcpy(esc, s, 3);
+        return 2;
+    }
+    memcpy(esc, "\\u00", 4);
+    esc[4] = hex[c >> 4];
+    esc[5] = hex[c & 0xf];
+    esc[6] = '\0';
+    return 6;
+}
+
+size_t fti_json_escape(char *dst, size_t cap, const char *s)
+{
+    struct json_out o = {dst, cap, 0, false};
+    const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+    char esc[7];
+    if (cap > 0)
+        dst[0] = '\0';
+    json_put(&o, "\"", 1);
+    while (*p) {
+        /* the longest run copied as it is: printable ASCII and valid UTF-8 */
+        const unsigned char *run = p;
+        for (size_t n; (n = plain_len(p)) > 0;)
+            p += n;
+        if (p > run)
+            json_put(&o, (const char *)run, (size_t)(p - run));
+        if (*p == '\0')
+            break;
+        if (*p == '"' || *p == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*p;
+            json_put(&o, esc, 2);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            json_put(&o, esc, json_control(*p, esc));
+        } else {
+            json_put(&o, "\\ufffd", 6); /* a byte of invalid UTF-8 */
+        }
+        p++;
+    }
+    json_put(&o, "\"", 1);
+    return o.len;
 }

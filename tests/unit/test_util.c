@@ -1,7 +1,7 @@
 /*
  * test_util.c - src/base/util.c (checksum, clocks and deadlines, strings, binary
- * search) and src/log.c (level names, filtering, errno and %m across a log
- * line).
+ * search, strict number parsing, JSON string escaping) and src/log.c (level
+ * names, filtering, errno and %m across a log line).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,11 +11,14 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "ftmpi_errors.h"
 #include "log.h"
 #include "util.h"
 
@@ -254,6 +257,250 @@ static void test_bsearch_str(void **state)
     assert_false(found);
 }
 
+/* ---- number parsing ------------------------------------------------------ */
+
+/* s parses (as a size when size is set) within [min, max] to want. */
+static void expect_num(bool size, const char *s, int64_t min, int64_t max, int64_t want)
+{
+    int64_t v = 12345;
+    char err[128] = "";
+    int rc = size ? fti_parse_size(s, min, max, &v, err, sizeof(err))
+                  : fti_parse_int64(s, min, max, &v, err, sizeof(err));
+    if (rc != FT_SUCCESS || v != want)
+        fail_msg("'%s' gave rc %d, %" PRId64 " (%s), expected %" PRId64, s, rc, v, err, want);
+}
+
+/* s is refused, *v_p untouched, with a message that quotes s and says why
+ * (what, e.g. "not an integer" or "out of range") and the range. */
+static void expect_bad(bool size, const char *s, int64_t min, int64_t max, const char *what)
+{
+    int64_t v = 12345;
+    char err[160], quoted[80], range[80];
+    memset(err, 0, sizeof(err));
+    int rc = size ? fti_parse_size(s, min, max, &v, err, sizeof(err))
+                  : fti_parse_int64(s, min, max, &v, err, sizeof(err));
+    if (rc != FT_ERR_ARG)
+        fail_msg("'%s' was accepted as %" PRId64 " (rc %d)", s ? s : "(null)", v, rc);
+    assert_int_equal(v, 12345);
+    snprintf(quoted, sizeof(quoted), "'%.60s", s ? s : "");
+    snprintf(range, sizeof(range), "[%" PRId64 ", %" PRId64 "]", min, max);
+    if (strstr(err, quoted) == NULL || strstr(err, what) == NULL || strstr(err, range) == NULL)
+        fail_msg("message for '%s' lacks %s, '%s' or %s: %s", s, quoted, what, range, err);
+}
+
+static void test_parse_int64(void **state)
+{
+    (void)state;
+    const int64_t lo = INT64_MIN, hi = INT64_MAX;
+    expect_num(false, "0", lo, hi, 0);
+    expect_num(false, "-0", lo, hi, 0);
+    expect_num(false, "007", lo, hi, 7);
+    expect_num(false, "-5", lo, hi, -5);
+    expect_num(false, "9223372036854775807", lo, hi, INT64_MAX);
+    expect_num(false, "-9223372036854775808", lo, hi, INT64_MIN);
+    expect_num(false, "1", 1, 10, 1);
+    expect_num(false, "10", 1, 10, 10);
+    /* range, overflow included */
+    expect_bad(false, "0", 1, 10, "out of range");
+    expect_bad(false, "11", 1, 10, "out of range");
+    expect_bad(false, "-1", 0, 10, "out of range");
+    expect_bad(false, "9223372036854775808", lo, hi, "out of range");
+    expect_bad(false, "-9223372036854775809", lo, hi, "out of range");
+    expect_bad(false, "99999999999999999999999999", lo, hi, "out of range");
+    expect_bad(false, "4294967296", 0, INT32_MAX, "out of range");
+    /* syntax: the whole string, decimal digits only */
+    const char *junk[] = {"",    " 1",  "1 ",  "+1",  "0x10", "1e3", "1.5", "--1", "-",
+                          "12abc", "5k", "1\n", "\t1", "1_000", "٣", "99999999999999999999x"};
+    for (size_t i = 0; i < FTI_ARRAY_SIZE(junk); i++)
+        expect_bad(false, junk[i], lo, hi, "not an integer");
+    expect_bad(false, NULL, 0, 1, "not an integer");
+    /* no message buffer is fine; a small one is cut and terminated */
+    int64_t v = 3;
+    assert_int_equal(fti_parse_int64("x", 0, 1, &v, NULL, 0), FT_ERR_ARG);
+    char tiny[8];
+    memset(tiny, 'z', sizeof(tiny));
+    assert_int_equal(fti_parse_int64("x", 0, 1, &v, tiny, 5), FT_ERR_ARG);
+    assert_int_equal(strlen(tiny), 4);
+    assert_int_equal(tiny[5], 'z');
+    assert_int_equal(v, 3);
+    /* a long value is quoted in part, marked as cut */
+    char longv[300], err[200];
+    memset(longv, '7', sizeof(longv) - 1);
+    longv[sizeof(longv) - 1] = '\0';
+    assert_int_equal(fti_parse_int64(longv, 0, 1, &v, err, sizeof(err)), FT_ERR_ARG);
+    assert_non_null(strstr(err, "7...'"));
+    assert_true(strlen(err) < 150);
+}
+
+static void test_parse_size(void **state)
+{
+    (void)state;
+    const int64_t hi = INT64_MAX;
+    expect_num(true, "0", 0, hi, 0);
+    expect_num(true, "4096", 0, hi, 4096);
+    const char *four_k[] = {"4k", "4K", "4kb", "4KB", "4ki", "4KiB", "4kib"};
+    for (size_t i = 0; i < FTI_ARRAY_SIZE(four_k); i++)
+        expect_num(true, four_k[i], 0, hi, 4096);
+    expect_num(true, "3m", 0, hi, INT64_C(3) << 20);
+    expect_num(true, "3MiB", 0, hi, INT64_C(3) << 20);
+    expect_num(true, "1g", 0, hi, INT64_C(1) << 30);
+    expect_num(true, "2G", 0, hi, INT64_C(2) << 30);
+    expect_num(true, "8589934591g", 0, hi, (INT64_C(8589934591)) << 30); /* 2^63 - 2^30 */
+    expect_num(true, "-1k", -2048, 0, -1024);
+    expect_num(true, "1k", 1024, 1024, 1024);
+    /* range and overflow, of the digits or of the product */
+    expect_bad(true, "1023", 1024, hi, "out of range");
+    expect_bad(true, "3g", 1024, INT64_C(2) << 30, "out of range");
+    expect_bad(true, "-1k", 0, hi, "out of range");
+    expect_bad(true, "8589934592g", 0, hi, "out of range"); /* 2^63 */
+    expect_bad(true, "9223372036854775807k", 0, hi, "out of range");
+    expect_bad(true, "-9223372036854775807g", INT64_MIN, hi, "out of range");
+    expect_bad(true, "99999999999999999999", 0, hi, "out of range");
+    /* syntax */
+    const char *junk[] = {"",    "k",     "4t",  "4kk", "4kbb", "1.5m", "4 k", "4k ",  " 4k",
+                          "4bk", "4kib5", "4b",  "4B",  "4ik",  "0x1k", "+4k", "4k\n", "4\x01"};
+    for (size_t i = 0; i < FTI_ARRAY_SIZE(junk); i++)
+        expect_bad(true, junk[i], 0, hi, "not a byte count");
+    /* the message names the suffixes */
+    char err[160];
+    int64_t v;
+    assert_int_equal(fti_parse_size("4t", 0, 10, &v, err, sizeof(err)), FT_ERR_ARG);
+    assert_non_null(strstr(err, "suffixes k, m, g"));
+}
+
+/* ---- JSON escaping --------------------------------------------------------- */
+
+/* s escapes to want, and the returned length is want's. */
+static void expect_json(const char *s, const char *want)
+{
+    char out[256];
+    memset(out, 'z', sizeof(out));
+    size_t n = fti_json_escape(out, sizeof(out), s);
+    if (strcmp(out, want) != 0 || n != strlen(want))
+        fail_msg("escape of '%s' gave %s (%zu), expected %s", s ? s : "(null)", out, n, want);
+    assert_int_equal(fti_json_escape(NULL, 0, s), n); /* measuring gives the same */
+}
+
+static void test_json_escape(void **state)
+{
+    (void)state;
+    expect_json("", "\"\"");
+    expect_json(NULL, "\"\"");
+    expect_json("g0", "\"g0\"");
+    expect_json("a\"b\\c/d", "\"a\\\"b\\\\c/d\"");
+    expect_json("\b\f\n\r\t", "\"\\b\\f\\n\\r\\t\"");
+    expect_json("\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\"");
+    expect_json(" ~", "\" ~\"");
+    /* valid UTF-8, 2, 3 and 4 bytes, and the edges of its ranges, as it is */
+    const char *utf8[] = {"\xc3\xa9", "\xc2\x80", "\xdf\xbf", "\xe2\x82\xac", "\xe0\xa0\x80",
+                          "\xed\x9f\xbf", "\xee\x80\x80", "\xef\xbf\xbf", "\xf0\x9f\x98\x80",
+                          "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf", "caf\xc3\xa9 \xe2\x9c\x93"};
+    for (size_t i = 0; i < FTI_ARRAY_SIZE(utf8); i++) {
+        char want[64];
+        snprintf(want, sizeof(want), "\"%s\"", utf8[i]);
+        expect_json(utf8[i], want);
+    }
+    /* invalid UTF-8: each byte that is not part of a valid sequence */
+    expect_json("\x80", "\"\\ufffd\"");
+    expect_json("\xff\xfe", "\"\\ufffd\\ufffd\"");
+    expect_json("\xc0\x80", "\"\\ufffd\\ufffd\"");         /* overlong NUL */
+    expect_json("\xc1\xbf", "\"\\ufffd\\ufffd\"");         /* overlong */
+    expect_json("\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\""); /* overlong '/' */
+    expect_json("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""); /* surrogate */
+    expect_json("\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* > U+10FFFF */
+    expect_json("\xf5\x80\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");
+    expect_json("a\xe2\x82", "\"a\\ufffd\\ufffd\"");       /* cut at the end */
+    expect_json("\xe2\x82" "A", "\"\\ufffd\\ufffdA\"");    /* cut by ASCII */
+    expect_json("\xc3\"", "\"\\ufffd\\\"\"");              /* cut by a quote */
+    expect_json("\xc3\xa9\xa9", "\"\xc3\xa9\\ufffd\"");    /* one continuation too many */
+}
+
+/* A literal that does not fit is cut before the first piece that does not,
+ * terminated, and the return value says how much was needed. */
+static void test_json_escape_cut(void **state)
+{
+    (void)state;
+    const char *s = "ab\ncd";           /* "ab\ncd" is 9 bytes quoted */
+    const char *full = "\"ab\\ncd\"";
+    size_t need = strlen(full);
+    for (size_t cap = 0; cap <= need + 2; cap++) {
+        char out[32];
+        memset(out, 'z', sizeof(out));
+        assert_int_equal(fti_json_escape(cap ? out : NULL, cap, s), need);
+        if (cap == 0)
+            continue;
+        assert_true(strlen(out) < cap);
+        assert_int_equal(out[cap], 'z'); /* nothing beyond cap */
+        assert_true(strncmp(out, full, strlen(out)) == 0); /* a prefix */
+        if (cap > need)
+            assert_string_equal(out, full);
+        else /* never half an escape: a cut before "\\n" keeps "ab" */
+            assert_true(strcmp(out, "\"ab\\") != 0 && out[strlen(out) ? strlen(out) - 1 : 0] != '\\');
+    }
+    /* once a piece does not fit, nothing after it is written either */
+    char out[4];
+    assert_int_equal(fti_json_escape(out, sizeof(out), "\xe2\x82\xac" "a"), 6);
+    assert_string_equal(out, "\"");
+}
+
+/* Next code point of valid UTF-8 at *p (decoded arithmetically, apart from
+ * the table of util.c), or -1. */
+static long utf8_next(const unsigned char **p)
+{
+    const unsigned char *s = *p;
+    int n = s[0] < 0x80 ? 1 : (s[0] >> 5) == 6 ? 2 : (s[0] >> 4) == 14 ? 3 : (s[0] >> 3) == 30 ? 4 : 0;
+    if (n == 0)
+        return -1;
+    long cp = n == 1 ? s[0] : s[0] & (0x7f >> n);
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return -1;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    static const long min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return -1;
+    *p = s + n;
+    return cp;
+}
+
+/* Random bytes always give a valid JSON string literal: quoted, no raw
+ * control character, only known escapes, valid UTF-8 throughout. */
+static void test_json_escape_random(void **state)
+{
+    (void)state;
+    static char in[200], out[200 * 6 + 3];
+    for (int round = 0; round < 3000; round++) {
+        size_t len = (size_t)(rng_next() % (sizeof(in) - 1));
+        for (size_t i = 0; i < len; i++) {
+            uint64_t r = rng_next();
+            /* bias towards the interesting bytes */
+            in[i] = (char)(r % 4 == 0 ? (r >> 8) % 0x20 : r % 4 == 1 ? 0x80 + (r >> 8) % 0x80
+                                                                     : (r >> 8) % 0x100);
+            if (in[i] == '\0')
+                in[i] = 'x';
+        }
+        in[len] = '\0';
+        size_t n = fti_json_escape(out, sizeof(out), in);
+        assert_true(n < sizeof(out));
+        assert_int_equal(strlen(out), n);
+        assert_true(n >= 2 && out[0] == '"' && out[n - 1] == '"');
+        const unsigned char *p = (const unsigned char *)out + 1, *end = p + n - 2;
+        while (p < end) {
+            if (*p == '\\') {
+                assert_non_null(strchr("\"\\bfnrtu", p[1]));
+                p += p[1] == 'u' ? 6 : 2;
+                continue;
+            }
+            assert_true(*p >= 0x20 && *p != '"' && *p != 0x7f);
+            if (utf8_next(&p) < 0)
+                fail_msg("round %d: invalid UTF-8 at offset %td of %s", round,
+                         (const char *)p - out, out);
+        }
+        assert_true(p == end);
+    }
+}
+
 /* ---- log ---------------------------------------------------------------- */
 
 static void test_log_levels(void **state)
@@ -365,6 +612,11 @@ int main(void)
         cmocka_unit_test(test_clocks),
         cmocka_unit_test(test_strlcpy),
         cmocka_unit_test(test_bsearch_str),
+        cmocka_unit_test(test_parse_int64),
+        cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_json_escape),
+        cmocka_unit_test(test_json_escape_cut),
+        cmocka_unit_test(test_json_escape_random),
         cmocka_unit_test(test_log_levels),
         cmocka_unit_test(test_log_lines),
     };
