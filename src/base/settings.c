@@ -1,7 +1,6 @@
 /* settings.c - parse the FTMPI_* table (see settings.h). */
 #include "settings.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 
 #include "ftmpi_errors.h"
 #include "log.h"
+#include "util.h"
 
 #define OFF(m) offsetof(fti_config_t, m), sizeof(((fti_config_t *)0)->m)
 
@@ -63,56 +63,27 @@ const fti_config_field_t fti_config_table[] = {
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
 
-static int parse_int(const char *s, int64_t *v_p, int bytes)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s)
-        return -1;
-    if (bytes && *end) {
-        int64_t mul = 1;
-        switch (*end) {
-        case 'k': case 'K': mul = 1024; break;
-        case 'm': case 'M': mul = 1024 * 1024; break;
-        case 'g': case 'G': mul = 1024 * 1024 * 1024; break;
-        default: return -1;
-        }
-        end++;
-        if (*end == 'i' || *end == 'I')
-            end++;
-        if (*end == 'b' || *end == 'B')
-            end++;
-        if (v > INT64_MAX / mul || v < INT64_MIN / mul)
-            return -1;
-        v *= mul;
-    }
-    if (*end != '\0')
-        return -1;
-    *v_p = v;
-    return 0;
-}
-
 static int parse_field(fti_config_t *cfg, const fti_config_field_t *f, const char *s, char *err,
                        size_t errlen)
 {
     char *dst = (char *)cfg + f->offset;
+    char why[FTI_REASON_SIZE];
     int64_t v;
 
     switch (f->type) {
     case FTI_CFG_STRING:
         if (strlen(s) >= f->size) {
-            snprintf(err, errlen, "%s='%.40s...': longer than %zu characters", f->name, s,
-                     f->size - 1);
+            snprintf(err, errlen, "%s='%.40s...': %zu characters, at most %zu fit", f->name, s,
+                     strlen(s), f->size - 1);
             return FT_ERR_CONFIG;
         }
         memcpy(dst, s, strlen(s) + 1);
         return FT_SUCCESS;
     case FTI_CFG_INT:
     case FTI_CFG_BYTES:
-        if (parse_int(s, &v, f->type == FTI_CFG_BYTES) != 0 || v < f->min || v > f->max) {
-            snprintf(err, errlen, "%s='%s': expected %s in [%" PRId64 ", %" PRId64 "]", f->name, s,
-                     f->type == FTI_CFG_BYTES ? "a byte count" : "an integer", f->min, f->max);
+        if ((f->type == FTI_CFG_BYTES ? fti_parse_size : fti_parse_int64)(
+                s, f->min, f->max, &v, why, sizeof(why)) != FT_SUCCESS) {
+            snprintf(err, errlen, "%s=%s", f->name, why);
             return FT_ERR_CONFIG;
         }
         if (f->size == sizeof(int64_t))

@@ -11,13 +11,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sizes.h"
+
 enum fti_backend { FTI_BACKEND_AUTO, FTI_BACKEND_TCP, FTI_BACKEND_MPI };
 enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
 
 typedef struct fti_config {
-    char lighthouse[256];       /* host:port, "" = none (mode B if group_size > 0) */
-    char replica_id[64];        /* "" = derived from host and pid */
-    char bind_host[64];         /* address the rank's servers bind */
+    /* strings: a longer value is refused by the parser, never cut */
+    char lighthouse[FTI_ADDRESS_SIZE];  /* host:port, "" = none (mode B if group_size > 0) */
+    char replica_id[FTI_REPLICA_ID_SIZE]; /* "" = derived from host and pid */
+    char bind_host[FTI_HOST_SIZE];      /* address the rank's servers bind */
     int group_size;             /* mode B: ranks per group, 0 = mode A */
     int min_replicas;
     int backend;                /* enum fti_backend */
@@ -29,7 +32,7 @@ typedef struct fti_config {
     int heal_timeout_ms;
     int init_sync;              /* bool */
     int log_level;
-    char event_log[256];        /* JSON event log path, "" = off */
+    char event_log[FTI_PATH_SIZE];      /* JSON event log path, "" = off */
     int64_t chunk_bytes;        /* ring pipeline chunk */
     int64_t max_frame_bytes;    /* control-plane frame cap */
     int restart_count;          /* set by ftmpi-run */

@@ -19,6 +19,7 @@
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "settings.h"
+#include "sizes.h"
 #include "util.h"
 
 /* A fake environment: up to 32 NAME=value pairs. */
@@ -313,6 +314,47 @@ static void test_string_values(void **state)
     }
 }
 
+/* The string settings have the sizes every layer agrees on (sizes.h), so a
+ * value the parser takes is one the lighthouse client, the manager and the
+ * servers take too: FTMPI_LIGHTHOUSE used to take 255 characters that the
+ * client then refused.  A longer value is refused here, naming the variable,
+ * the value and the limit. */
+static void test_string_sizes(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name;
+        size_t size;
+    } want[] = {{"FTMPI_LIGHTHOUSE", FTI_ADDRESS_SIZE},
+                {"FTMPI_REPLICA_ID", FTI_REPLICA_ID_SIZE},
+                {"FTMPI_BIND_HOST", FTI_HOST_SIZE},
+                {"FTMPI_EVENT_LOG", FTI_PATH_SIZE}};
+    for (size_t i = 0; i < FTI_ARRAY_SIZE(want); i++) {
+        const fti_config_field_t *f = field(want[i].name);
+        assert_int_equal(f->size, want[i].size);
+        /* size - 1 characters fit, size do not, and the message says so */
+        char *v = malloc(want[i].size + 1), err[256] = "", limit[32];
+        assert_non_null(v);
+        memset(v, 'a', want[i].size);
+        v[want[i].size - 1] = '\0';
+        fti_config_t cfg;
+        assert_int_equal(load1(&cfg, want[i].name, v, err, sizeof(err)), FT_SUCCESS);
+        v[want[i].size - 1] = 'a';
+        v[want[i].size] = '\0';
+        expect_refused(want[i].name, v);
+        assert_int_equal(load1(&cfg, want[i].name, v, err, sizeof(err)), FT_ERR_CONFIG);
+        snprintf(limit, sizeof(limit), "at most %zu", want[i].size - 1);
+        if (strstr(err, limit) == NULL)
+            fail_msg("%s: message lacks '%s': %s", want[i].name, limit, err);
+        free(v);
+    }
+    /* an address of 200 characters: accepted before, refused now */
+    char addr[201];
+    memset(addr, 'h', sizeof(addr) - 1);
+    memcpy(addr + sizeof(addr) - 7, ":29510", 7);
+    expect_refused("FTMPI_LIGHTHOUSE", addr);
+}
+
 /* A later bad variable leaves cfg alone even after earlier good ones. */
 static void test_untouched_on_error(void **state)
 {
@@ -421,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_enum_values),
         cmocka_unit_test(test_loglevel_values),
         cmocka_unit_test(test_string_values),
+        cmocka_unit_test(test_string_sizes),
         cmocka_unit_test(test_untouched_on_error),
         cmocka_unit_test(test_environment),
         cmocka_unit_test(test_format_round_trip),
