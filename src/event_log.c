@@ -12,15 +12,18 @@
 
 #include "ftmpi.h"
 #include "log.h"
+#include "sizes.h"
 #include "util.h"
 
 struct fti_event_log {
     int fd;
-    char path[256];
-    char replica_id[64];
+    char path[FTI_PATH_SIZE];
+    char replica_id[FTI_REPLICA_ID_SIZE];
     int group_rank;
     int failed; /* a write failed: warned once */
 };
+
+#define SB_INITIAL_CAP 256 /* bytes; a line of a few members fits */
 
 /* A growing string; oom set when an allocation failed. */
 struct sbuf {
@@ -33,7 +36,7 @@ static void sb_reserve(struct sbuf *b, size_t more)
 {
     if (b->oom || b->len + more + 1 <= b->cap)
         return;
-    size_t cap = b->cap ? b->cap : 256;
+    size_t cap = b->cap ? b->cap : SB_INITIAL_CAP;
     while (cap < b->len + more + 1)
         cap *= 2;
     char *p = realloc(b->p, cap);
@@ -58,54 +61,29 @@ static void sb_add(struct sbuf *b, const char *s, size_t n)
 static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_printf(struct sbuf *b, const char *fmt, ...)
 {
-    char tmp[256];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
     if (n < 0)
         return;
-    sb_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+    sb_reserve(b, (size_t)n);
+    if (b->oom)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
 }
 
+/* Appends s as a JSON string literal (fti_json_escape). */
 static void sb_json_string(struct sbuf *b, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    sb_add(b, "\"", 1);
-    for (const unsigned char *c = (const unsigned char *)(s ? s : ""); *c; c++) {
-        char esc[8];
-        switch (*c) {
-        case '"': sb_add(b, "\\\"", 2); break;
-        case '\\': sb_add(b, "\\\\", 2); break;
-        case '\n': sb_add(b, "\\n", 2); break;
-        case '\r': sb_add(b, "\\r", 2); break;
-        case '\t': sb_add(b, "\\t", 2); break;
-        default:
-            if (*c < 0x20) {
-                memcpy(esc, "\\u00", 4);
-                esc[4] = hex[*c >> 4];
-                esc[5] = hex[*c & 0xf];
-                sb_add(b, esc, 6);
-            } else {
-                sb_add(b, (const char *)c, 1);
-            }
-        }
-    }
-    sb_add(b, "\"", 1);
-}
-
-int fti_json_append_string(char *buf, size_t len, const char *s)
-{
-    struct sbuf b = {0};
-    size_t used = strnlen(buf, len);
-    sb_json_string(&b, s);
-    if (b.oom || used + b.len + 1 > len) {
-        free(b.p);
-        return -1;
-    }
-    memcpy(buf + used, b.p, b.len + 1);
-    free(b.p);
-    return 0;
+    size_t n = fti_json_escape(NULL, 0, s);
+    sb_reserve(b, n);
+    if (b->oom)
+        return;
+    b->len += fti_json_escape(b->p + b->len, n + 1, s);
 }
 
 int fti_event_log_open(const char *path, const char *replica_id, int group_rank,

@@ -39,9 +39,4 @@ void fti_event_heal(fti_event_log_h log, int64_t step, int64_t max_step, uint64_
 void fti_event_commit(fti_event_log_h log, int64_t step, bool committed, int participants,
                       int error);
 
-/* Appends s as a JSON string literal (quotes and escapes) to buf of size
- * len holding a string; returns 0, or -1 when it does not fit (buf is then
- * unchanged). */
-int fti_json_append_string(char *buf, size_t len, const char *s);
-
 #endif

@@ -1,6 +1,7 @@
 /*
- * test_event_log.c - the JSON-lines event log (src/event_log.c): string
- * escaping and the lines written for quorum, heal and commit events.
+ * test_event_log.c - the JSON-lines event log (src/event_log.c): the lines
+ * written for quorum, heal and commit events, strings escaped through
+ * fti_json_escape (tested itself in test_util.c), long lines whole.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,38 +17,30 @@
 #include "event_log.h"
 #include "ftmpi.h"
 
-static void test_json_string(void **state)
-{
-    (void)state;
-    char buf[64] = "x=";
-    assert_int_equal(fti_json_append_string(buf, sizeof(buf), "a\"b\\c\nd\x01"), 0);
-    assert_string_equal(buf, "x=\"a\\\"b\\\\c\\nd\\u0001\"");
-
-    char small[8] = "";
-    assert_int_equal(fti_json_append_string(small, sizeof(small), "1234567"), -1);
-    assert_string_equal(small, ""); /* unchanged */
-    assert_int_equal(fti_json_append_string(small, sizeof(small), "12345"), 0);
-    assert_string_equal(small, "\"12345\"");
-}
-
 static char *read_all(const char *path)
 {
     FILE *f = fopen(path, "r");
     assert_non_null(f);
-    static char buf[8192];
+    static char buf[65536];
     size_t n = fread(buf, 1, sizeof(buf) - 1, f);
     buf[n] = '\0';
     fclose(f);
     return buf;
 }
 
+/* Creates a file from the mkstemp template path (the test unlinks it). */
+static void make_file(char *path)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
 static void test_lines(void **state)
 {
     (void)state;
     char path[] = "/tmp/test_event_log.XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    make_file(path);
 
     fti_event_log_h log = NULL;
     assert_int_equal(fti_event_log_open(path, "g\"0", 2, &log), FT_SUCCESS);
@@ -78,6 +71,43 @@ static void test_lines(void **state)
     assert_non_null(strstr(l3, "\"committed\":false,\"participants\":2,\"error\":-21}"));
 }
 
+/* Escapes reach the file, and a line far longer than any fixed buffer (a
+ * quorum of many members with long ids) is written whole, as one line. */
+static void test_escapes_and_long_line(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_event_log.XXXXXX";
+    make_file(path);
+
+    enum { N = 100 };
+    static char ids[N][64];
+    const char *members[N];
+    for (int i = 0; i < N; i++) {
+        memset(ids[i], 'm', sizeof(ids[i]) - 1);
+        snprintf(ids[i], sizeof(ids[i]), "%03d", i); /* ends at 3 characters */
+        ids[i][3] = 'm';
+        members[i] = ids[i];
+    }
+    fti_event_log_h log = NULL;
+    assert_int_equal(fti_event_log_open(path, "g\\1", 0, &log), FT_SUCCESS);
+    fti_event_quorum(log, 1, 2, members, N, 0, N, 3, false, false, 0);
+    fti_event_heal(log, 1, 2, 0, 0, "h\xc3\xa9\n\x01\xff", 0);
+    fti_event_log_close(log);
+
+    char *text = read_all(path);
+    unlink(path);
+    char *l2 = strchr(text, '\n');
+    assert_non_null(l2);
+    *l2++ = '\0';
+    assert_true(strlen(text) > (size_t)N * 63);
+    assert_non_null(strstr(text, "\"replica_id\":\"g\\\\1\""));
+    assert_non_null(strstr(text, "\"099mmmm"));
+    assert_non_null(strstr(text, "\"],\"replica_rank\":0,\"size\":100,"));
+    assert_non_null(strstr(text, "\"error\":0}"));
+    /* UTF-8 as it is, control characters and a stray byte escaped */
+    assert_non_null(strstr(l2, "\"source\":\"h\xc3\xa9\\n\\u0001\\ufffd\""));
+}
+
 static void test_open_fails(void **state)
 {
     (void)state;
@@ -90,8 +120,8 @@ static void test_open_fails(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_string),
         cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_escapes_and_long_line),
         cmocka_unit_test(test_open_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
