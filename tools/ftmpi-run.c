@@ -38,6 +38,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,13 +48,29 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ftmpi_errors.h"
 #include "log.h"
 #include "settings.h"
+#include "sizes.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
 #define EXIT_AGENT 1
+#define EXIT_CANNOT_EXEC 126 /* the command is there but cannot be executed (as sh does) */
+#define EXIT_NOT_FOUND 127   /* no such command (as sh does) */
 #define KILL_WAIT_MS 5000 /* after SIGKILL, how long to wait for the command's processes */
+
+/* flag defaults (the usage text names them too) and limits */
+#define DEFAULT_MAX_RESTARTS 3
+#define DEFAULT_BACKOFF_MS 1000
+#define DEFAULT_MAX_BACKOFF_MS 30000
+#define DEFAULT_GRACE_MS 10000
+#define MAX_WAIT_MS 86400000 /* a day: the longest backoff or grace period taken */
+#define FLAG_NAME_SIZE 32    /* longer than any flag's name */
+
+/* one --events line: the replica id escaped (at most 6 bytes a character,
+ * \u00XX) with its quotes, and at most 160 bytes of the rest */
+#define EVENT_LINE_SIZE (6 * FTI_REPLICA_ID_SIZE + 2 + 160)
 
 static const char *prog = "ftmpi-run";
 
@@ -97,13 +114,13 @@ static void usage(FILE *out)
             "FTMPI_RESTART_COUNT=k (0 on the first start).\n"
             "\n"
             "Options:\n"
-            "  --replica-id ID       replica group id (required, 1..63 characters)\n"
-            "  --max-restarts N      restarts after a failure (default 3)\n"
+            "  --replica-id ID       replica group id (required, 1..%d characters)\n"
+            "  --max-restarts N      restarts after a failure (default %d)\n"
             "  --backoff-ms MS       wait before the first restart, doubled after each\n"
-            "                        (default 1000)\n"
-            "  --max-backoff-ms MS   cap of the wait (default 30000)\n"
+            "                        (default %d)\n"
+            "  --max-backoff-ms MS   cap of the wait (default %d)\n"
             "  --grace-ms MS         after forwarding SIGTERM/SIGINT/SIGHUP, how long to wait\n"
-            "                        before SIGKILL to the process group (default 10000)\n"
+            "                        before SIGKILL to the process group (default %d)\n"
             "  --events FILE         append one JSON line per event (start, exit, restart,\n"
             "                        giveup, stop) to FILE\n"
             "  --quiet               log errors only (default: FTMPI_LOG_LEVEL, warn)\n"
@@ -114,7 +131,8 @@ static void usage(FILE *out)
             "When the command ends, whatever it started that still runs is killed (at once\n"
             "after a failure, after the grace period after a stop signal).  When stdin is\n"
             "a terminal the command reads /dev/null instead.\n",
-            prog);
+            prog, FTI_REPLICA_ID_SIZE - 1, DEFAULT_MAX_RESTARTS, DEFAULT_BACKOFF_MS,
+            DEFAULT_MAX_BACKOFF_MS, DEFAULT_GRACE_MS);
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -130,39 +148,76 @@ static int usage_error(const char *fmt, ...)
     return EXIT_USAGE;
 }
 
-/* Parses a decimal integer in [0, INT_MAX]; -1 when s is not one. */
-static int parse_count(const char *s)
+/* The integer flags: where each goes in struct agent_opts, and its largest value. */
+static const struct {
+    const char *name;
+    size_t off;
+    int64_t max;
+} int_flags[] = {
+    {"--max-restarts", offsetof(struct agent_opts, max_restarts), INT_MAX},
+    {"--backoff-ms", offsetof(struct agent_opts, backoff_ms), MAX_WAIT_MS},
+    {"--max-backoff-ms", offsetof(struct agent_opts, max_backoff_ms), MAX_WAIT_MS},
+    {"--grace-ms", offsetof(struct agent_opts, grace_ms), MAX_WAIT_MS},
+};
+
+static bool takes_value(const char *name)
 {
-    char *end;
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < 0 || v > INT_MAX)
-        return -1;
-    return (int)v;
+    bool known = !strcmp(name, "--replica-id") || !strcmp(name, "--events");
+    for (size_t k = 0; k < FTI_ARRAY_SIZE(int_flags); k++)
+        known |= !strcmp(name, int_flags[k].name);
+    return known;
+}
+
+/* Sets flag name (one takes_value knows) to val; 0, or 2 after a message. */
+static int set_value(struct agent_opts *o, const char *name, const char *val)
+{
+    if (!strcmp(name, "--replica-id")) {
+        o->replica_id = val;
+        return 0;
+    }
+    if (!strcmp(name, "--events")) {
+        o->events_path = val;
+        return 0;
+    }
+    for (size_t k = 0; k < FTI_ARRAY_SIZE(int_flags); k++) {
+        char why[FTI_REASON_SIZE];
+        int64_t v;
+        if (strcmp(name, int_flags[k].name) != 0)
+            continue;
+        if (fti_parse_int64(val, 0, int_flags[k].max, &v, why, sizeof(why)) != FT_SUCCESS)
+            return usage_error("%s %s", name, why);
+        *(int *)((char *)o + int_flags[k].off) = (int)v;
+    }
+    return 0;
+}
+
+/* Checks the options once every flag is read; 0, or 2 after a message. */
+static int check_opts(struct agent_opts *o)
+{
+    if (o->replica_id == NULL)
+        return usage_error("--replica-id is required");
+    if (o->replica_id[0] == '\0' || strlen(o->replica_id) >= FTI_REPLICA_ID_SIZE)
+        return usage_error("--replica-id '%s': expected 1 to %d characters", o->replica_id,
+                           FTI_REPLICA_ID_SIZE - 1);
+    for (const char *p = o->replica_id; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return usage_error("--replica-id: control characters are not allowed");
+    if (o->backoff_ms > o->max_backoff_ms)
+        o->backoff_ms = o->max_backoff_ms;
+    return 0;
 }
 
 /* Fills *o from argv; returns 0, or the exit status (2 after a message, or
  * -1 when --help/--version printed and the agent should exit 0). */
 static int parse_args(int argc, char **argv, struct agent_opts *o)
 {
-    static const struct {
-        const char *name;
-        size_t off;
-    } ints[] = {
-        {"--max-restarts", offsetof(struct agent_opts, max_restarts)},
-        {"--backoff-ms", offsetof(struct agent_opts, backoff_ms)},
-        {"--max-backoff-ms", offsetof(struct agent_opts, max_backoff_ms)},
-        {"--grace-ms", offsetof(struct agent_opts, grace_ms)},
-    };
-    int i;
+    int i, rc;
 
     memset(o, 0, sizeof(*o));
-    o->max_restarts = 3;
-    o->backoff_ms = 1000;
-    o->max_backoff_ms = 30000;
-    o->grace_ms = 10000;
+    o->max_restarts = DEFAULT_MAX_RESTARTS;
+    o->backoff_ms = DEFAULT_BACKOFF_MS;
+    o->max_backoff_ms = DEFAULT_MAX_BACKOFF_MS;
+    o->grace_ms = DEFAULT_GRACE_MS;
 
     for (i = 1; i < argc; i++) {
         char *arg = argv[i];
@@ -186,7 +241,7 @@ static int parse_args(int argc, char **argv, struct agent_opts *o)
         }
 
         /* the flags below take a value: --flag VALUE or --flag=VALUE */
-        char name[32];
+        char name[FLAG_NAME_SIZE];
         const char *val;
         const char *eq = strchr(arg, '=');
         if (eq != NULL && (size_t)(eq - arg) < sizeof(name)) {
@@ -197,68 +252,33 @@ static int parse_args(int argc, char **argv, struct agent_opts *o)
             fti_strlcpy(name, arg, sizeof(name));
             val = NULL;
         }
-        int known = !strcmp(name, "--replica-id") || !strcmp(name, "--events");
-        for (size_t k = 0; k < FTI_ARRAY_SIZE(ints); k++)
-            known |= !strcmp(name, ints[k].name);
-        if (!known)
+        if (!takes_value(name))
             return usage_error("unknown flag '%s'", arg);
         if (val == NULL) {
             if (i + 1 >= argc)
                 return usage_error("%s needs a value", name);
             val = argv[++i];
         }
-        if (!strcmp(name, "--replica-id")) {
-            o->replica_id = val;
-        } else if (!strcmp(name, "--events")) {
-            o->events_path = val;
-        } else {
-            for (size_t k = 0; k < FTI_ARRAY_SIZE(ints); k++) {
-                if (strcmp(name, ints[k].name) != 0)
-                    continue;
-                int v = parse_count(val);
-                if (v < 0)
-                    return usage_error("%s: '%s' is not a non-negative integer", name, val);
-                *(int *)((char *)o + ints[k].off) = v;
-            }
-        }
+        if ((rc = set_value(o, name, val)) != 0)
+            return rc;
     }
-
-    if (o->replica_id == NULL)
-        return usage_error("--replica-id is required");
-    if (o->replica_id[0] == '\0' || strlen(o->replica_id) > 63)
-        return usage_error("--replica-id '%s': expected 1 to 63 characters", o->replica_id);
-    for (const char *p = o->replica_id; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return usage_error("--replica-id: control characters are not allowed");
+    if ((rc = check_opts(o)) != 0)
+        return rc;
     if (i >= argc)
         return usage_error("no command given (put it after --)");
-    if (o->backoff_ms > o->max_backoff_ms)
-        o->backoff_ms = o->max_backoff_ms;
     o->argv = argv + i;
     return 0;
 }
 
 /* ---- events ------------------------------------------------------------ */
 
-/* Appends s to buf (at *n, capacity cap) as a JSON string literal. */
-static void json_string(char *buf, size_t cap, size_t *n, const char *s)
+/* Logs, once, that the --events file could not be written. */
+static void events_failed(struct agent *a, const char *why)
 {
-    if (*n + 2 >= cap)
+    if (a->events_failed)
         return;
-    buf[(*n)++] = '"';
-    for (; *s && *n + 8 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            buf[(*n)++] = '\\';
-            buf[(*n)++] = (char)c;
-        } else if (c < 0x20) {
-            *n += snprintf(buf + *n, cap - *n, "\\u%04x", c);
-        } else {
-            buf[(*n)++] = (char)c;
-        }
-    }
-    buf[(*n)++] = '"';
-    buf[*n] = '\0';
+    a->events_failed = 1;
+    FTI_ERROR("cannot write the event log %s: %s", a->o.events_path, why);
 }
 
 /* Writes one JSON line to the --events file:
@@ -275,36 +295,36 @@ static void json_string(char *buf, size_t cap, size_t *n, const char *s)
  * One write per line, so concurrent agents may share the file. */
 static void event(struct agent *a, const char *ev, pid_t pid, int status, int sig, int backoff)
 {
-    char line[512];
-    size_t n;
+    char line[EVENT_LINE_SIZE], st[16] = "null", sg[16] = "null", bo[32] = "";
+    size_t n, cap = sizeof(line);
 
     if (a->events_fd < 0)
         return;
-    n = (size_t)snprintf(line, sizeof(line), "{\"event\":\"%s\",\"replica_id\":", ev);
-    json_string(line, sizeof(line) - 200, &n, a->o.replica_id);
-    n += snprintf(line + n, sizeof(line) - n, ",\"restart\":%d,\"pid\":%ld", a->restarts,
-                  (long)pid);
     if (status >= 0)
-        n += snprintf(line + n, sizeof(line) - n, ",\"status\":%d", status);
-    else
-        n += snprintf(line + n, sizeof(line) - n, ",\"status\":null");
+        snprintf(st, sizeof(st), "%d", status);
     if (sig > 0)
-        n += snprintf(line + n, sizeof(line) - n, ",\"signal\":%d", sig);
-    else
-        n += snprintf(line + n, sizeof(line) - n, ",\"signal\":null");
-    n += snprintf(line + n, sizeof(line) - n, ",\"time_ms\":%" PRId64, fti_wall_ms());
+        snprintf(sg, sizeof(sg), "%d", sig);
     if (backoff >= 0)
-        n += snprintf(line + n, sizeof(line) - n, ",\"backoff_ms\":%d", backoff);
-    n += snprintf(line + n, sizeof(line) - n, "}\n");
+        snprintf(bo, sizeof(bo), ",\"backoff_ms\":%d", backoff);
+    n = (size_t)snprintf(line, cap, "{\"event\":\"%s\",\"replica_id\":", ev);
+    if (n < cap)
+        n += fti_json_escape(line + n, cap - n, a->o.replica_id);
+    if (n < cap)
+        n += (size_t)snprintf(line + n, cap - n,
+                              ",\"restart\":%d,\"pid\":%ld,\"status\":%s,\"signal\":%s,"
+                              "\"time_ms\":%" PRId64 "%s}\n",
+                              a->restarts, (long)pid, st, sg, fti_wall_ms(), bo);
+    if (n >= cap) { /* cannot happen with EVENT_LINE_SIZE; never write half a line */
+        events_failed(a, "line too long");
+        return;
+    }
 
     ssize_t w;
     do {
         w = write(a->events_fd, line, n);
     } while (w < 0 && errno == EINTR);
-    if (w != (ssize_t)n && !a->events_failed) {
-        a->events_failed = 1;
-        FTI_ERROR("cannot write the event log %s: %m", a->o.events_path);
-    }
+    if (w != (ssize_t)n)
+        events_failed(a, w < 0 ? strerror(errno) : "short write");
 }
 
 /* ---- the command ----------------------------------------------------- */
@@ -367,7 +387,7 @@ static int start_child(struct agent *a)
         err = errno;
         while (write(pfd[1], &err, sizeof(err)) < 0 && errno == EINTR)
             ;
-        _exit(err == ENOENT ? 127 : 126);
+        _exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
     }
 
     /* parent: also set the group here, so that it exists before the first
@@ -386,7 +406,7 @@ static int start_child(struct agent *a)
             ;
         errno = err;
         FTI_ERROR("cannot execute '%s': %m", a->o.argv[0]);
-        int code = err == ENOENT ? 127 : 126;
+        int code = err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
         a->last_status = code;
         event(a, "giveup", pid, code, 0, -1);
         return code;
@@ -734,7 +754,7 @@ int main(int argc, char **argv)
 {
     struct agent a;
     sigset_t mask;
-    char err[256];
+    char err[FTI_REASON_SIZE];
     fti_config_t cfg;
 
     memset(&a, 0, sizeof(a));
