@@ -20,6 +20,7 @@
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "net.h"
+#include "sizes.h"
 #include "util.h"
 
 #define HTTP_MAX_BODY 4096
@@ -31,8 +32,8 @@
 struct fti_lh_http {
     struct evhttp *http;
     fti_lighthouse_h lh;
-    char token[256];
-    char addr[128];
+    char token[FTI_TOKEN_SIZE];
+    char addr[FTI_ADDRESS_SIZE];
 };
 
 /* ---- escaping ----------------------------------------------------------- */
@@ -51,20 +52,16 @@ static void html_escape(struct evbuffer *b, const char *s)
     }
 }
 
-/* Writes s as a JSON string literal, quotes included. */
+/* Writes s as a JSON string literal, quotes included (fti_json_escape),
+ * straight into b's free space. */
 static void json_string(struct evbuffer *b, const char *s)
 {
-    evbuffer_add(b, "\"", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            evbuffer_add_printf(b, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            evbuffer_add_printf(b, "\\u%04x", c);
-        else
-            evbuffer_add(b, s, 1);
-    }
-    evbuffer_add(b, "\"", 1);
+    size_t n = fti_json_escape(NULL, 0, s);
+    struct evbuffer_iovec v;
+    if (evbuffer_reserve_space(b, (ev_ssize_t)n + 1, &v, 1) != 1)
+        return; /* out of memory: the page is cut, as with evbuffer_add */
+    v.iov_len = fti_json_escape(v.iov_base, n + 1, s);
+    evbuffer_commit_space(b, &v, 1);
 }
 
 /* ---- replies -------------------------------------------------------------- */

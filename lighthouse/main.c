@@ -25,34 +25,49 @@
 #include "lighthouse.h"
 #include "log.h"
 #include "net.h"
+#include "sizes.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
 
-static const char usage_text[] =
-    "Usage: ftmpi-lighthouse --min-replicas N [options]\n"
-    "\n"
-    "Tracks live replica groups through heartbeats and issues quorums (libftmpi).\n"
-    "\n"
-    "  --min-replicas N          groups a quorum needs (required, >= 1)\n"
-    "  --bind HOST:PORT          RPC address (default 0.0.0.0:29510; port 0 = any)\n"
-    "  --join-timeout-ms MS      wait this long for groups that have not asked yet\n"
-    "                            (default 60000)\n"
-    "  --quorum-tick-ms MS       re-evaluate the quorum this often (default 100)\n"
-    "  --heartbeat-timeout-ms MS a group without a heartbeat this long is unhealthy\n"
-    "                            (default 5000)\n"
-    "  --http-bind HOST:PORT     serve the dashboard, /status.json and /metrics there\n"
-    "                            (default: off; e.g. 127.0.0.1:29511)\n"
-    "  --token-file FILE         POST /replica/<id>/kill needs\n"
-    "                            'Authorization: Bearer <token>' (token = the file's\n"
-    "                            content, trimmed)\n"
-    "  --max-frame-bytes N       largest RPC frame accepted (suffixes k, m, g;\n"
-    "                            default 4m)\n"
-    "  --initial-quorum-id N     the first quorum gets N + 1 (default: the wall clock\n"
-    "                            in ms, so a restarted lighthouse never repeats an id)\n"
-    "  --log-level LEVEL         error|warn|info|debug|trace|none (default info)\n"
-    "  --help                    this text\n"
-    "  --version                 the version\n";
+/* limits of the flags (the defaults are fti_lighthouse_opts_default's) */
+#define MAX_MIN_REPLICAS 1000000
+#define MAX_TIMEOUT_MS INT64_C(86400000) /* a day */
+#define MAX_TICK_MS 60000
+#define MIN_FRAME_BYTES 1024
+#define MAX_FRAME_BYTES (INT64_C(1) << 30)
+#define HTTP_BIND_EXAMPLE "127.0.0.1:29511"
+#define TOKEN_FILE_MAX 1024 /* bytes read from --token-file (the token is shorter) */
+#define FLAG_NAME_SIZE 64   /* longer than any flag's name */
+
+/* The usage text, with the defaults of *d. */
+static void usage(const fti_lighthouse_opts_t *d)
+{
+    printf("Usage: ftmpi-lighthouse --min-replicas N [options]\n"
+           "\n"
+           "Tracks live replica groups through heartbeats and issues quorums (libftmpi).\n"
+           "\n"
+           "  --min-replicas N          groups a quorum needs (required, >= 1)\n"
+           "  --bind HOST:PORT          RPC address (default %s; port 0 = any)\n"
+           "  --join-timeout-ms MS      wait this long for groups that have not asked yet\n"
+           "                            (default %" PRId64 ")\n"
+           "  --quorum-tick-ms MS       re-evaluate the quorum this often (default %" PRId64 ")\n"
+           "  --heartbeat-timeout-ms MS a group without a heartbeat this long is unhealthy\n"
+           "                            (default %" PRId64 ")\n"
+           "  --http-bind HOST:PORT     serve the dashboard, /status.json and /metrics there\n"
+           "                            (default: off; e.g. " HTTP_BIND_EXAMPLE ")\n"
+           "  --token-file FILE         POST /replica/<id>/kill needs\n"
+           "                            'Authorization: Bearer <token>' (token = the file's\n"
+           "                            content, trimmed)\n"
+           "  --max-frame-bytes N       largest RPC frame accepted (suffixes k, m, g;\n"
+           "                            default %zu)\n"
+           "  --initial-quorum-id N     the first quorum gets N + 1 (default: the wall clock\n"
+           "                            in ms, so a restarted lighthouse never repeats an id)\n"
+           "  --log-level LEVEL         error|warn|info|debug|trace|none (default info)\n"
+           "  --help                    this text\n"
+           "  --version                 the version\n",
+           d->bind, d->join_timeout_ms, d->quorum_tick_ms, d->heartbeat_timeout_ms, d->max_frame);
+}
 
 static void die_usage(const char *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void die_usage(const char *flag, const char *fmt, ...)
@@ -66,43 +81,20 @@ static void die_usage(const char *flag, const char *fmt, ...)
     exit(EXIT_USAGE);
 }
 
-static int64_t parse_int(const char *flag, const char *v, int64_t min, int64_t max)
+/* fti_parse_int64 (size false) or fti_parse_size; exits 2 naming flag. */
+static int64_t parse_num(const char *flag, const char *v, bool size, int64_t min, int64_t max)
 {
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end != '\0' || x < min || x > max)
-        die_usage(flag, "'%s' is not an integer in [%" PRId64 ", %" PRId64 "]", v, min, max);
-    return (int64_t)x;
-}
-
-static int64_t parse_bytes(const char *flag, const char *v, int64_t min, int64_t max)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    int64_t mult = 1;
-    if (!errno && end != v && *end) {
-        switch (tolower((unsigned char)*end)) {
-        case 'k': mult = INT64_C(1) << 10; break;
-        case 'm': mult = INT64_C(1) << 20; break;
-        case 'g': mult = INT64_C(1) << 30; break;
-        default: mult = 0;
-        }
-        end++;
-        if (tolower((unsigned char)*end) == 'b' || tolower((unsigned char)*end) == 'i')
-            end++;
-    }
-    if (errno || end == v || *end != '\0' || mult == 0 || x < 0 || x > max / mult ||
-        x * mult < min)
-        die_usage(flag, "'%s' is not a size in [%" PRId64 ", %" PRId64 "] bytes (suffixes k, m, g)",
-                  v, min, max);
-    return (int64_t)x * mult;
+    char why[FTI_REASON_SIZE];
+    int64_t x;
+    if ((size ? fti_parse_size : fti_parse_int64)(v, min, max, &x, why, sizeof(why)) !=
+        FT_SUCCESS)
+        die_usage(flag, "%s", why);
+    return x;
 }
 
 static void check_addr(const char *flag, const char *v, char *out, size_t outlen)
 {
-    char host[256];
+    char host[FTI_ADDRESS_SIZE];
     int port;
     if (fti_addr_split(v, host, sizeof(host), &port) != FT_SUCCESS ||
         fti_strlcpy(out, v, outlen) != 0)
@@ -114,7 +106,7 @@ static void read_token(const char *flag, const char *path, char *tok, size_t len
     FILE *f = fopen(path, "r");
     if (f == NULL)
         die_usage(flag, "cannot read '%s': %s", path, strerror(errno));
-    char buf[1024];
+    char buf[TOKEN_FILE_MAX];
     size_t n = fread(buf, 1, sizeof(buf) - 1, f);
     int err = ferror(f), more = !feof(f) && fgetc(f) != EOF;
     fclose(f);
@@ -142,39 +134,79 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     event_base_loopexit(arg, NULL);
 }
 
-int main(int argc, char **argv)
-{
+/* What the command line asks for. */
+struct lh_args {
     fti_lighthouse_opts_t o;
-    char http_bind[128] = "", token[256] = "";
-    int have_min = 0, log_level = FTI_LOG_INFO;
+    char http_bind[FTI_ADDRESS_SIZE]; /* "" = no dashboard */
+    char token[FTI_TOKEN_SIZE];       /* "" = kill needs no token */
+    int log_level;
+    int have_min;                     /* --min-replicas was given */
+};
 
-    fti_lighthouse_opts_default(&o);
+static const char *const known_flags[] = {
+    "--bind", "--min-replicas", "--join-timeout-ms", "--quorum-tick-ms",
+    "--heartbeat-timeout-ms", "--http-bind", "--token-file", "--max-frame-bytes",
+    "--initial-quorum-id", "--log-level"};
+
+/* Applies one known flag with its value (exits 2 on a bad value). */
+static void apply_flag(struct lh_args *a, const char *flag, const char *v)
+{
+    fti_lighthouse_opts_t *o = &a->o;
+    if (strcmp(flag, "--bind") == 0)
+        check_addr(flag, v, o->bind, sizeof(o->bind));
+    else if (strcmp(flag, "--min-replicas") == 0) {
+        o->min_replicas = (int)parse_num(flag, v, false, 1, MAX_MIN_REPLICAS);
+        a->have_min = 1;
+    } else if (strcmp(flag, "--join-timeout-ms") == 0)
+        o->join_timeout_ms = parse_num(flag, v, false, 0, MAX_TIMEOUT_MS);
+    else if (strcmp(flag, "--quorum-tick-ms") == 0)
+        o->quorum_tick_ms = parse_num(flag, v, false, 1, MAX_TICK_MS);
+    else if (strcmp(flag, "--heartbeat-timeout-ms") == 0)
+        o->heartbeat_timeout_ms = parse_num(flag, v, false, 1, MAX_TIMEOUT_MS);
+    else if (strcmp(flag, "--http-bind") == 0)
+        check_addr(flag, v, a->http_bind, sizeof(a->http_bind));
+    else if (strcmp(flag, "--token-file") == 0)
+        read_token(flag, v, a->token, sizeof(a->token));
+    else if (strcmp(flag, "--max-frame-bytes") == 0)
+        o->max_frame = (size_t)parse_num(flag, v, true, MIN_FRAME_BYTES, MAX_FRAME_BYTES);
+    else if (strcmp(flag, "--initial-quorum-id") == 0)
+        o->initial_quorum_id = parse_num(flag, v, false, 0, INT64_MAX / 2);
+    else if (strcmp(flag, "--log-level") == 0) {
+        a->log_level = fti_log_level_parse(v);
+        if (a->log_level < 0)
+            die_usage(flag, "'%s' is not one of error|warn|info|debug|trace|none", v);
+    }
+}
+
+/* Fills *a from argv (exits 2 on a bad flag).  Returns 1 when --help or
+ * --version printed and the program should exit 0, else 0. */
+static int parse_flags(int argc, char **argv, struct lh_args *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->log_level = FTI_LOG_INFO;
+    fti_lighthouse_opts_default(&a->o);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        char flag[64];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(usage_text, stdout);
-            return 0;
+        const char *arg = argv[i], *v = NULL;
+        char flag[FLAG_NAME_SIZE];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage(&a->o);
+            return 1;
         }
-        if (strcmp(a, "--version") == 0) {
+        if (strcmp(arg, "--version") == 0) {
             printf("ftmpi-lighthouse (libftmpi) %s\n", PACKAGE_VERSION);
-            return 0;
+            return 1;
         }
-        if (strncmp(a, "--", 2) != 0)
-            die_usage(a, "unexpected argument");
-        const char *eq = strchr(a, '=');
-        size_t fl = eq ? (size_t)(eq - a) : strlen(a);
+        if (strncmp(arg, "--", 2) != 0)
+            die_usage(arg, "unexpected argument");
+        const char *eq = strchr(arg, '=');
+        size_t fl = eq ? (size_t)(eq - arg) : strlen(arg);
         if (fl >= sizeof(flag))
-            die_usage(a, "unknown flag");
-        memcpy(flag, a, fl);
+            die_usage(arg, "unknown flag");
+        memcpy(flag, arg, fl);
         flag[fl] = '\0';
-        static const char *const known[] = {
-            "--bind", "--min-replicas", "--join-timeout-ms", "--quorum-tick-ms",
-            "--heartbeat-timeout-ms", "--http-bind", "--token-file", "--max-frame-bytes",
-            "--initial-quorum-id", "--log-level"};
         int ok = 0;
-        for (size_t k = 0; k < FTI_ARRAY_SIZE(known); k++)
-            ok |= strcmp(flag, known[k]) == 0;
+        for (size_t k = 0; k < FTI_ARRAY_SIZE(known_flags); k++)
+            ok |= strcmp(flag, known_flags[k]) == 0;
         if (!ok)
             die_usage(flag, "unknown flag");
         if (eq)
@@ -183,48 +215,30 @@ int main(int argc, char **argv)
             v = argv[++i];
         else
             die_usage(flag, "needs a value");
-
-        if (strcmp(flag, "--bind") == 0)
-            check_addr(flag, v, o.bind, sizeof(o.bind));
-        else if (strcmp(flag, "--min-replicas") == 0) {
-            o.min_replicas = (int)parse_int(flag, v, 1, 1000000);
-            have_min = 1;
-        } else if (strcmp(flag, "--join-timeout-ms") == 0)
-            o.join_timeout_ms = parse_int(flag, v, 0, INT64_C(86400000));
-        else if (strcmp(flag, "--quorum-tick-ms") == 0)
-            o.quorum_tick_ms = parse_int(flag, v, 1, 60000);
-        else if (strcmp(flag, "--heartbeat-timeout-ms") == 0)
-            o.heartbeat_timeout_ms = parse_int(flag, v, 1, INT64_C(86400000));
-        else if (strcmp(flag, "--http-bind") == 0)
-            check_addr(flag, v, http_bind, sizeof(http_bind));
-        else if (strcmp(flag, "--token-file") == 0)
-            read_token(flag, v, token, sizeof(token));
-        else if (strcmp(flag, "--max-frame-bytes") == 0)
-            o.max_frame = (size_t)parse_bytes(flag, v, 1024, INT64_C(1) << 30);
-        else if (strcmp(flag, "--initial-quorum-id") == 0)
-            o.initial_quorum_id = parse_int(flag, v, 0, INT64_MAX / 2);
-        else if (strcmp(flag, "--log-level") == 0) {
-            log_level = fti_log_level_parse(v);
-            if (log_level < 0)
-                die_usage(flag, "'%s' is not one of error|warn|info|debug|trace|none", v);
-        }
+        apply_flag(a, flag, v);
     }
-    if (!have_min)
+    if (!a->have_min)
         die_usage("--min-replicas", "is required");
-    if (token[0] && !http_bind[0])
+    if (a->token[0] && !a->http_bind[0])
         fprintf(stderr, "ftmpi-lighthouse: --token-file: ignored without --http-bind\n");
+    return 0;
+}
 
-    fti_log_init("lighthouse", log_level);
-    signal(SIGPIPE, SIG_IGN);
-    /* one connection per replica group (and more for heartbeats): take
-     * every descriptor the hard limit allows */
+/* One connection per replica group (and more for heartbeats): take every
+ * descriptor the hard limit allows. */
+static void raise_fd_limit(void)
+{
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
             FTI_WARN("cannot raise the open-file limit: %m");
     }
+}
 
+/* Serves until SIGTERM or SIGINT; returns the exit status. */
+static int serve(const struct lh_args *a)
+{
     struct event_base *base = event_base_new();
     if (base == NULL) {
         fprintf(stderr, "ftmpi-lighthouse: cannot create the event loop\n");
@@ -232,16 +246,17 @@ int main(int argc, char **argv)
     }
     fti_lighthouse_h lh = NULL;
     fti_lh_http_h http = NULL;
-    int rc = fti_lighthouse_create(base, &o, &lh);
+    int rc = fti_lighthouse_create(base, &a->o, &lh);
     if (rc != FT_SUCCESS) {
-        fprintf(stderr, "ftmpi-lighthouse: --bind: cannot serve on '%s': %s\n", o.bind,
+        fprintf(stderr, "ftmpi-lighthouse: --bind: cannot serve on '%s': %s\n", a->o.bind,
                 FT_Error_string(rc));
         event_base_free(base);
         return EXIT_USAGE;
     }
-    if (http_bind[0] && (rc = fti_lh_http_create(base, lh, http_bind, token, &http)) != FT_SUCCESS) {
-        fprintf(stderr, "ftmpi-lighthouse: --http-bind: cannot serve on '%s': %s\n", http_bind,
-                FT_Error_string(rc));
+    if (a->http_bind[0] &&
+        (rc = fti_lh_http_create(base, lh, a->http_bind, a->token, &http)) != FT_SUCCESS) {
+        fprintf(stderr, "ftmpi-lighthouse: --http-bind: cannot serve on '%s': %s\n",
+                a->http_bind, FT_Error_string(rc));
         fti_lighthouse_destroy(lh);
         event_base_free(base);
         return EXIT_USAGE;
@@ -270,4 +285,15 @@ int main(int argc, char **argv)
     event_base_free(base);
     FTI_INFO("stopped");
     return rc == FT_SUCCESS ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    struct lh_args a;
+    if (parse_flags(argc, argv, &a) != 0)
+        return 0;
+    fti_log_init("lighthouse", a.log_level);
+    signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
+    return serve(&a);
 }

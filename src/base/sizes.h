@@ -24,4 +24,7 @@
 /* a one-line human-readable reason carried in a reply or a log line */
 #define FTI_REASON_SIZE 256
 
+/* a bearer token of the lighthouse dashboard (--token-file) */
+#define FTI_TOKEN_SIZE 256
+
 #endif /* FTI_SIZES_H */
