@@ -1009,26 +1009,29 @@ FTMPI_EXPORT int FT_Commit(int *committed)
                      st.res.n_recover_dst);
     }
     int vote = fti_commit_vote(st.latched, participants, st.cfg.min_replicas);
-    int all = 0;
-    /* mode B: a deadline passed here ends the group, so allow for the
-     * ranks' heals of this step taking different times */
-    int64_t and_ms = st.cfg.timeout_ms;
+    /* the group's decision is group rank 0's (group.h, fti_group_decide):
+     * rank 0 waits for the votes one window; the others wait for its
+     * decision two windows, so rank 0 may come up to a window later.  Mode
+     * B: a rank's heal of this step may take the heal timeout too. */
+    int64_t win = st.cfg.timeout_ms, now = fti_now_ms();
     if (st.mode_b && st.quorum_ok && st.res.heal)
-        and_ms += st.cfg.heal_timeout_ms;
-    int rc = fti_group_and(st.group, vote, &all, fti_now_ms() + and_ms);
-    if (rc != FT_SUCCESS && st.mode_b) {
-        /* a rank of the group did not vote: it is gone, and the group */
+        win += st.cfg.heal_timeout_ms;
+    int decision = FT_ERR_ABORTED;
+    int rc = fti_group_decide(st.group, vote, now + win, now + 2 * win, &decision);
+    /* no decision here: rank 0 may have committed, so this rank cannot go
+     * on (both modes).  Mode B: a vote that missed rank 0's deadline means
+     * a dead rank: every rank that learns it leaves with the group. */
+    if (rc != FT_SUCCESS || (st.mode_b && decision == FT_ERR_TIMEOUT)) {
         st.commit_failures++;
         st.in_step = false;
         st.latched = FT_SUCCESS;
         if (st.group_rank == 0)
             fti_event_commit(st.elog, st.step, false, participants, FT_ERR_GROUP_LOST);
-        return group_lost(rc);
+        return group_lost(rc != FT_SUCCESS ? rc : decision);
     }
-    if (rc != FT_SUCCESS) {
-        latch(rc);
-        all = 0;
-    }
+    int all = decision == FT_SUCCESS;
+    if (!all && decision != FT_ERR_ABORTED)
+        latch(decision); /* a late vote, or rank 0's own error */
     int64_t step = st.step;
     if (all) {
         st.step++;
