@@ -680,7 +680,6 @@ static int rebuild_mpi_slice(const Ftmpi__Quorum *q, int64_t deadline_ms)
 
 static int rebuild_slice(const Ftmpi__Quorum *q)
 {
-    int64_t old = st.slice_quorum_id;
     fti_comm_destroy(st.slice);
     st.slice = NULL;
     if (st.backend == FTI_BACKEND_MPI) {
@@ -709,12 +708,13 @@ static int rebuild_slice(const Ftmpi__Quorum *q)
         st.slice = NULL;
         FTI_WARN("quorum %" PRId64 ": slice of %d not built: %s", st.res.quorum_id, p.size,
                  FT_Error_string(rc));
-        return rc;
     }
-    /* the manager drops the rendezvous keys of the quorum before */
-    if (st.group_rank == 0 && old >= 0 && old != st.res.quorum_id)
-        (void)fti_slice_forget(st.my_addr, old, st.cfg.connect_timeout_ms, st.cfg.timeout_ms);
-    return FT_SUCCESS;
+    /* the manager drops the rendezvous keys of every older quorum from its
+     * own store, whether their builds (or this one) failed or not */
+    if (st.group_rank == 0)
+        (void)fti_slice_forget_older(st.my_addr, st.res.quorum_id, st.cfg.connect_timeout_ms,
+                                     st.cfg.timeout_ms);
+    return rc;
 }
 
 /* Heals this rank from its source.  Each rank installs the step it healed
