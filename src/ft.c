@@ -357,12 +357,38 @@ static int init_peers(void)
     return rc;
 }
 
+/* The thread level FT_Init needs.  The library's own threads (RPC server,
+ * heartbeats, heal checksums, the lighthouse's) never call MPI; every MPI
+ * call is made by the thread that makes the FT_ calls.  So: from the
+ * thread that initialised MPI, any level (MPI_THREAD_SINGLE included:
+ * Open MPI and MPICH treat it as FUNNELED, which states it exactly); from
+ * another thread, MPI_THREAD_SERIALIZED at least. */
+static int check_thread_level(void)
+{
+    int provided = MPI_THREAD_SINGLE, is_main = 1;
+    if (MPI_Query_thread(&provided) != MPI_SUCCESS || MPI_Is_thread_main(&is_main) != MPI_SUCCESS)
+        return FT_ERR_MPI;
+    if (!is_main && provided < MPI_THREAD_SERIALIZED) {
+        FTI_ERROR("FT_Init: called from a thread other than the one that initialised MPI, "
+                  "which granted %s: the FT_ calls make MPI calls, so make them from that "
+                  "thread, or initialise MPI with MPI_Init_thread(MPI_THREAD_SERIALIZED)",
+                  provided == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED");
+        return FT_ERR_CONFIG;
+    }
+    if (provided == MPI_THREAD_SINGLE)
+        FTI_DEBUG("FT_Init: MPI granted MPI_THREAD_SINGLE; the library's threads never call "
+                  "MPI (MPI_THREAD_FUNNELED says so exactly)");
+    return FT_SUCCESS;
+}
+
 /* The job-wide part of FT_Init: configuration agreed on by every world
  * rank, then mode B's split (on the lighthouse rank it does not return) or
  * mode A's duplicate of the world for the application. */
 static int init_world(void)
 {
     int cfg_rc = init_config();
+    if (cfg_rc == FT_SUCCESS)
+        cfg_rc = check_thread_level();
     int rc = agree_on(MPI_COMM_WORLD, cfg_rc);
     if (rc == FT_SUCCESS)
         rc = check_uniform();

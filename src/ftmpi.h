@@ -30,7 +30,12 @@
  * at a time (the thread that called FT_Init, or calls serialised by the
  * application, as with MPI_THREAD_SERIALIZED).  The library runs its own
  * background threads (RPC servers, heartbeats); they never call back into
- * application code.  FT_Error_string is safe from any thread.
+ * application code and never call MPI: every MPI call of the library is
+ * made by the thread making the FT_ calls.  Any thread level MPI grants is
+ * enough when that is the thread that initialised MPI (MPI_THREAD_FUNNELED
+ * states it exactly); from another thread FT_Init needs
+ * MPI_THREAD_SERIALIZED and fails with FT_ERR_CONFIG otherwise.
+ * FT_Error_string is safe from any thread.
  */
 #ifndef FTMPI_H
 #define FTMPI_H
