@@ -357,12 +357,38 @@ static int init_peers(void)
     return rc;
 }
 
+/* The thread level FT_Init needs.  The library's own threads (RPC server,
+ * heartbeats, heal checksums, the lighthouse's) never call MPI; every MPI
+ * call is made by the thread that makes the FT_ calls.  So: from the
+ * thread that initialised MPI, any level (MPI_THREAD_SINGLE included:
+ * Open MPI and MPICH treat it as FUNNELED, which states it exactly); from
+ * another thread, MPI_THREAD_SERIALIZED at least. */
+static int check_thread_level(void)
+{
+    int provided = MPI_THREAD_SINGLE, is_main = 1;
+    if (MPI_Query_thread(&provided) != MPI_SUCCESS || MPI_Is_thread_main(&is_main) != MPI_SUCCESS)
+        return FT_ERR_MPI;
+    if (!is_main && provided < MPI_THREAD_SERIALIZED) {
+        FTI_ERROR("FT_Init: called from a thread other than the one that initialised MPI, "
+                  "which granted %s: the FT_ calls make MPI calls, so make them from that "
+                  "thread, or initialise MPI with MPI_Init_thread(MPI_THREAD_SERIALIZED)",
+                  provided == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED");
+        return FT_ERR_CONFIG;
+    }
+    if (provided == MPI_THREAD_SINGLE)
+        FTI_DEBUG("FT_Init: MPI granted MPI_THREAD_SINGLE; the library's threads never call "
+                  "MPI (MPI_THREAD_FUNNELED says so exactly)");
+    return FT_SUCCESS;
+}
+
 /* The job-wide part of FT_Init: configuration agreed on by every world
  * rank, then mode B's split (on the lighthouse rank it does not return) or
  * mode A's duplicate of the world for the application. */
 static int init_world(void)
 {
     int cfg_rc = init_config();
+    if (cfg_rc == FT_SUCCESS)
+        cfg_rc = check_thread_level();
     int rc = agree_on(MPI_COMM_WORLD, cfg_rc);
     if (rc == FT_SUCCESS)
         rc = check_uniform();
@@ -680,7 +706,6 @@ static int rebuild_mpi_slice(const Ftmpi__Quorum *q, int64_t deadline_ms)
 
 static int rebuild_slice(const Ftmpi__Quorum *q)
 {
-    int64_t old = st.slice_quorum_id;
     fti_comm_destroy(st.slice);
     st.slice = NULL;
     if (st.backend == FTI_BACKEND_MPI) {
@@ -709,12 +734,13 @@ static int rebuild_slice(const Ftmpi__Quorum *q)
         st.slice = NULL;
         FTI_WARN("quorum %" PRId64 ": slice of %d not built: %s", st.res.quorum_id, p.size,
                  FT_Error_string(rc));
-        return rc;
     }
-    /* the manager drops the rendezvous keys of the quorum before */
-    if (st.group_rank == 0 && old >= 0 && old != st.res.quorum_id)
-        (void)fti_slice_forget(st.my_addr, old, st.cfg.connect_timeout_ms, st.cfg.timeout_ms);
-    return FT_SUCCESS;
+    /* the manager drops the rendezvous keys of every older quorum from its
+     * own store, whether their builds (or this one) failed or not */
+    if (st.group_rank == 0)
+        (void)fti_slice_forget_older(st.my_addr, st.res.quorum_id, st.cfg.connect_timeout_ms,
+                                     st.cfg.timeout_ms);
+    return rc;
 }
 
 /* Heals this rank from its source.  Each rank installs the step it healed
@@ -1009,26 +1035,29 @@ FTMPI_EXPORT int FT_Commit(int *committed)
                      st.res.n_recover_dst);
     }
     int vote = fti_commit_vote(st.latched, participants, st.cfg.min_replicas);
-    int all = 0;
-    /* mode B: a deadline passed here ends the group, so allow for the
-     * ranks' heals of this step taking different times */
-    int64_t and_ms = st.cfg.timeout_ms;
+    /* the group's decision is group rank 0's (group.h, fti_group_decide):
+     * rank 0 waits for the votes one window; the others wait for its
+     * decision two windows, so rank 0 may come up to a window later.  Mode
+     * B: a rank's heal of this step may take the heal timeout too. */
+    int64_t win = st.cfg.timeout_ms, now = fti_now_ms();
     if (st.mode_b && st.quorum_ok && st.res.heal)
-        and_ms += st.cfg.heal_timeout_ms;
-    int rc = fti_group_and(st.group, vote, &all, fti_now_ms() + and_ms);
-    if (rc != FT_SUCCESS && st.mode_b) {
-        /* a rank of the group did not vote: it is gone, and the group */
+        win += st.cfg.heal_timeout_ms;
+    int decision = FT_ERR_ABORTED;
+    int rc = fti_group_decide(st.group, vote, now + win, now + 2 * win, &decision);
+    /* no decision here: rank 0 may have committed, so this rank cannot go
+     * on (both modes).  Mode B: a vote that missed rank 0's deadline means
+     * a dead rank: every rank that learns it leaves with the group. */
+    if (rc != FT_SUCCESS || (st.mode_b && decision == FT_ERR_TIMEOUT)) {
         st.commit_failures++;
         st.in_step = false;
         st.latched = FT_SUCCESS;
         if (st.group_rank == 0)
             fti_event_commit(st.elog, st.step, false, participants, FT_ERR_GROUP_LOST);
-        return group_lost(rc);
+        return group_lost(rc != FT_SUCCESS ? rc : decision);
     }
-    if (rc != FT_SUCCESS) {
-        latch(rc);
-        all = 0;
-    }
+    int all = decision == FT_SUCCESS;
+    if (!all && decision != FT_ERR_ABORTED)
+        latch(decision); /* a late vote, or rank 0's own error */
     int64_t step = st.step;
     if (all) {
         st.step++;

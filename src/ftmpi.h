@@ -30,7 +30,12 @@
  * at a time (the thread that called FT_Init, or calls serialised by the
  * application, as with MPI_THREAD_SERIALIZED).  The library runs its own
  * background threads (RPC servers, heartbeats); they never call back into
- * application code.  FT_Error_string is safe from any thread.
+ * application code and never call MPI: every MPI call of the library is
+ * made by the thread making the FT_ calls.  Any thread level MPI grants is
+ * enough when that is the thread that initialised MPI (MPI_THREAD_FUNNELED
+ * states it exactly); from another thread FT_Init needs
+ * MPI_THREAD_SERIALIZED and fails with FT_ERR_CONFIG otherwise.
+ * FT_Error_string is safe from any thread.
  */
 #ifndef FTMPI_H
 #define FTMPI_H
@@ -100,6 +105,19 @@ FTMPI_EXPORT int FT_Wait(FT_Request *request);
  * succeeded in every rank of this group and enough groups took part
  * (FTMPI_MIN_REPLICAS); the step count then advances.  *committed is
  * always written and is the decision, the same on every rank of the group.
+ * The decision is group rank 0's: every rank sends it its vote; rank 0
+ * waits for the votes until FTMPI_TIMEOUT_MS after it entered FT_Commit
+ * (mode B: plus FTMPI_HEAL_TIMEOUT_MS in a step that heals) and commits
+ * only when every vote came in time and all say yes; a vote that came
+ * later does not count (the step is not committed, FT_ERR_TIMEOUT, on
+ * every rank; mode B: the late rank is taken for dead and the group is
+ * lost, FT_ERR_GROUP_LOST on every rank).  Every other rank waits for the
+ * decision twice that long after its own entry.  A rank that does not get
+ * it in time cannot know what rank 0 decided: it does not commit and
+ * returns FT_ERR_GROUP_LOST, as every later FT_ call does (both modes:
+ * call FT_Finalize and leave; in mode A the group is restarted and heals).
+ * So no wait is longer than twice the window, and no two ranks of a group
+ * that go on hold different steps.
  * Returns FT_SUCCESS when committed; otherwise the step's first error
  * (e.g. FT_ERR_TIMEOUT after a quorum that timed out), FT_ERR_QUORUM when
  * too few groups took part, or FT_ERR_ABORTED when another rank of the

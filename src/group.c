@@ -251,7 +251,7 @@ int fti_group_gather(fti_group_h g, const void *in, size_t len, void *out, int64
     }
     if (rc == FT_SUCCESS)
         rc = poll_all(reqs, n, deadline_ms);
-    if (rc == FT_SUCCESS) {
+    if (rc == FT_SUCCESS && out != NULL) {
         memcpy(out, in, len);
         for (int i = 0; i < n; i++)
             memcpy((unsigned char *)out + (size_t)(i + 1) * len, bufs[i]->data, len);
@@ -390,32 +390,45 @@ int fti_group_bcast(fti_group_h g, int status, const void *buf, size_t len, int 
     return FT_SUCCESS;
 }
 
-int fti_group_and(fti_group_h g, int vote, int *all_p, int64_t deadline_ms)
+int fti_group_decide(fti_group_h g, int vote, int64_t vote_deadline_ms,
+                     int64_t decision_deadline_ms, int *decision_p)
 {
-    pending_reap(g);
-    struct shared_buf *b = sbuf_new(2 * sizeof(int));
-    MPI_Request req;
-    int v[2] = {vote ? 1 : 0, 0};
-    if (b == NULL)
-        return FT_ERR_NO_MEMORY;
-    memcpy(b->data, v, sizeof(v));
-    if (MPI_Iallreduce(b->data, b->data + sizeof(int), 1, MPI_INT, MPI_LAND, g->comm, &req) !=
-        MPI_SUCCESS) {
-        FTI_ERROR("group: MPI_Iallreduce failed");
-        sbuf_unref(b);
-        return FT_ERR_MPI;
+    int v = vote ? 1 : 0, decision, got = 0, rc;
+    int *votes = NULL;
+    void *buf = NULL;
+    size_t len = 0;
+
+    if (g->rank != 0) {
+        /* the vote goes to rank 0 (never waited for); the decision comes back */
+        int grc = fti_group_gather(g, &v, sizeof(v), NULL, 0);
+        rc = fti_group_bcast(g, 0, NULL, 0, &got, &buf, &len, decision_deadline_ms);
+        if (rc != FT_SUCCESS) {
+            FTI_WARN("group: no decision from group rank 0 in time: this rank cannot know "
+                     "whether the group committed");
+            return rc;
+        }
+        free(buf);
+        if (grc != FT_SUCCESS && got == FT_SUCCESS)
+            FTI_WARN("group: this rank's vote was not sent (%s), yet rank 0 decided",
+                     FT_Error_string(grc)); /* cannot be: rank 0 needs every vote */
+        *decision_p = got;
+        return FT_SUCCESS;
     }
-    int rc = poll_all(&req, 1, deadline_ms);
-    if (rc != FT_SUCCESS) {
-        /* a non-blocking collective cannot be cancelled: keep it alive */
-        abandon(g, &req, &b, 1, 0);
-        sbuf_unref(b);
-        if (rc == FT_ERR_TIMEOUT)
-            FTI_WARN("group: the group's vote did not complete in time");
+
+    if ((votes = calloc((size_t)g->size, sizeof(*votes))) == NULL)
+        decision = FT_ERR_NO_MEMORY; /* the gather below must still be made */
+    else
+        decision = FT_SUCCESS;
+    rc = fti_group_gather(g, &v, sizeof(v), votes, votes ? vote_deadline_ms : 0);
+    if (decision == FT_SUCCESS && rc != FT_SUCCESS)
+        decision = rc; /* FT_ERR_TIMEOUT: a vote missed the deadline */
+    for (int r = 0; decision == FT_SUCCESS && r < g->size; r++)
+        if (!votes[r])
+            decision = FT_ERR_ABORTED;
+    free(votes);
+    rc = fti_group_bcast(g, decision, NULL, 0, &got, &buf, &len, decision_deadline_ms);
+    if (rc != FT_SUCCESS)
         return rc;
-    }
-    memcpy(v, b->data, sizeof(v));
-    sbuf_unref(b);
-    *all_p = v[1] ? 1 : 0;
+    *decision_p = decision;
     return FT_SUCCESS;
 }

@@ -1,15 +1,16 @@
 /*
  * group.h - operations inside one replica group, on the group's own MPI
  * communicator (DESIGN section 4): gather and broadcast of bytes to and
- * from group rank 0, and the AND of the ranks' commit votes.
+ * from group rank 0, and the group's decision on the ranks' commit votes.
  *
  * After creation nothing here blocks in MPI: every operation is made of
  * non-blocking calls polled against a deadline.  Gather and broadcast are
  * point-to-point messages whose tag carries a sequence number, so a message
  * that arrives after its receiver gave up can never be taken for a later
- * operation's.  The AND is an MPI_Iallreduce; every rank issues exactly one
- * per fti_group_and, so the collectives of the ranks stay matched even when
- * one rank gave up on an earlier one.  Requests given up at a deadline are
+ * operation's.  The commit decision is a gather of the votes and a
+ * broadcast of what group rank 0 decided (never an all-reduce, whose
+ * outcome differs between a rank that gave up on it at its deadline and
+ * one that completed it later).  Requests given up at a deadline are
  * abandoned, not freed: their buffers stay alive until MPI completes them
  * (reaped at every later operation, leaked at destroy if still pending).
  *
@@ -50,7 +51,8 @@ MPI_Comm fti_group_comm(fti_group_h g);
 
 /* Every rank contributes len bytes at in; group rank 0 receives them in
  * rank order into out (size * len bytes; ignored elsewhere).  Non-root
- * ranks only post their send and return.  FT_ERR_TIMEOUT when the root
+ * ranks only post their send and return.  out may be NULL at the root
+ * (the contributions are then only waited for).  FT_ERR_TIMEOUT when the root
  * did not hear from every rank before deadline_ms. */
 int fti_group_gather(fti_group_h g, const void *in, size_t len, void *out, int64_t deadline_ms);
 
@@ -61,7 +63,26 @@ int fti_group_gather(fti_group_h g, const void *in, size_t len, void *out, int64
 int fti_group_bcast(fti_group_h g, int status, const void *buf, size_t len, int *status_p,
                     void **buf_p, size_t *len_p, int64_t deadline_ms);
 
-/* *all_p = AND of every rank's vote (0 or 1), before deadline_ms. */
-int fti_group_and(fti_group_h g, int vote, int *all_p, int64_t deadline_ms);
+/* The group's decision on the ranks' votes (FT_Commit), made by group
+ * rank 0 alone and sent to every rank, so that no two ranks that learn it
+ * can differ.  The rule:
+ *  - every rank sends its vote (0 or 1) to rank 0 and never waits for that;
+ *  - rank 0 waits for the votes until vote_deadline_ms.  Its decision is
+ *    FT_SUCCESS (commit) when every vote arrived in time and all are 1;
+ *    otherwise FT_ERR_TIMEOUT (a vote missed the deadline: the step is not
+ *    committed, also by the late rank whenever it arrives), FT_ERR_ABORTED
+ *    (a rank voted 0) or rank 0's local error.  Rank 0 sends it to every
+ *    rank (without waiting for delivery) and returns FT_SUCCESS;
+ *  - every other rank waits for the decision until decision_deadline_ms
+ *    (FT_Commit: twice the vote window after its own entry, so rank 0 may
+ *    enter up to one window later than this rank).  FT_SUCCESS with
+ *    *decision_p = rank 0's decision; FT_ERR_TIMEOUT when it did not come:
+ *    this rank cannot know what rank 0 decided (it may have committed with
+ *    this rank's vote), so the caller must not commit and must treat the
+ *    group as lost.
+ * decision_deadline_ms bounds nothing on rank 0.  Out of memory on rank 0
+ * is its decision (FT_ERR_NO_MEMORY: no commit). */
+int fti_group_decide(fti_group_h g, int vote, int64_t vote_deadline_ms,
+                     int64_t decision_deadline_ms, int *decision_p);
 
 #endif

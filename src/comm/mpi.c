@@ -1,6 +1,6 @@
-/* mpi.c - the `mpi` data plane: slices built with MPI_Comm_create_group
- * after a token exchange, non-blocking collectives polled against a
- * deadline (see mpi_backend.h). */
+/* mpi.c - the `mpi` data plane: slices that are only lists of world
+ * ranks, allreduce made of point-to-point messages on one duplicate of the
+ * world, polled against a deadline (see mpi_backend.h). */
 #include "mpi_backend.h"
 
 #include <sched.h>
@@ -11,20 +11,35 @@
 
 #include "ftmpi.h"
 #include "log.h"
+#include "ring.h"
 #include "util.h"
 
 struct fti_mpi_ctx {
-    MPI_Comm hs;    /* token exchange */
-    MPI_Comm cg;    /* parent of MPI_Comm_create_group */
+    MPI_Comm dp; /* every slice's messages: a duplicate of the world */
     int tag_ub;
+};
+
+/* What precedes every payload: the receiver checks that it belongs to the
+ * operation it waits for, so a message left over from an abandoned one can
+ * never be reduced into a later one (it fails the operation instead). */
+struct msg_head {
+    int64_t quorum_id;
+    uint32_t seq;  /* operation of the slice */
+    uint32_t step; /* message of the operation */
 };
 
 struct mpi_comm {
     struct fti_comm base;
-    MPI_Comm comm;
-    int dead;        /* a request was abandoned: never use comm again */
-    void *stage;     /* staging buffer of the current request */
+    struct fti_mpi_ctx *x;
+    int *ranks;      /* world ranks of the members, by replica rank */
+    int64_t quorum_id;
+    uint32_t seq;    /* operations started on this slice */
+    int dead;        /* a request was abandoned: never used again */
+    void *stage;     /* the operation's data */
     size_t stage_len;
+    void *tmp;       /* what arrives from the peers */
+    size_t tmp_len;
+    struct msg_head *heads; /* [0] sent, [1..] received */
 };
 
 /* abandoned requests and the bytes kept alive for them, for the life of
@@ -104,12 +119,167 @@ static int poll_all(MPI_Request *reqs, int n, int64_t deadline_ms)
     }
 }
 
+/* Operations of at most this many bytes times (members - 1) send every
+ * member's whole buffer to every other (one round) and reduce locally in
+ * replica-rank order; larger ones run the ring (2(n-1) rounds). */
+#define MPI_SMALL_MAX (64u * 1024u)
+
+/* The tag of the slice's next operation: every member numbers the
+ * operations alike (they make the same FT_Allreduce calls), and quorum ids
+ * keep slices apart.  The header check (struct msg_head) catches what a
+ * collision of tags would let through. */
+static int op_tag(const struct mpi_comm *m)
+{
+    uint64_t h = (uint64_t)m->quorum_id * UINT64_C(0x9E3779B97F4A7C15) + m->seq;
+    return 1 + (int)(h % (uint64_t)m->x->tag_ub);
+}
+
+/* Gives up on reqs[0..n-1] (index % 4 < 2: receives, cancelled) and on the
+ * slice: the requests and the buffers they use are left to MPI, counted. */
+static void give_up(struct mpi_comm *m, MPI_Request *reqs, int n)
+{
+    int left = 0;
+    for (int i = 0; i < n; i++) {
+        int done = 0;
+        if (reqs[i] == MPI_REQUEST_NULL ||
+            (MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done))
+            continue;
+        if (i % 4 < 2)
+            (void)MPI_Cancel(&reqs[i]);
+        (void)MPI_Request_free(&reqs[i]);
+        left++;
+    }
+    if (left > 0) {
+        abandoned_requests += (uint64_t)left;
+        abandoned_bytes += m->stage_len + m->tmp_len;
+        m->stage = m->tmp = NULL; /* leaked on purpose: MPI may still use them */
+        m->heads = NULL;
+        m->stage_len = m->tmp_len = 0;
+    }
+    m->dead = 1;
+}
+
+/* Posts r[0..3]: receives of a header into *rh and rcount elements into
+ * rbuf from member `from`; sends of heads[0] and scount elements at sbuf
+ * to member `to`; all under tag. */
+static int post_pair(struct mpi_comm *m, MPI_Request r[4], int from, void *rbuf, int rcount,
+                     struct msg_head *rh, int to, const void *sbuf, int scount, MPI_Datatype dt,
+                     int tag)
+{
+    MPI_Comm c = m->x->dp;
+    for (int i = 0; i < 4; i++)
+        r[i] = MPI_REQUEST_NULL;
+    if (MPI_Irecv(rh, (int)sizeof(*rh), MPI_BYTE, m->ranks[from], tag, c, &r[0]) != MPI_SUCCESS ||
+        MPI_Irecv(rbuf, rcount, dt, m->ranks[from], tag, c, &r[1]) != MPI_SUCCESS ||
+        MPI_Isend(&m->heads[0], (int)sizeof(m->heads[0]), MPI_BYTE, m->ranks[to], tag, c,
+                  &r[2]) != MPI_SUCCESS ||
+        MPI_Isend(sbuf, scount, dt, m->ranks[to], tag, c, &r[3]) != MPI_SUCCESS) {
+        FTI_WARN("mpi backend: posting a message of the slice failed");
+        return FT_ERR_MPI;
+    }
+    return FT_SUCCESS;
+}
+
+static int head_ok(const struct mpi_comm *m, const struct msg_head *h, uint32_t step)
+{
+    if (h->quorum_id == m->quorum_id && h->seq == m->seq && h->step == step)
+        return 1;
+    FTI_WARN("mpi backend: a message of quorum %lld operation %u step %u came where quorum %lld "
+             "operation %u step %u was due: giving the slice up",
+             (long long)h->quorum_id, h->seq, h->step, (long long)m->quorum_id, m->seq, step);
+    return 0;
+}
+
+/* Every member's whole stage to every other, then the reduction in
+ * replica-rank order (the same bits on every member).  tmp: size slots. */
+static int allreduce_small(struct mpi_comm *m, size_t count, enum fti_dtype dt, enum fti_op op,
+                           int tag, int64_t deadline_ms)
+{
+    int n = m->base.size, me = m->base.rank, k = 0, rc = FT_SUCCESS;
+    size_t bytes = count * fti_dtype_size(dt);
+    unsigned char *tmp = m->tmp;
+    MPI_Request *reqs = malloc((size_t)(4 * (n - 1)) * sizeof(*reqs));
+    if (reqs == NULL)
+        return FT_ERR_NO_MEMORY;
+    m->heads[0] = (struct msg_head){m->quorum_id, m->seq, 0};
+    for (int r = 0; r < n && rc == FT_SUCCESS; r++) {
+        if (r == me)
+            continue;
+        rc = post_pair(m, &reqs[4 * k], r, tmp + (size_t)r * bytes, (int)count, &m->heads[1 + r],
+                       r, m->stage, (int)count, fti_mpi_dtype(dt), tag);
+        k++;
+    }
+    if (rc == FT_SUCCESS)
+        rc = poll_all(reqs, 4 * k, deadline_ms);
+    for (int r = 0; r < n && rc == FT_SUCCESS; r++)
+        if (r != me && !head_ok(m, &m->heads[1 + r], 0))
+            rc = FT_ERR_PROC_FAILED;
+    if (rc != FT_SUCCESS) {
+        give_up(m, reqs, 4 * k);
+        free(reqs);
+        return rc;
+    }
+    free(reqs);
+    void *acc = me == 0 ? m->stage : tmp;
+    for (int r = 1; r < n; r++)
+        fti_reduce(acc, r == me ? m->stage : tmp + (size_t)r * bytes, count, dt, op);
+    if (acc != m->stage)
+        memcpy(m->stage, acc, bytes);
+    return FT_SUCCESS;
+}
+
+/* The ring (ring.h) over the stage, one whole segment per round. */
+static int allreduce_ring(struct mpi_comm *m, size_t count, enum fti_dtype dt, enum fti_op op,
+                          int tag, int64_t deadline_ms)
+{
+    int n = m->base.size, me = m->base.rank;
+    int left = (me + n - 1) % n, right = (me + 1) % n;
+    size_t es = fti_dtype_size(dt);
+    unsigned char *stage = m->stage;
+    MPI_Request r[4];
+    for (int t = 0; t < fti_ring_nsteps(n); t++) {
+        size_t soff, slen, roff, rlen;
+        fti_ring_segment(count, n, fti_ring_send_seg(me, n, t), &soff, &slen);
+        fti_ring_segment(count, n, fti_ring_recv_seg(me, n, t), &roff, &rlen);
+        int reduces = fti_ring_step_reduces(n, t);
+        void *rbuf = reduces ? m->tmp : stage + roff * es;
+        m->heads[0] = (struct msg_head){m->quorum_id, m->seq, (uint32_t)t};
+        int rc = post_pair(m, r, left, rbuf, (int)rlen, &m->heads[1], right, stage + soff * es,
+                           (int)slen, fti_mpi_dtype(dt), tag);
+        if (rc == FT_SUCCESS)
+            rc = poll_all(r, 4, deadline_ms);
+        if (rc == FT_SUCCESS && !head_ok(m, &m->heads[1], (uint32_t)t))
+            rc = FT_ERR_PROC_FAILED;
+        if (rc != FT_SUCCESS) {
+            give_up(m, r, 4);
+            return rc;
+        }
+        if (reduces)
+            fti_reduce(stage + roff * es, m->tmp, rlen, dt, op);
+    }
+    return FT_SUCCESS;
+}
+
+/* Grows *buf_p to len bytes. */
+static int grow(void **buf_p, size_t *len_p, size_t len)
+{
+    if (*len_p >= len)
+        return FT_SUCCESS;
+    void *p = realloc(*buf_p, len);
+    if (p == NULL) {
+        FTI_ERROR("mpi backend: cannot allocate %zu bytes of staging", len);
+        return FT_ERR_NO_MEMORY;
+    }
+    *buf_p = p;
+    *len_p = len;
+    return FT_SUCCESS;
+}
+
 static int mpi_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype dt,
                          enum fti_op op, int64_t deadline_ms)
 {
     struct mpi_comm *m = (struct mpi_comm *)c;
-    size_t bytes = count * fti_dtype_size(dt);
-    MPI_Request req;
+    size_t es = fti_dtype_size(dt), bytes = count * es;
 
     if (m->dead)
         return FT_ERR_ABORTED;
@@ -117,38 +287,21 @@ static int mpi_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype d
         return FT_ERR_UNSUPPORTED;
     if (count == 0 || c->size == 1)
         goto scale;
-    /* stage through a buffer we own, so an abandoned request never writes
-     * into the caller's memory after we return.  In place, on purpose: with
-     * buf as sendbuf (saving the copy in), libnbc reads sendbuf in later
-     * rounds of its schedule, and a request abandoned at its deadline while
-     * the peer is alive but slow could read buf after the caller freed it
-     * (a large buffer is unmapped by free: a crash caused by a peer).  The
-     * copy costs ~0.1 ms per MiB, small next to the collective itself. */
-    if (m->stage_len < bytes) {
-        void *p = realloc(m->stage, bytes);
-        if (p == NULL) {
-            FTI_ERROR("mpi backend: cannot allocate %zu bytes of staging", bytes);
-            return FT_ERR_NO_MEMORY;
-        }
-        m->stage = p;
-        m->stage_len = bytes;
-    }
+    /* staged through buffers we own, so an abandoned request never touches
+     * the caller's memory after we return (the copy costs ~0.1 ms per MiB) */
+    bool small = bytes * (size_t)(c->size - 1) <= MPI_SMALL_MAX;
+    size_t tmp = small ? (size_t)c->size * bytes : (count / (size_t)c->size + 1) * es;
+    if (grow(&m->stage, &m->stage_len, bytes) != FT_SUCCESS ||
+        grow(&m->tmp, &m->tmp_len, tmp) != FT_SUCCESS)
+        return FT_ERR_NO_MEMORY;
     memcpy(m->stage, buf, bytes);
-    if (MPI_Iallreduce(MPI_IN_PLACE, m->stage, (int)count, fti_mpi_dtype(dt), fti_mpi_op(op),
-                       m->comm, &req) != MPI_SUCCESS) {
-        FTI_WARN("mpi backend: MPI_Iallreduce failed");
-        m->dead = 1;
-        return FT_ERR_MPI;
-    }
-    int rc = poll_all(&req, 1, deadline_ms);
+    int tag = op_tag(m);
+    int rc = small ? allreduce_small(m, count, dt, op, tag, deadline_ms)
+                   : allreduce_ring(m, count, dt, op, tag, deadline_ms);
+    m->seq++;
     if (rc != FT_SUCCESS) {
-        FTI_WARN("mpi backend: allreduce of %zu bytes over %d groups %s; abandoning the "
-                 "request and the slice communicator",
+        FTI_WARN("mpi backend: allreduce of %zu bytes over %d groups %s; abandoning the slice",
                  bytes, c->size, rc == FT_ERR_TIMEOUT ? "missed its deadline" : "failed");
-        abandoned_requests++;
-        abandoned_bytes += m->stage_len;
-        m->stage = NULL; /* leaked on purpose: MPI may still write it */
-        m->stage_len = 0;
         m->dead = 1;
         return rc;
     }
@@ -162,13 +315,12 @@ scale:
 static void mpi_destroy(fti_comm_h c)
 {
     struct mpi_comm *m = (struct mpi_comm *)c;
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    /* a dead communicator may hold a pending request: leave it alone rather
-     * than call MPI_Comm_free on it */
-    if (!m->dead && m->comm != MPI_COMM_NULL && !finalized)
-        MPI_Comm_free(&m->comm);
+    /* no MPI call: a slice holds no communicator, and what an abandoned
+     * request still uses was handed to MPI (give_up) */
     free(m->stage);
+    free(m->tmp);
+    free(m->heads);
+    free(m->ranks);
     free(m);
 }
 
@@ -179,17 +331,15 @@ int fti_mpi_ctx_create(MPI_Comm world, fti_mpi_ctx_h *ctx_p)
     struct fti_mpi_ctx *x = calloc(1, sizeof(*x));
     if (x == NULL)
         return FT_ERR_NO_MEMORY;
-    x->hs = x->cg = MPI_COMM_NULL;
-    if (MPI_Comm_dup(world, &x->hs) != MPI_SUCCESS || MPI_Comm_dup(world, &x->cg) != MPI_SUCCESS) {
+    if (MPI_Comm_dup(world, &x->dp) != MPI_SUCCESS) {
         FTI_ERROR("mpi backend: MPI_Comm_dup of the world failed");
-        fti_mpi_ctx_destroy(x);
+        free(x);
         return FT_ERR_MPI;
     }
-    MPI_Comm_set_errhandler(x->hs, MPI_ERRORS_RETURN);
-    MPI_Comm_set_errhandler(x->cg, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(x->dp, MPI_ERRORS_RETURN);
     int *ub = NULL, found = 0;
     x->tag_ub = 32767;
-    if (MPI_Comm_get_attr(x->cg, MPI_TAG_UB, &ub, &found) == MPI_SUCCESS && found && ub &&
+    if (MPI_Comm_get_attr(x->dp, MPI_TAG_UB, &ub, &found) == MPI_SUCCESS && found && ub &&
         *ub > x->tag_ub)
         x->tag_ub = *ub;
     *ctx_p = x;
@@ -202,129 +352,35 @@ void fti_mpi_ctx_destroy(fti_mpi_ctx_h x)
         return;
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) {
-        if (x->hs != MPI_COMM_NULL)
-            MPI_Comm_free(&x->hs);
-        if (x->cg != MPI_COMM_NULL)
-            MPI_Comm_free(&x->cg);
-    }
+    /* a local operation; requests abandoned on it stay MPI's */
+    if (!finalized && x->dp != MPI_COMM_NULL)
+        MPI_Comm_free(&x->dp);
     free(x);
-}
-
-int fti_mpi_quorum_tag(int64_t quorum_id, int tag_ub)
-{
-    if (tag_ub < 1)
-        tag_ub = 32767;
-    if (quorum_id < 0)
-        quorum_id = -(quorum_id + 1);
-    return 1 + (int)(quorum_id % tag_ub);
-}
-
-/* Every member sends a token to every other member and waits for theirs
- * before the deadline.  On a timeout the receives are cancelled and, with
- * the sends, left to MPI; their buffers are kept alive and counted. */
-static int token_exchange(struct fti_mpi_ctx *x, const int *ranks, int n, int index, int tag,
-                          int64_t deadline_ms)
-{
-    static const int token = 1; /* sends read it; it never goes away */
-    int peers = n - 1, nreq = 0;
-    MPI_Request *reqs = malloc((size_t)(2 * peers) * sizeof(*reqs));
-    int *got = malloc((size_t)peers * sizeof(*got));
-    if (reqs == NULL || got == NULL) {
-        free(reqs);
-        free(got);
-        return FT_ERR_NO_MEMORY;
-    }
-    int rc = FT_SUCCESS;
-    for (int i = 0, k = 0; i < n; i++) {
-        if (i == index)
-            continue;
-        /* receives at even indices, sends at odd ones */
-        if (MPI_Irecv(&got[k], 1, MPI_INT, ranks[i], tag, x->hs, &reqs[nreq]) != MPI_SUCCESS) {
-            rc = FT_ERR_MPI;
-            break;
-        }
-        nreq++;
-        if (MPI_Isend(&token, 1, MPI_INT, ranks[i], tag, x->hs, &reqs[nreq]) != MPI_SUCCESS) {
-            rc = FT_ERR_MPI;
-            break;
-        }
-        nreq++;
-        k++;
-    }
-    if (rc == FT_ERR_MPI)
-        FTI_ERROR("mpi backend: posting the token exchange failed");
-    else
-        rc = poll_all(reqs, nreq, deadline_ms);
-    if (rc != FT_SUCCESS) {
-        int left = 0;
-        for (int i = 0; i < nreq; i++) {
-            int done = 0;
-            if (MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done)
-                continue;
-            if (i % 2 == 0)
-                (void)MPI_Cancel(&reqs[i]);
-            (void)MPI_Request_free(&reqs[i]);
-            left++;
-        }
-        if (left > 0) {
-            abandoned_requests += (uint64_t)left;
-            abandoned_bytes += (uint64_t)peers * sizeof(*got);
-            got = NULL; /* leaked on purpose: a late token may still land in it */
-        }
-    }
-    free(got);
-    free(reqs);
-    return rc;
 }
 
 int fti_mpi_slice_create(fti_mpi_ctx_h x, const int *world_ranks, int n, int index,
                          int64_t quorum_id, int64_t deadline_ms, fti_comm_h *comm_p)
 {
-    MPI_Group wg, sg;
-    MPI_Comm comm = MPI_COMM_NULL;
-    struct mpi_comm *m;
-
+    (void)deadline_ms; /* nothing to wait for */
     if (x == NULL || world_ranks == NULL || n <= 0 || index < 0 || index >= n)
         return FT_ERR_ARG;
-    m = calloc(1, sizeof(*m));
+    FTI_DEBUG("mpi backend: slice of quorum %lld: creating (%d members, replica rank %d)",
+              (long long)quorum_id, n, index);
+    struct mpi_comm *m = calloc(1, sizeof(*m));
     if (m == NULL)
         return FT_ERR_NO_MEMORY;
-    if (n > 1) {
-        int tag = fti_mpi_quorum_tag(quorum_id, x->tag_ub);
-        int64_t t0 = fti_now_ms();
-        int rc = token_exchange(x, world_ranks, n, index, tag, deadline_ms);
-        if (rc != FT_SUCCESS) {
-            FTI_WARN("mpi backend: slice of quorum %lld: %s waiting for the %d members' tokens",
-                     (long long)quorum_id, FT_Error_string(rc), n);
-            free(m);
-            return rc;
-        }
-        if (MPI_Comm_group(x->cg, &wg) != MPI_SUCCESS) {
-            free(m);
-            return FT_ERR_MPI;
-        }
-        rc = MPI_Group_incl(wg, n, world_ranks, &sg);
-        MPI_Group_free(&wg);
-        if (rc != MPI_SUCCESS) {
-            free(m);
-            return FT_ERR_MPI;
-        }
-        rc = MPI_Comm_create_group(x->cg, sg, tag, &comm);
-        MPI_Group_free(&sg);
-        if (rc != MPI_SUCCESS || comm == MPI_COMM_NULL) {
-            FTI_WARN("mpi backend: MPI_Comm_create_group over %d ranks failed", n);
-            free(m);
-            return FT_ERR_MPI;
-        }
-        MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-        FTI_DEBUG("mpi backend: slice of quorum %lld over %d ranks (tag %d) in %lld ms",
-                  (long long)quorum_id, n, tag, (long long)(fti_now_ms() - t0));
+    m->ranks = malloc((size_t)n * sizeof(*m->ranks));
+    m->heads = calloc((size_t)n + 1, sizeof(*m->heads));
+    if (m->ranks == NULL || m->heads == NULL) {
+        mpi_destroy(&m->base);
+        return FT_ERR_NO_MEMORY;
     }
+    memcpy(m->ranks, world_ranks, (size_t)n * sizeof(*m->ranks));
+    m->x = x;
+    m->quorum_id = quorum_id;
     m->base.ops = &mpi_ops;
     m->base.rank = index;
     m->base.size = n;
-    m->comm = comm;
     *comm_p = &m->base;
     return FT_SUCCESS;
 }

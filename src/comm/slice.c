@@ -17,6 +17,29 @@ void fti_slice_key(char *buf, size_t len, int64_t quorum_id, int group_rank, int
     snprintf(buf, len, "/ftmpi/%" PRId64 "/%d/%d", quorum_id, group_rank, replica_rank);
 }
 
+/* Quorum ids whose keys may still be in a store, oldest first. */
+static int64_t noted[FTI_SLICE_NOTED];
+static size_t n_noted;
+
+void fti_slice_note(int64_t quorum_id)
+{
+    for (size_t i = 0; i < n_noted; i++)
+        if (noted[i] == quorum_id)
+            return;
+    if (n_noted == FTI_SLICE_NOTED) {
+        FTI_DEBUG("slice: %d quorums' keys not deleted yet; quorum %" PRId64 "'s are left",
+                  FTI_SLICE_NOTED, noted[0]);
+        memmove(noted, noted + 1, (n_noted - 1) * sizeof(noted[0]));
+        n_noted--;
+    }
+    noted[n_noted++] = quorum_id;
+}
+
+size_t fti_slice_noted(void)
+{
+    return n_noted;
+}
+
 int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_h *comm_p)
 {
     fti_tcp_listener_h l = NULL;
@@ -31,6 +54,7 @@ int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_
         return fti_tcp_ring_create(NULL, 0, 1, NULL, p->chunk_bytes, deadline_ms, comm_p);
     if (p->store_address == NULL || p->store_address[0] == '\0')
         return FT_ERR_ARG;
+    fti_slice_note(p->quorum_id);
 
     rc = fti_tcp_listener_create(p->bind_host, &l);
     if (rc != FT_SUCCESS) {
@@ -88,4 +112,23 @@ int fti_slice_forget(const char *store_address, int64_t quorum_id, int connect_t
     if (rc == FT_SUCCESS && n > 0)
         FTI_DEBUG("slice: deleted %" PRId64 " keys of quorum %" PRId64, n, quorum_id);
     return rc;
+}
+
+int fti_slice_forget_older(const char *store_address, int64_t keep_id, int connect_timeout_ms,
+                           int timeout_ms)
+{
+    int first = FT_SUCCESS;
+    size_t j = 0;
+    for (size_t i = 0; i < n_noted; i++) {
+        if (noted[i] != keep_id) {
+            int rc = fti_slice_forget(store_address, noted[i], connect_timeout_ms, timeout_ms);
+            if (rc == FT_SUCCESS)
+                continue;
+            if (first == FT_SUCCESS)
+                first = rc;
+        }
+        noted[j++] = noted[i]; /* kept, or tried again next time */
+    }
+    n_noted = j;
+    return first;
 }

@@ -1,8 +1,9 @@
 /*
  * test_group.c - the group's operations (src/group.c) on 3 real MPI ranks:
- * gather, broadcast and AND give the right values, and after a rank gave
- * up on an operation at its deadline the next operations still match
- * (no stale message is taken for a later one, collectives stay in order).
+ * gather, broadcast and the commit decision give the right values, late
+ * voters get the same decision as everyone (issue 10, item 2), and after
+ * a rank gave up on an operation at its deadline the next operations still
+ * match (no stale message is taken for a later one).
  *
  *   mpirun -np 3 test_group      exit 0 when every check passed
  */
@@ -78,11 +79,13 @@ int main(int argc, char **argv)
     CHECK(fti_group_bcast(g, 0, NULL, 0, &st, &buf, &len, in_ms(5000)) == FT_SUCCESS &&
               st == 0 && len == 0 && buf == NULL,
           "empty bcast");
-    int all = -1;
-    CHECK(fti_group_and(g, 1, &all, in_ms(5000)) == FT_SUCCESS && all == 1, "and of 1s: %d",
-          all);
-    CHECK(fti_group_and(g, rank != 2, &all, in_ms(5000)) == FT_SUCCESS && all == 0,
-          "and with a 0: %d", all);
+    int dec = -1;
+    CHECK(fti_group_decide(g, 1, in_ms(5000), in_ms(10000), &dec) == FT_SUCCESS &&
+              dec == FT_SUCCESS,
+          "decide on 1s: %d", dec);
+    CHECK(fti_group_decide(g, rank != 2, in_ms(5000), in_ms(10000), &dec) == FT_SUCCESS &&
+              dec == FT_ERR_ABORTED,
+          "decide with a 0: %d", dec);
 
     /* 2. rank 2 is late for a gather: the root gives up; rank 2's message
      * arrives after that and must not count for the next gather */
@@ -113,16 +116,43 @@ int main(int argc, char **argv)
           buf ? (char *)buf : "");
     free(buf);
 
-    /* 4. rank 1 is late for an AND: the others give up, rank 1 completes
-     * it later; the next AND still pairs up */
+    /* 4. issue 10 item 2: ranks 1 and 2 vote late, rank 2 after rank 0's
+     * deadline: every rank learns the same "no" (FT_ERR_TIMEOUT), rank 2
+     * too, although its vote completes later; the next decision pairs up */
     if (rank == 1)
+        fti_sleep_ms(150);
+    if (rank == 2)
         fti_sleep_ms(600);
-    rc = fti_group_and(g, 1, &all, in_ms(150));
-    CHECK(rc == (rank == 1 ? FT_SUCCESS : FT_ERR_TIMEOUT), "late and: %s", FT_Error_string(rc));
-    CHECK(fti_group_and(g, rank != 0, &all, in_ms(5000)) == FT_SUCCESS && all == 0,
-          "and after a timeout: %d", all);
-    CHECK(fti_group_and(g, 1, &all, in_ms(5000)) == FT_SUCCESS && all == 1,
-          "second and after a timeout: %d", all);
+    rc = fti_group_decide(g, 1, in_ms(300), in_ms(5000), &dec);
+    CHECK(rc == FT_SUCCESS && dec == FT_ERR_TIMEOUT, "late voters: %s, decision %s",
+          FT_Error_string(rc), FT_Error_string(dec));
+    fti_sleep_ms(100); /* rank 2's late vote is in by now */
+    CHECK(fti_group_decide(g, rank != 1, in_ms(5000), in_ms(10000), &dec) == FT_SUCCESS &&
+              dec == FT_ERR_ABORTED,
+          "decide after late voters: %s", FT_Error_string(dec));
+    CHECK(fti_group_decide(g, 1, in_ms(5000), in_ms(10000), &dec) == FT_SUCCESS &&
+              dec == FT_SUCCESS,
+          "second decide after late voters: %s", FT_Error_string(dec));
+
+    /* 5. rank 0 is late, within the others' wait: they get its decision */
+    if (rank == 0)
+        fti_sleep_ms(300);
+    rc = fti_group_decide(g, 1, in_ms(200), in_ms(1500), &dec);
+    CHECK(rc == FT_SUCCESS && dec == FT_SUCCESS, "late rank 0: %s, decision %s",
+          FT_Error_string(rc), FT_Error_string(dec));
+
+    /* 6. rank 0 is later than the others' wait: they cannot know (rank 0
+     * decides yes with their votes) and say so; rank 0's late decision
+     * must not be taken for the next one's */
+    if (rank == 0)
+        fti_sleep_ms(600);
+    rc = fti_group_decide(g, 1, in_ms(200), in_ms(150), &dec);
+    CHECK(rank == 0 ? rc == FT_SUCCESS && dec == FT_SUCCESS : rc == FT_ERR_TIMEOUT,
+          "rank 0 too late: %s", FT_Error_string(rc));
+    fti_sleep_ms(100);
+    CHECK(fti_group_decide(g, rank != 2, in_ms(5000), in_ms(10000), &dec) == FT_SUCCESS &&
+              dec == FT_ERR_ABORTED,
+          "decide after a lost decision: %s", FT_Error_string(dec));
     CHECK(gather_round(g, 4, 5000) == FT_SUCCESS, "last gather");
 
     fti_group_destroy(g);

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The group's gather, broadcast and AND on 3 real MPI ranks, with ranks that
+# The group's gather, broadcast and commit decision on 3 real MPI ranks, with ranks that
 # are late for an operation (tests/integration/test_group.c).
 . "$top_srcdir/tests/integration/common.sh"
 need_mpirun

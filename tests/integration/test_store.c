@@ -1,7 +1,8 @@
 /*
  * test_store.c - the rendezvous store (src/store.c) served by a real RPC
  * server on 127.0.0.1 in a libevent thread, used by real blocking clients
- * from several threads.
+ * from several threads; the slice rendezvous's key cleanup
+ * (src/comm/slice.c) after failed builds.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 #include "net.h"
 #include "proto/ftmpi.pb-c.h"
 #include "rpc.h"
+#include "slice.h"
 #include "store.h"
 #include "util.h"
 
@@ -507,6 +509,43 @@ static void test_key_count_cap(void **state)
     fti_rpc_client_destroy(c);
 }
 
+/* ---- slice rendezvous keys (issue 10, item 5) ------------------------------ */
+
+/* A run of failed slice builds, each of a new quorum, with the manager's
+ * cleanup after each: the store holds the keys of the current quorum only,
+ * so its key cap (8 here) never stops a later build.  Each build of 3
+ * publishes replica rank 0's key, finds a dead peer's key (rank 2) and
+ * waits in vain for rank 1's. */
+static void test_failed_builds_leave_no_keys(void **state)
+{
+    fixture_t *f = *state;
+    fti_rpc_client_h c = client_new(f);
+    char key[96];
+    for (int64_t q = 1000; q < 1040; q++) {
+        fti_slice_params_t p = {.quorum_id = q, .group_rank = 0, .replica_rank = 0, .size = 3,
+                                .store_address = f->addr, .bind_host = "127.0.0.1",
+                                .chunk_bytes = 1 << 16, .connect_timeout_ms = 1000};
+        fti_comm_h comm = NULL;
+        fti_slice_key(key, sizeof(key), q, 0, 2);
+        assert_int_equal(fti_store_set(c, key, "127.0.0.1:1", 11, CALL_MS), FT_SUCCESS);
+        assert_int_equal(fti_slice_create(&p, fti_now_ms() + 30, &comm), FT_ERR_TIMEOUT);
+        assert_null(comm);
+        assert_int_equal(fti_slice_forget_older(f->addr, q, 1000, CALL_MS), FT_SUCCESS);
+        assert_int_equal(stats_of(f).keys, 2); /* quorum q's own two */
+        assert_int_equal(fti_slice_noted(), 1);
+    }
+    /* the next quorum's build forgets the last failed one too */
+    assert_int_equal(fti_slice_forget_older(f->addr, 2000, 1000, CALL_MS), FT_SUCCESS);
+    assert_int_equal(stats_of(f).keys, 0);
+    assert_int_equal(fti_slice_noted(), 0);
+    fti_rpc_client_destroy(c);
+}
+
+static int setup_8_keys(void **state)
+{
+    return fixture_start(state, 8);
+}
+
 int main(void)
 {
     if (evthread_use_pthreads() != 0) {
@@ -525,6 +564,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delete_prefix, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oversized_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_count_cap, setup_small, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_builds_leave_no_keys, setup_8_keys,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
