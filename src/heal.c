@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "ftmpi.h"
@@ -566,12 +567,18 @@ static void verifier_advance(struct verifier *v, size_t avail, bool stop)
 }
 
 /* One buffer of a heal: the registered buffer it is for and the staging
- * memory its bytes stream into (malloc'ed, released by stage_free). */
+ * memory its bytes stream into (stage_alloc, released by stage_free). */
 struct heal_stage {
     struct heal_buf *b;
     unsigned char *data; /* b->len bytes; NULL when b->len == 0 */
+    bool mapped;         /* data is an anonymous mapping, else malloc'ed */
     uint64_t sum;        /* computed here over data */
 };
+
+/* Staging buffers from this size on are mapped with their pages populated
+ * at once: faulting them in one by one inside the socket reads made a heal
+ * of 512 MiB twice as slow as without staging. */
+#define HEAL_STAGE_MAP_BYTES ((size_t)1 << 20)
 
 /* Fetches [0, s->b->len) in chunks of `chunk` bytes into s->data; *v (may
  * be NULL) is told as the bytes arrive.  Logs its failure. */
@@ -699,9 +706,30 @@ static int heal_verify(fti_rpc_client_h c, const Ftmpi__HealMetadataResponse *m,
 
 static void stage_free(struct heal_stage *stage, size_t n)
 {
-    for (size_t i = 0; stage != NULL && i < n; i++)
-        free(stage[i].data);
+    for (size_t i = 0; stage != NULL && i < n; i++) {
+        if (stage[i].mapped)
+            munmap(stage[i].data, stage[i].b->len);
+        else
+            free(stage[i].data);
+    }
     free(stage);
+}
+
+/* Staging memory for s->b (none for an empty buffer). */
+static bool stage_one(struct heal_stage *s)
+{
+    size_t len = s->b->len;
+    if (len >= HEAL_STAGE_MAP_BYTES) {
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                       -1, 0);
+        if (p == MAP_FAILED)
+            return false;
+        s->data = p;
+        s->mapped = true;
+    } else if (len > 0) {
+        s->data = malloc(len);
+    }
+    return len == 0 || s->data != NULL;
 }
 
 /* Staging memory for every buffer m lists (checked by heal_check), in m's
@@ -718,8 +746,7 @@ static int stage_alloc(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m,
     for (size_t i = 0; ok && i < n; i++) {
         stage[i].b = find_locked(h, m->buffers[i]->name);
         total += stage[i].b->len;
-        if (stage[i].b->len > 0)
-            ok = (stage[i].data = malloc(stage[i].b->len)) != NULL;
+        ok = stage_one(&stage[i]);
     }
     pthread_mutex_unlock(&h->mu);
     if (!ok) {

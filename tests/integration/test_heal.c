@@ -503,9 +503,10 @@ static void fake_stop(struct fake *f)
     pthread_join(f->tid, NULL);
 }
 
-/* The healer of the fake-source tests: buffers "a" (3 MiB + 5, several
- * chunks) and "b" (2 MiB + 3) full of 1s, and a copy of them to compare
- * with; the fake serves "a" and "b" full of 7s. */
+/* The healer of the fake-source tests: buffers "a" (256 KiB + 5, several
+ * chunks) and "b" (128 KiB + 3) full of 1s, and a copy of them to compare
+ * with; the fake serves "a" and "b" full of 7s.  Small, so that a loaded
+ * machine does not make the transfers meet their deadlines. */
 struct torn {
     fti_heal_h h;
     uint64_t la, lb;
@@ -516,8 +517,8 @@ struct torn {
 static void torn_init(struct torn *t, struct fake *f)
 {
     memset(t, 0, sizeof(*t));
-    t->la = (3u << 20) + 5;
-    t->lb = (2u << 20) + 3;
+    t->la = (256u << 10) + 5;
+    t->lb = (128u << 10) + 3;
     t->a = malloc(t->la), t->a0 = malloc(t->la), t->a7 = malloc(t->la);
     t->b = malloc(t->lb), t->b0 = malloc(t->lb), t->b7 = malloc(t->lb);
     assert_true(t->a && t->a0 && t->a7 && t->b && t->b0 && t->b7);
@@ -530,7 +531,7 @@ static void torn_init(struct torn *t, struct fake *f)
     assert_int_equal(fti_heal_register(t->h, "b", t->b, t->lb), FT_SUCCESS);
     t->opts.connect_timeout_ms = 1000;
     t->opts.max_reply = 1 << 20;
-    t->opts.chunk_bytes = 1u << 20;
+    t->opts.chunk_bytes = 64u << 10;
     memset(f, 0, sizeof(*f));
     f->n = 2;
     f->names[0] = "a", f->lens[0] = t->la, f->data[0] = t->a7;
@@ -574,7 +575,7 @@ static void test_fake_source_ok(void **state)
     struct fake f;
     int64_t took;
     torn_init(&t, &f);
-    assert_int_equal(torn_fetch(&t, &f, 5000, &took), FT_SUCCESS);
+    assert_int_equal(torn_fetch(&t, &f, 20000, &took), FT_SUCCESS);
     assert_memory_equal(t.a, t.a7, t.la);
     assert_memory_equal(t.b, t.b7, t.lb);
     assert_int_equal(f.sent, t.la + t.lb);
@@ -615,7 +616,7 @@ static void test_metadata_not_the_registered_set(void **state)
             g.data[i] = t.a7;
             g.n++;
         }
-        assert_int_equal(torn_fetch(&t, &g, 5000, &took), FT_ERR_ARG);
+        assert_int_equal(torn_fetch(&t, &g, 20000, &took), FT_ERR_ARG);
         assert_int_equal(g.fetches, 0);
         assert_memory_equal(t.a, t.a0, t.la);
         assert_memory_equal(b, b0, t.la);
@@ -635,7 +636,7 @@ static void test_checksum_fails_nothing_installed(void **state)
     int64_t took;
     torn_init(&t, &f);
     f.bad_sum = 1;
-    assert_int_equal(torn_fetch(&t, &f, 5000, &took), FT_ERR_CHECKSUM);
+    assert_int_equal(torn_fetch(&t, &f, 20000, &took), FT_ERR_CHECKSUM);
     assert_int_equal(f.sent, t.la + t.lb);
     assert_untouched(&t);
     torn_free(&t);
@@ -652,18 +653,18 @@ static void test_source_dies_mid_transfer(void **state)
     struct fake f;
     int64_t took;
     torn_init(&t, &f);
-    const uint64_t spots[] = {0, 4096, 1u << 20, t.la + 12345, t.la + t.lb - 1};
+    const uint64_t spots[] = {0, 4096, 64u << 10, t.la + 12345, t.la + t.lb - 1};
     for (size_t k = 0; k < FTI_ARRAY_SIZE(spots); k++) {
         struct fake g = f;
         g.die_after = spots[k];
-        int rc = torn_fetch(&t, &g, 3000, &took);
+        int rc = torn_fetch(&t, &g, 20000, &took);
         assert_int_equal(rc, FT_ERR_PROC_FAILED);
         assert_true(g.died);
         assert_int_equal(g.sent, spots[k]);
-        assert_true(took < 3000 + 1000);
+        assert_true(took < 20000 + 1000);
         assert_untouched(&t);
     }
-    assert_int_equal(torn_fetch(&t, &f, 5000, &took), FT_SUCCESS);
+    assert_int_equal(torn_fetch(&t, &f, 20000, &took), FT_SUCCESS);
     assert_memory_equal(t.a, t.a7, t.la);
     assert_memory_equal(t.b, t.b7, t.lb);
     torn_free(&t);
