@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "ftmpi.h"
@@ -285,7 +286,7 @@ static void reply_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t want,
     pthread_mutex_unlock(&h->mu);
 
     if (!open || step != want) {
-        char msg[128];
+        char msg[FTI_REASON_SIZE];
         snprintf(msg, sizeof(msg), "state of step %" PRId64 " requested, serving %s%" PRId64,
                  want, open ? "step " : "nothing (closed) at step ", step);
         FTI_INFO("heal: refused %s to %s: %s", with_sums ? "checksums" : "metadata",
@@ -476,29 +477,46 @@ static int heal_address(const char *src_manager, int group_rank, const fti_heal_
     return rc;
 }
 
-/* Checks the source's buffers against ours: same set of names, same
- * lengths. */
-static int heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m)
+/* Checks the source's buffers against ours: every registered buffer
+ * exactly once, under its name and with its length, and nothing else.  A
+ * repeated name is refused (else one registered buffer would never be
+ * copied while the step advances).  Mutex held. */
+static int heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, const char *src)
 {
     if (m->n_buffers != h->n) {
-        FTI_ERROR("heal: the source registered %zu buffers, this rank %zu", m->n_buffers, h->n);
+        FTI_ERROR("heal: %s has %zu buffers registered, this rank %zu", src, m->n_buffers, h->n);
         return FT_ERR_ARG;
     }
-    for (size_t i = 0; i < m->n_buffers; i++) {
-        const Ftmpi__HealBuffer *sb = m->buffers[i];
-        struct heal_buf *b = sb && sb->name ? find_locked(h, sb->name) : NULL;
-        if (b == NULL) {
-            FTI_ERROR("heal: the source's buffer '%s' is not registered here",
-                      sb && sb->name ? sb->name : "?");
-            return FT_ERR_ARG;
-        }
-        if (sb->length != b->len) {
-            FTI_ERROR("heal: buffer '%s' has %" PRIu64 " bytes at the source, %zu here", b->name,
-                      sb->length, b->len);
-            return FT_ERR_ARG;
-        }
+    if (h->n == 0)
+        return FT_SUCCESS;
+    bool *seen = calloc(h->n, sizeof(*seen));
+    if (seen == NULL) {
+        FTI_ERROR("heal: out of memory checking %zu buffers", h->n);
+        return FT_ERR_NO_MEMORY;
     }
-    return FT_SUCCESS;
+    int rc = FT_SUCCESS;
+    for (size_t i = 0; rc == FT_SUCCESS && i < m->n_buffers; i++) {
+        const Ftmpi__HealBuffer *sb = m->buffers[i];
+        const char *name = sb != NULL && sb->name != NULL ? sb->name : "";
+        size_t k = 0;
+        while (k < h->n && strcmp(h->bufs[k]->name, name) != 0)
+            k++;
+        if (k == h->n) {
+            FTI_ERROR("heal: %s's buffer '%.255s' is not registered here", src, name);
+            rc = FT_ERR_ARG;
+        } else if (seen[k]) {
+            FTI_ERROR("heal: %s names buffer '%s' twice in its metadata", src, name);
+            rc = FT_ERR_ARG;
+        } else if (sb->length != h->bufs[k]->len) {
+            FTI_ERROR("heal: buffer '%s' has %" PRIu64 " bytes at %s, %zu here", name, sb->length,
+                      src, h->bufs[k]->len);
+            rc = FT_ERR_ARG;
+        }
+        if (rc == FT_SUCCESS)
+            seen[k] = true;
+    }
+    free(seen);
+    return rc;
 }
 
 /* Verifies a buffer piece by piece on its own thread while the fetch
@@ -548,27 +566,48 @@ static void verifier_advance(struct verifier *v, size_t avail, bool stop)
     pthread_mutex_unlock(&v->mu);
 }
 
-/* Fetches [0, len) of b in chunks of `chunk` bytes into the registered
- * memory; *verifier (may be NULL) is told as the bytes arrive. */
-static int fetch_chunks(fti_rpc_client_h c, struct heal_buf *b, int64_t step, size_t chunk,
+/* One buffer of a heal: the registered buffer it is for and the staging
+ * memory its bytes stream into (stage_alloc, released by stage_free). */
+struct heal_stage {
+    struct heal_buf *b;
+    unsigned char *data; /* b->len bytes; NULL when b->len == 0 */
+    bool mapped;         /* data is an anonymous mapping, else malloc'ed */
+    uint64_t sum;        /* computed here over data */
+};
+
+/* Staging buffers from this size on are mapped with their pages populated
+ * at once: faulting them in one by one inside the socket reads made a heal
+ * of 512 MiB twice as slow as without staging. */
+#define HEAL_STAGE_MAP_BYTES ((size_t)1 << 20)
+
+/* Fetches [0, s->b->len) in chunks of `chunk` bytes into s->data; *v (may
+ * be NULL) is told as the bytes arrive.  Logs its failure. */
+static int fetch_chunks(fti_rpc_client_h c, struct heal_stage *s, int64_t step, size_t chunk,
                         int64_t deadline_ms, uint64_t *bytes, struct verifier *v)
 {
+    const struct heal_buf *b = s->b;
     for (size_t off = 0; off < b->len;) {
         size_t n = FTI_MIN(chunk, b->len - off);
         int left = fti_ms_left(deadline_ms);
-        if (left <= 0)
+        if (left <= 0) {
+            FTI_WARN("heal: deadline passed fetching '%s' from %s (%zu of %zu bytes)", b->name,
+                     fti_rpc_client_address(c), off, b->len);
             return FT_ERR_TIMEOUT;
+        }
         Ftmpi__HealFetchRequest req = FTMPI__HEAL_FETCH_REQUEST__INIT;
-        req.name = b->name;
+        req.name = (char *)b->name;
         req.offset = off;
         req.length = n;
         req.step = step;
-        size_t rlen = ftmpi__heal_fetch_request__get_packed_size(&req);
+        /* a name of at most FTI_HEAL_MAX_NAME bytes plus four small fields */
         uint8_t rbuf[FTI_HEAL_MAX_NAME + 64];
-        if (rlen > sizeof(rbuf))
+        size_t rlen = ftmpi__heal_fetch_request__get_packed_size(&req);
+        if (rlen > sizeof(rbuf)) {
+            FTI_ERROR("heal: fetch request of '%s' packs to %zu bytes", b->name, rlen);
             return FT_ERR_INTERNAL;
+        }
         ftmpi__heal_fetch_request__pack(&req, rbuf);
-        int rc = fti_rpc_call_into(c, FTMPI__METHOD__HEAL_FETCH, rbuf, rlen, left, b->data + off,
+        int rc = fti_rpc_call_into(c, FTMPI__METHOD__HEAL_FETCH, rbuf, rlen, left, s->data + off,
                                    n);
         if (rc != FT_SUCCESS) {
             FTI_WARN("heal: fetching '%s' [%zu, +%zu) from %s failed: %s", b->name, off, n,
@@ -583,16 +622,16 @@ static int fetch_chunks(fti_rpc_client_h c, struct heal_buf *b, int64_t step, si
     return FT_SUCCESS;
 }
 
-/* Fetches b and computes its checksum into *sum_p (piece by piece on a
- * helper thread while the next chunks stream in, for a buffer of more
- * than one piece). */
-static int heal_buffer(fti_rpc_client_h c, struct heal_buf *b, int64_t step, size_t chunk,
-                       int64_t deadline_ms, uint64_t *bytes, uint64_t *sum_p)
+/* Fetches one buffer into its staging memory and computes its checksum
+ * into s->sum (piece by piece on a helper thread while the next chunks
+ * stream in, for a buffer of more than one piece). */
+static int heal_buffer(fti_rpc_client_h c, struct heal_stage *s, int64_t step, size_t chunk,
+                       int64_t deadline_ms, uint64_t *bytes)
 {
-    struct verifier v = {.data = b->data, .len = b->len};
+    struct verifier v = {.data = s->data, .len = s->b->len};
     pthread_t tid;
     bool threaded = false;
-    if (b->len > FTI_HEAL_SUM_BYTES) {
+    if (s->b->len > FTI_HEAL_SUM_BYTES) {
         pthread_mutex_init(&v.mu, NULL);
         pthread_cond_init(&v.cv, NULL);
         threaded = pthread_create(&tid, NULL, verifier_main, &v) == 0;
@@ -601,16 +640,16 @@ static int heal_buffer(fti_rpc_client_h c, struct heal_buf *b, int64_t step, siz
             pthread_mutex_destroy(&v.mu);
         }
     }
-    int rc = fetch_chunks(c, b, step, chunk, deadline_ms, bytes, threaded ? &v : NULL);
+    int rc = fetch_chunks(c, s, step, chunk, deadline_ms, bytes, threaded ? &v : NULL);
     if (threaded) {
         if (rc != FT_SUCCESS)
             verifier_advance(&v, v.avail, true);
         pthread_join(tid, NULL);
         pthread_cond_destroy(&v.cv);
         pthread_mutex_destroy(&v.mu);
-        *sum_p = v.sum;
+        s->sum = v.sum;
     } else if (rc == FT_SUCCESS) {
-        *sum_p = heal_sum(b->data, b->len);
+        s->sum = heal_sum(s->data, s->b->len);
     }
     return rc;
 }
@@ -633,11 +672,17 @@ static int heal_sums(fti_rpc_client_h c, int64_t step, int64_t deadline_ms,
     return rc;
 }
 
-/* Compares the sums computed here (sums[i] for m->buffers[i]) with the
- * source's (s: the checksum reply, or m itself). */
+/* Compares the sums computed here (stage[i] for m->buffers[i]) with the
+ * source's (s: the checksum reply, or m itself): s must list exactly m's
+ * buffers. */
 static int heal_verify(fti_rpc_client_h c, const Ftmpi__HealMetadataResponse *m,
-                       const Ftmpi__HealMetadataResponse *s, const uint64_t *sums)
+                       const Ftmpi__HealMetadataResponse *s, const struct heal_stage *stage)
 {
+    if (s->n_buffers != m->n_buffers) {
+        FTI_WARN("heal: %s sent %zu checksums for %zu buffers", fti_rpc_client_address(c),
+                 s->n_buffers, m->n_buffers);
+        return FT_ERR_PROC_FAILED;
+    }
     for (size_t i = 0; i < m->n_buffers; i++) {
         const char *name = m->buffers[i]->name;
         const Ftmpi__HealBuffer *sb = NULL;
@@ -649,13 +694,131 @@ static int heal_verify(fti_rpc_client_h c, const Ftmpi__HealMetadataResponse *m,
                      name);
             return FT_ERR_PROC_FAILED;
         }
-        if (sb->checksum != sums[i]) {
+        if (sb->checksum != stage[i].sum) {
             FTI_ERROR("heal: buffer '%s' from %s fails its checksum (%016" PRIx64
                       " != %016" PRIx64 ")",
-                      name, fti_rpc_client_address(c), sums[i], sb->checksum);
+                      name, fti_rpc_client_address(c), stage[i].sum, sb->checksum);
             return FT_ERR_CHECKSUM;
         }
     }
+    return FT_SUCCESS;
+}
+
+static void stage_free(struct heal_stage *stage, size_t n)
+{
+    for (size_t i = 0; stage != NULL && i < n; i++) {
+        if (stage[i].mapped)
+            munmap(stage[i].data, stage[i].b->len);
+        else
+            free(stage[i].data);
+    }
+    free(stage);
+}
+
+/* Staging memory for s->b (none for an empty buffer). */
+static bool stage_one(struct heal_stage *s)
+{
+    size_t len = s->b->len;
+    if (len >= HEAL_STAGE_MAP_BYTES) {
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                       -1, 0);
+        if (p == MAP_FAILED)
+            return false;
+        s->data = p;
+        s->mapped = true;
+    } else if (len > 0) {
+        s->data = malloc(len);
+    }
+    return len == 0 || s->data != NULL;
+}
+
+/* Staging memory for every buffer m lists (checked by heal_check), in m's
+ * order: the whole state once more, for the time of one heal.  Release
+ * with stage_free(*stage_p, m->n_buffers). */
+static int stage_alloc(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m,
+                       struct heal_stage **stage_p)
+{
+    size_t n = m->n_buffers;
+    struct heal_stage *stage = calloc(n ? n : 1, sizeof(*stage));
+    uint64_t total = 0;
+    bool ok = stage != NULL;
+    pthread_mutex_lock(&h->mu);
+    for (size_t i = 0; ok && i < n; i++) {
+        stage[i].b = find_locked(h, m->buffers[i]->name);
+        total += stage[i].b->len;
+        ok = stage_one(&stage[i]);
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (!ok) {
+        FTI_ERROR("heal: no memory to stage %zu buffers (%" PRIu64 " bytes so far): %m", n, total);
+        stage_free(stage, n);
+        return FT_ERR_NO_MEMORY;
+    }
+    *stage_p = stage;
+    return FT_SUCCESS;
+}
+
+/* Installs a complete, verified copy: closes serving (the old state is
+ * about to change: requests for it are refused from now on and a summing
+ * thread drops its work), then copies each staged buffer into the
+ * registered memory.  Nothing here can fail. */
+static void heal_install(struct fti_heal *h, const struct heal_stage *stage, size_t n)
+{
+    pthread_mutex_lock(&h->mu);
+    h->open = false;
+    h->gen++;
+    h->served = 0;
+    pthread_mutex_unlock(&h->mu);
+    for (size_t i = 0; i < n; i++)
+        if (stage[i].b->len > 0)
+            memcpy(stage[i].b->data, stage[i].data, stage[i].b->len);
+}
+
+/* The source of a heal: the address of the rank serving group_rank (into
+ * st->source), a client for it (*c_p, destroyed by the caller also on
+ * failure) and its metadata for `step`, checked against the registrations
+ * (*m_p, freed with ftmpi__heal_metadata_response__free_unpacked). */
+static int heal_open(struct fti_heal *h, const char *src_manager, int group_rank, int64_t step,
+                     const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_stats_t *st,
+                     fti_rpc_client_h *c_p, Ftmpi__HealMetadataResponse **m_p)
+{
+    Ftmpi__HealMetadataResponse *m = NULL;
+    int rc = heal_address(src_manager, group_rank, opts, deadline_ms, st->source,
+                          sizeof(st->source));
+    if (rc == FT_SUCCESS) {
+        rc = fti_rpc_client_create(st->source, opts->connect_timeout_ms, opts->max_reply, c_p);
+        if (rc != FT_SUCCESS) {
+            FTI_WARN("heal: unusable heal address '%s' of the source", st->source);
+            rc = rc == FT_ERR_NO_MEMORY ? rc : FT_ERR_PROC_FAILED;
+        }
+    }
+    if (rc != FT_SUCCESS)
+        return rc;
+    Ftmpi__HealMetadataRequest req = FTMPI__HEAL_METADATA_REQUEST__INIT;
+    req.step = step;
+    rc = fti_rpc_call_msg(*c_p, FTMPI__METHOD__HEAL_METADATA, &req.base,
+                          &ftmpi__heal_metadata_response__descriptor, fti_ms_left(deadline_ms),
+                          (ProtobufCMessage **)&m);
+    if (rc != FT_SUCCESS) {
+        FTI_WARN("heal: metadata of step %" PRId64 " from %s failed: %s", step, st->source,
+                 FT_Error_string(rc));
+        return rc;
+    }
+    if (m->step != step) {
+        FTI_WARN("heal: %s sent the metadata of step %" PRId64 ", not %" PRId64, st->source,
+                 m->step, step);
+        rc = FT_ERR_PROC_FAILED;
+    } else {
+        /* registrations happen on this thread: the list cannot change now */
+        pthread_mutex_lock(&h->mu);
+        rc = heal_check(h, m, st->source);
+        pthread_mutex_unlock(&h->mu);
+    }
+    if (rc != FT_SUCCESS) {
+        ftmpi__heal_metadata_response__free_unpacked(m, NULL);
+        return rc;
+    }
+    *m_p = m;
     return FT_SUCCESS;
 }
 
@@ -663,65 +826,45 @@ int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_
                    const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_stats_t *stats)
 {
     int64_t t0 = fti_now_ms();
-    fti_heal_stats_t st = {0, 0, ""};
+    fti_heal_stats_t st = {0, 0, 0, ""};
     fti_rpc_client_h c = NULL;
     Ftmpi__HealMetadataResponse *m = NULL;
+    struct heal_stage *stage = NULL;
     size_t chunk = opts->chunk_bytes ? opts->chunk_bytes : FTI_HEAL_CHUNK_BYTES;
 
-    int rc = heal_address(src_manager, group_rank, opts, deadline_ms, st.source,
-                          sizeof(st.source));
+    int rc = heal_open(h, src_manager, group_rank, step, opts, deadline_ms, &st, &c, &m);
     if (rc == FT_SUCCESS)
-        rc = fti_rpc_client_create(st.source, opts->connect_timeout_ms, opts->max_reply, &c);
-    if (rc == FT_SUCCESS) {
-        Ftmpi__HealMetadataRequest req = FTMPI__HEAL_METADATA_REQUEST__INIT;
-        req.step = step;
-        rc = fti_rpc_call_msg(c, FTMPI__METHOD__HEAL_METADATA, &req.base,
-                              &ftmpi__heal_metadata_response__descriptor,
-                              fti_ms_left(deadline_ms), (ProtobufCMessage **)&m);
-        if (rc != FT_SUCCESS)
-            FTI_WARN("heal: metadata of step %" PRId64 " from %s failed: %s", step, st.source,
-                     FT_Error_string(rc));
-        else if (m->step != step) {
-            FTI_WARN("heal: %s sent the metadata of step %" PRId64 ", not %" PRId64, st.source,
-                     m->step, step);
-            rc = FT_ERR_PROC_FAILED;
-        }
-    }
-    if (rc == FT_SUCCESS) {
-        /* registrations happen on this thread: the list cannot change now */
-        pthread_mutex_lock(&h->mu);
-        rc = heal_check(h, m);
-        pthread_mutex_unlock(&h->mu);
-    }
-    uint64_t *sums = NULL;
-    if (rc == FT_SUCCESS && m->n_buffers > 0 &&
-        (sums = calloc(m->n_buffers, sizeof(*sums))) == NULL)
-        rc = FT_ERR_NO_MEMORY;
-    for (size_t i = 0; rc == FT_SUCCESS && i < m->n_buffers; i++) {
-        pthread_mutex_lock(&h->mu);
-        struct heal_buf *b = find_locked(h, m->buffers[i]->name);
-        pthread_mutex_unlock(&h->mu);
-        rc = heal_buffer(c, b, step, chunk, deadline_ms, &st.bytes, &sums[i]);
-    }
+        rc = stage_alloc(h, m, &stage);
+    for (size_t i = 0; rc == FT_SUCCESS && i < m->n_buffers; i++)
+        rc = heal_buffer(c, &stage[i], step, chunk, deadline_ms, &st.bytes);
     if (rc == FT_SUCCESS && m->sums_deferred) {
         Ftmpi__HealMetadataResponse *s = NULL;
         rc = heal_sums(c, step, deadline_ms, &s);
         if (rc == FT_SUCCESS) {
-            rc = heal_verify(c, m, s, sums);
+            rc = heal_verify(c, m, s, stage);
             ftmpi__heal_metadata_response__free_unpacked(s, NULL);
         }
     } else if (rc == FT_SUCCESS) {
-        rc = heal_verify(c, m, m, sums);
+        rc = heal_verify(c, m, m, stage);
     }
-    free(sums);
-    if (m != NULL)
-        ftmpi__heal_metadata_response__free_unpacked(m, NULL);
     fti_rpc_client_destroy(c);
+    if (rc == FT_SUCCESS) {
+        /* every buffer arrived and matched its checksum: only now does
+         * the registered memory change */
+        int64_t t1 = fti_now_ms();
+        heal_install(h, stage, m->n_buffers);
+        st.install_ms = fti_now_ms() - t1;
+    }
+    if (m != NULL) {
+        stage_free(stage, m->n_buffers);
+        ftmpi__heal_metadata_response__free_unpacked(m, NULL);
+    }
     rc = heal_code(rc);
     st.ms = fti_now_ms() - t0;
     if (rc == FT_SUCCESS)
-        FTI_INFO("heal: step %" PRId64 " healed from %s: %" PRIu64 " bytes in %" PRId64 " ms",
-                 step, st.source, st.bytes, st.ms);
+        FTI_INFO("heal: step %" PRId64 " healed from %s: %" PRIu64 " bytes in %" PRId64
+                 " ms (install %" PRId64 " ms)",
+                 step, st.source, st.bytes, st.ms, st.install_ms);
     if (stats != NULL)
         *stats = st;
     return rc;

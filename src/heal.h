@@ -17,9 +17,11 @@
  *
  * Fetching: fti_heal_fetch asks the source group's manager which address
  * serves the same group rank, checks the source's buffers against this
- * rank's registrations (same names and lengths), streams each buffer in
- * chunks straight into the registered memory and verifies its checksum
- * piece by piece on a helper thread while the next chunk streams in.
+ * rank's registrations (each registered buffer exactly once, same
+ * lengths), streams each buffer in chunks into staging memory, verifies
+ * its checksum piece by piece on a helper thread while the next chunk
+ * streams in, and copies the staged state into the registered memory only
+ * once all of it arrived intact (see fti_heal_fetch).
  *
  * Threads: fti_heal_register, fti_heal_set_step and fti_heal_fetch run on
  * the application thread; fti_heal_handle on the RPC server's loop thread.
@@ -37,6 +39,7 @@
 #include <stdint.h>
 
 #include "rpc.h"
+#include "sizes.h"
 
 #define FTI_HEAL_MAX_NAME 256
 /* Bytes per HEAL_FETCH call: small enough that the healer's checksum of
@@ -88,17 +91,31 @@ typedef struct fti_heal_opts {
 
 typedef struct fti_heal_stats {
     uint64_t bytes;
-    int64_t ms;
-    char source[128]; /* heal address of the source rank */
+    int64_t ms;         /* the whole heal */
+    int64_t install_ms; /* of which copying the staged state into place */
+    char source[FTI_ADDRESS_SIZE]; /* heal address of the source rank */
 } fti_heal_stats_t;
 
 /* Copies the state of step `step` from the rank with group rank
  * `group_rank` of the group whose manager is src_manager, before
- * deadline_ms.  FT_ERR_TIMEOUT on the deadline, FT_ERR_CHECKSUM when a
- * buffer does not match its checksum, FT_ERR_ARG when the source's buffers
- * differ from the registered ones, FT_ERR_PROC_FAILED for any other failure
- * of the source.  On failure the registered memory may be partly
- * overwritten.  *stats (may be NULL) is filled in every case. */
+ * deadline_ms.
+ *
+ * All or nothing: the bytes stream into staging memory (malloc'ed for the
+ * heal, as large as the whole registered state, freed before the call
+ * returns) and are copied into the registered buffers only once every
+ * buffer arrived and matched its checksum; serving is closed just before
+ * that copy (the caller then sets the healed step with
+ * fti_heal_set_step).  On any failure the registered memory, the served
+ * step and whether it is served are exactly as before the call: the rank
+ * still holds its old state and can heal again.
+ *
+ * The source's metadata must list every registered buffer exactly once,
+ * with its length, and nothing else.  FT_ERR_TIMEOUT on the deadline,
+ * FT_ERR_CHECKSUM when a buffer does not match its checksum, FT_ERR_ARG
+ * when the source's buffers differ from the registered ones (a repeated
+ * name included), FT_ERR_NO_MEMORY when the staging memory cannot be had,
+ * FT_ERR_PROC_FAILED for any other failure of the source.  Each failure is
+ * logged once, here.  *stats (may be NULL) is filled in every case. */
 int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
                    const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_stats_t *stats);
 

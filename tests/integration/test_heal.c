@@ -7,13 +7,30 @@
  * several checksum pieces), the count of
  * complete copies a source waits for, the manager's kill flag and a source
  * that is gone.
+ *
+ * A fake source (a thread with its own listening socket on 127.0.0.1 that
+ * speaks the frames of rpc.h by hand) plays what a real rank server never
+ * does: metadata that names a buffer twice or a buffer that is not
+ * registered, a wrong checksum after a complete transfer, dying in the
+ * middle of a reply (the socket closed half way through the bytes) and
+ * stalling (the socket kept open, never answered).  In each case the heal
+ * fails by its deadline and the healer's registered buffers stay bitwise
+ * as they were.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -22,6 +39,7 @@
 #include "proto/ftmpi.pb-c.h"
 #include "rank_server.h"
 #include "rpc.h"
+#include "sizes.h"
 #include "util.h"
 
 #define N_A 100000 /* doubles */
@@ -240,7 +258,7 @@ static void test_kill(void **state)
 {
     struct fixture *f = *state;
     fti_rpc_client_h c;
-    char msg[64] = "";
+    char msg[FTI_REASON_SIZE] = "";
     assert_false(fti_rank_server_killed(f->srv, msg, sizeof(msg)));
     assert_int_equal(fti_rpc_client_create(fti_rank_server_address(f->srv), 1000, 4096, &c),
                      FT_SUCCESS);
@@ -260,7 +278,7 @@ static void test_source_gone(void **state)
 {
     struct fixture *f = *state;
     fti_heal_stats_t st;
-    char addr[128];
+    char addr[FTI_ADDRESS_SIZE];
     fti_strlcpy(addr, fti_rank_server_address(f->srv), sizeof(addr));
     fti_rank_server_stop(f->srv);
     f->srv = NULL;
@@ -269,6 +287,405 @@ static void test_source_gone(void **state)
     /* restart for teardown */
     assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, f->src, &f->srv),
                      FT_SUCCESS);
+}
+
+/* ---- a fake source ------------------------------------------------------ */
+
+#define FAKE_MAX_BUFS 4
+
+/* What the fake source says and does.  It answers the manager's
+ * CHECKPOINT_METADATA with its own address, HEAL_METADATA with the buffers
+ * below (checksums inline, computed over data unless bad_sum), and
+ * HEAL_FETCH with the bytes of the first buffer of that name.  After
+ * die_after bytes of data it sends only part of the reply and then closes
+ * every socket and ends (a source that died), or, with stall, stops
+ * answering and keeps its sockets open until the test ends. */
+struct fake {
+    size_t n;
+    const char *names[FAKE_MAX_BUFS];
+    uint64_t lens[FAKE_MAX_BUFS];
+    const unsigned char *data[FAKE_MAX_BUFS];
+    int64_t step;
+    int bad_sum; /* index of a buffer whose checksum is off by one; -1 none */
+    uint64_t die_after;
+    bool stall;
+    /* run time */
+    int lfd;
+    char addr[FTI_ADDRESS_SIZE];
+    pthread_t tid;
+    volatile bool stop; /* set by the test; the thread polls it */
+    int fetches;        /* HEAL_FETCH data requests seen */
+    bool bad;           /* a request the fake did not expect (checked by the test) */
+    uint64_t sent;      /* data bytes sent */
+    bool died;
+};
+
+/* As heal.h's wire contract: fti_checksum64 chained over pieces. */
+static uint64_t fake_sum(const unsigned char *d, uint64_t len)
+{
+    if (len == 0)
+        return fti_checksum64(d, 0, 0);
+    uint64_t sum = 0;
+    for (uint64_t off = 0; off < len; off += FTI_HEAL_SUM_BYTES)
+        sum = fti_checksum64(d + off, FTI_MIN(FTI_HEAL_SUM_BYTES, len - off), sum);
+    return sum;
+}
+
+/* Waits until fd is readable or the test says stop (false then). */
+static bool fake_wait(struct fake *f, int fd)
+{
+    while (!f->stop) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 20) > 0)
+            return true;
+    }
+    return false;
+}
+
+static bool fake_read(struct fake *f, int fd, void *buf, size_t len)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        if (!fake_wait(f, fd))
+            return false;
+        ssize_t r = recv(fd, p, len, 0);
+        if (r <= 0)
+            return false;
+        p += r;
+        len -= (size_t)r;
+    }
+    return true;
+}
+
+static bool fake_write(int fd, const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t r = send(fd, p, len, MSG_NOSIGNAL);
+        if (r <= 0)
+            return false;
+        p += r;
+        len -= (size_t)r;
+    }
+    return true;
+}
+
+static bool fake_reply_head(int fd, uint16_t method, uint32_t len)
+{
+    fti_rpc_header_t h = {FTI_RPC_MAGIC, FTI_RPC_F_REPLY, method, 0, len};
+    uint8_t hb[FTI_RPC_HEADER_LEN];
+    fti_rpc_header_encode(&h, hb);
+    return fake_write(fd, hb, sizeof(hb));
+}
+
+static bool fake_reply_msg(int fd, uint16_t method, const ProtobufCMessage *msg)
+{
+    size_t len = protobuf_c_message_get_packed_size(msg);
+    uint8_t *buf = malloc(len ? len : 1);
+    if (buf == NULL)
+        return false;
+    protobuf_c_message_pack(msg, buf);
+    bool ok = fake_reply_head(fd, method, (uint32_t)len) && fake_write(fd, buf, len);
+    free(buf);
+    return ok;
+}
+
+static bool fake_metadata(struct fake *f, int fd, uint16_t method)
+{
+    Ftmpi__HealMetadataResponse m = FTMPI__HEAL_METADATA_RESPONSE__INIT;
+    Ftmpi__HealBuffer hb[FAKE_MAX_BUFS], *hbp[FAKE_MAX_BUFS];
+    for (size_t i = 0; i < f->n; i++) {
+        ftmpi__heal_buffer__init(&hb[i]);
+        hb[i].name = (char *)f->names[i];
+        hb[i].length = f->lens[i];
+        hb[i].checksum = fake_sum(f->data[i], f->lens[i]) + ((int)i == f->bad_sum);
+        hbp[i] = &hb[i];
+    }
+    m.step = f->step;
+    m.n_buffers = f->n;
+    m.buffers = hbp;
+    return fake_reply_msg(fd, method, &m.base);
+}
+
+/* Sends the bytes a fetch asks for; false once the fake died or stalls. */
+static bool fake_fetch(struct fake *f, int fd, const Ftmpi__HealFetchRequest *req)
+{
+    size_t i = 0;
+    while (i < f->n && strcmp(f->names[i], req->name) != 0)
+        i++;
+    f->fetches++;
+    if (i == f->n || req->offset > f->lens[i] || req->length > f->lens[i] - req->offset) {
+        f->bad = true;
+        return false;
+    }
+    uint64_t n = req->length;
+    bool cut = f->sent + n > f->die_after;
+    if (cut)
+        n = f->die_after - f->sent; /* part of the reply, then silence */
+    if (!fake_reply_head(fd, FTMPI__METHOD__HEAL_FETCH, (uint32_t)req->length) ||
+        !fake_write(fd, f->data[i] + req->offset, n))
+        return false;
+    f->sent += n;
+    if (!cut)
+        return true;
+    while (f->stall && !f->stop)
+        fti_sleep_ms(10);
+    f->died = true;
+    return false;
+}
+
+/* Serves one connection until it closes; false when the fake ends. */
+static bool fake_serve(struct fake *f, int fd)
+{
+    for (;;) {
+        uint8_t hb[FTI_RPC_HEADER_LEN];
+        fti_rpc_header_t h;
+        if (!fake_read(f, fd, hb, sizeof(hb)))
+            return !f->stop;
+        fti_rpc_header_decode(hb, &h);
+        uint8_t *p = h.magic == FTI_RPC_MAGIC && h.length <= (1u << 20) ? malloc(h.length + 1)
+                                                                        : NULL;
+        bool ok = p != NULL && fake_read(f, fd, p, h.length);
+        if (ok && h.method == FTMPI__METHOD__MANAGER_CHECKPOINT_METADATA) {
+            Ftmpi__CheckpointMetadataResponse r = FTMPI__CHECKPOINT_METADATA_RESPONSE__INIT;
+            r.heal_address = f->addr;
+            ok = fake_reply_msg(fd, h.method, &r.base);
+        } else if (ok && h.method == FTMPI__METHOD__HEAL_METADATA) {
+            ok = fake_metadata(f, fd, h.method);
+        } else if (ok && h.method == FTMPI__METHOD__HEAL_FETCH) {
+            Ftmpi__HealFetchRequest *req = ftmpi__heal_fetch_request__unpack(NULL, h.length, p);
+            ok = req != NULL && (req->sums ? fake_metadata(f, fd, h.method) : fake_fetch(f, fd, req));
+            if (req != NULL)
+                ftmpi__heal_fetch_request__free_unpacked(req, NULL);
+        } else {
+            ok = false;
+        }
+        if (!ok && !f->died && !f->stop)
+            f->bad = true; /* garbage, an unknown method, or the healer went away */
+        free(p);
+        if (!ok)
+            return !f->died && !f->stop;
+    }
+}
+
+static void *fake_main(void *arg)
+{
+    struct fake *f = arg;
+    bool more = true;
+    while (more && fake_wait(f, f->lfd)) {
+        int fd = accept(f->lfd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        more = fake_serve(f, fd);
+        close(fd); /* a dead source: every socket closes */
+    }
+    close(f->lfd);
+    return NULL;
+}
+
+static void fake_start(struct fake *f)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
+    socklen_t sl = sizeof(sa);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(f->lfd >= 0);
+    assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(f->lfd, 8), 0);
+    assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
+    snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+    assert_int_equal(pthread_create(&f->tid, NULL, fake_main, f), 0);
+}
+
+static void fake_stop(struct fake *f)
+{
+    f->stop = true;
+    pthread_join(f->tid, NULL);
+}
+
+/* The healer of the fake-source tests: buffers "a" (256 KiB + 5, several
+ * chunks) and "b" (128 KiB + 3) full of 1s, and a copy of them to compare
+ * with; the fake serves "a" and "b" full of 7s.  Small, so that a loaded
+ * machine does not make the transfers meet their deadlines. */
+struct torn {
+    fti_heal_h h;
+    uint64_t la, lb;
+    unsigned char *a, *b, *a0, *b0, *a7, *b7;
+    fti_heal_opts_t opts;
+};
+
+static void torn_init(struct torn *t, struct fake *f)
+{
+    memset(t, 0, sizeof(*t));
+    t->la = (256u << 10) + 5;
+    t->lb = (128u << 10) + 3;
+    t->a = malloc(t->la), t->a0 = malloc(t->la), t->a7 = malloc(t->la);
+    t->b = malloc(t->lb), t->b0 = malloc(t->lb), t->b7 = malloc(t->lb);
+    assert_true(t->a && t->a0 && t->a7 && t->b && t->b0 && t->b7);
+    memset(t->a, 1, t->la), memset(t->a7, 7, t->la);
+    memset(t->b, 1, t->lb), memset(t->b7, 7, t->lb);
+    memcpy(t->a0, t->a, t->la);
+    memcpy(t->b0, t->b, t->lb);
+    assert_int_equal(fti_heal_create(&t->h), FT_SUCCESS);
+    assert_int_equal(fti_heal_register(t->h, "a", t->a, t->la), FT_SUCCESS);
+    assert_int_equal(fti_heal_register(t->h, "b", t->b, t->lb), FT_SUCCESS);
+    t->opts.connect_timeout_ms = 1000;
+    t->opts.max_reply = 1 << 20;
+    t->opts.chunk_bytes = 64u << 10;
+    memset(f, 0, sizeof(*f));
+    f->n = 2;
+    f->names[0] = "a", f->lens[0] = t->la, f->data[0] = t->a7;
+    f->names[1] = "b", f->lens[1] = t->lb, f->data[1] = t->b7;
+    f->step = 30;
+    f->bad_sum = -1;
+    f->die_after = UINT64_MAX;
+}
+
+static void torn_free(struct torn *t)
+{
+    fti_heal_destroy(t->h);
+    free(t->a), free(t->a0), free(t->a7);
+    free(t->b), free(t->b0), free(t->b7);
+}
+
+static int torn_fetch(struct torn *t, struct fake *f, int ms, int64_t *took_p)
+{
+    fti_heal_stats_t st;
+    fake_start(f);
+    int64_t t0 = fti_now_ms();
+    int rc = fti_heal_fetch(t->h, f->addr, 0, 30, &t->opts, t0 + ms, &st);
+    *took_p = fti_now_ms() - t0;
+    fake_stop(f);
+    assert_false(f->bad);
+    return rc;
+}
+
+/* The registered memory is bitwise what it was before the heal. */
+static void assert_untouched(const struct torn *t)
+{
+    assert_memory_equal(t->a, t->a0, t->la);
+    assert_memory_equal(t->b, t->b0, t->lb);
+}
+
+/* The fake itself works: a complete, correct copy heals. */
+static void test_fake_source_ok(void **state)
+{
+    (void)state;
+    struct torn t;
+    struct fake f;
+    int64_t took;
+    torn_init(&t, &f);
+    assert_int_equal(torn_fetch(&t, &f, 20000, &took), FT_SUCCESS);
+    assert_memory_equal(t.a, t.a7, t.la);
+    assert_memory_equal(t.b, t.b7, t.lb);
+    assert_int_equal(f.sent, t.la + t.lb);
+    torn_free(&t);
+}
+
+/* Metadata that does not list each registered buffer exactly once (issue
+ * 10 item 7: "a" twice and no "b" used to pass, "b" was never copied and
+ * the heal succeeded) is refused before any byte moves. */
+static void test_metadata_not_the_registered_set(void **state)
+{
+    (void)state;
+    struct torn t;
+    struct fake f;
+    int64_t took;
+    torn_init(&t, &f);
+    /* "a" and "b" of the same length: only the names tell them apart */
+    fti_heal_destroy(t.h);
+    assert_int_equal(fti_heal_create(&t.h), FT_SUCCESS);
+    assert_int_equal(fti_heal_register(t.h, "a", t.a, t.la), FT_SUCCESS);
+    unsigned char *b = malloc(t.la), *b0 = malloc(t.la);
+    assert_true(b && b0);
+    memset(b, 1, t.la), memset(b0, 1, t.la);
+    assert_int_equal(fti_heal_register(t.h, "b", b, t.la), FT_SUCCESS);
+    static const char *const sets[][3] = {
+        {"a", "a", NULL}, /* a name twice */
+        {"b", "b", NULL},
+        {"a", "c", NULL}, /* a buffer not registered here */
+        {"a", NULL, NULL}, /* one missing */
+        {"a", "b", "c"},  /* one more */
+    };
+    for (size_t k = 0; k < FTI_ARRAY_SIZE(sets); k++) {
+        struct fake g = f;
+        g.n = 0;
+        for (size_t i = 0; i < 3 && sets[k][i] != NULL; i++) {
+            g.names[i] = sets[k][i];
+            g.lens[i] = t.la;
+            g.data[i] = t.a7;
+            g.n++;
+        }
+        assert_int_equal(torn_fetch(&t, &g, 20000, &took), FT_ERR_ARG);
+        assert_int_equal(g.fetches, 0);
+        assert_memory_equal(t.a, t.a0, t.la);
+        assert_memory_equal(b, b0, t.la);
+    }
+    free(b);
+    free(b0);
+    torn_free(&t);
+}
+
+/* Every byte arrives but the last buffer fails its checksum: the first,
+ * complete and correct, is not installed either. */
+static void test_checksum_fails_nothing_installed(void **state)
+{
+    (void)state;
+    struct torn t;
+    struct fake f;
+    int64_t took;
+    torn_init(&t, &f);
+    f.bad_sum = 1;
+    assert_int_equal(torn_fetch(&t, &f, 20000, &took), FT_ERR_CHECKSUM);
+    assert_int_equal(f.sent, t.la + t.lb);
+    assert_untouched(&t);
+    torn_free(&t);
+}
+
+/* The source dies (closes every socket, its server gone) part way: in the
+ * first chunk, at a chunk boundary, inside "b" after "a" arrived whole.
+ * The heal fails within its deadline and nothing changed; the same healer
+ * then heals from a source that stays. */
+static void test_source_dies_mid_transfer(void **state)
+{
+    (void)state;
+    struct torn t;
+    struct fake f;
+    int64_t took;
+    torn_init(&t, &f);
+    const uint64_t spots[] = {0, 4096, 64u << 10, t.la + 12345, t.la + t.lb - 1};
+    for (size_t k = 0; k < FTI_ARRAY_SIZE(spots); k++) {
+        struct fake g = f;
+        g.die_after = spots[k];
+        int rc = torn_fetch(&t, &g, 20000, &took);
+        assert_int_equal(rc, FT_ERR_PROC_FAILED);
+        assert_true(g.died);
+        assert_int_equal(g.sent, spots[k]);
+        assert_true(took < 20000 + 1000);
+        assert_untouched(&t);
+    }
+    assert_int_equal(torn_fetch(&t, &f, 20000, &took), FT_SUCCESS);
+    assert_memory_equal(t.a, t.a7, t.la);
+    assert_memory_equal(t.b, t.b7, t.lb);
+    torn_free(&t);
+}
+
+/* The source stops answering in the middle of a reply and keeps its
+ * socket open (frozen): FT_ERR_TIMEOUT at the deadline, nothing changed. */
+static void test_source_stalls(void **state)
+{
+    (void)state;
+    struct torn t;
+    struct fake f;
+    int64_t took;
+    torn_init(&t, &f);
+    f.die_after = t.la + 1000; /* "a" whole, then silence */
+    f.stall = true;
+    assert_int_equal(torn_fetch(&t, &f, 1500, &took), FT_ERR_TIMEOUT);
+    assert_true(took >= 1400);
+    assert_true(took < 1500 + 1000);
+    assert_untouched(&t);
+    torn_free(&t);
 }
 
 int main(void)
@@ -285,6 +702,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_such_group_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_source_gone, setup, teardown),
+        cmocka_unit_test(test_fake_source_ok),
+        cmocka_unit_test(test_metadata_not_the_registered_set),
+        cmocka_unit_test(test_checksum_fails_nothing_installed),
+        cmocka_unit_test(test_source_dies_mid_transfer),
+        cmocka_unit_test(test_source_stalls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
