@@ -218,6 +218,7 @@ static int conn_queue(struct rpc_conn *c, uint16_t method, int32_t status, const
         conn_close(c);
         return FT_ERR_NO_MEMORY;
     }
+    c->last_progress_ms = fti_now_ms(); /* the idle clock now waits for the client to read */
     size_t queued = evbuffer_get_length(c->out);
     if (queued > c->srv->stats.peak_queued_bytes)
         c->srv->stats.peak_queued_bytes = queued;
@@ -253,7 +254,8 @@ static void conn_dispatch(struct rpc_conn *c, const fti_rpc_header_t *h)
     if (m == NULL) {
         s->stats.rejected_unknown++;
         FTI_WARN("rpc: unknown method %u from %s", h->method, c->peer);
-        (void)conn_queue(c, h->method, FT_ERR_UNSUPPORTED, "unknown method", 14, NULL);
+        static const char why[] = "unknown method";
+        (void)conn_queue(c, h->method, FT_ERR_UNSUPPORTED, why, sizeof(why) - 1, NULL);
         return;
     }
     struct fti_rpc_call *call = malloc(sizeof(*call));
