@@ -327,7 +327,7 @@ static int init_replica_id(void)
         return FT_ERR_MPI;
     id[sizeof(id) - 1] = '\0';
     fti_strlcpy(st.replica_id, id, sizeof(st.replica_id));
-    fti_strlcpy(fti_log_ctx.replica_id, id, sizeof(fti_log_ctx.replica_id));
+    fti_log_set_replica_id(id);
     return FT_SUCCESS;
 }
 

@@ -257,7 +257,7 @@ int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb)
     struct event_base *base = NULL;
     fti_lighthouse_h lh = NULL;
     if (is_lh) {
-        fti_strlcpy(fti_log_ctx.replica_id, "lighthouse", sizeof(fti_log_ctx.replica_id));
+        fti_log_set_replica_id("lighthouse");
         hello.status = rc;
         if (rc == FT_SUCCESS)
             hello.status = lighthouse_start(cfg, mb->n_groups, &base, &lh, hello.addr,

@@ -775,7 +775,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     fti_log_init("ftmpi-run", a.o.quiet ? FTI_LOG_ERROR : cfg.log_level);
-    fti_strlcpy(fti_log_ctx.replica_id, a.o.replica_id, sizeof(fti_log_ctx.replica_id));
+    fti_log_set_replica_id(a.o.replica_id);
 
     if (a.o.events_path != NULL) {
         a.events_fd = open(a.o.events_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -14,7 +14,14 @@
 
 #include "ftmpi_errors.h"
 #include "log.h"
+#include "sizes.h"
 #include "util.h"
+
+/* Send and receive buffer size asked for every socket (the kernel caps it
+ * at net.core.wmem_max / rmem_max). */
+#define NET_SOCK_BUF (4 << 20)
+/* Room for a port number in decimal. */
+#define NET_PORT_STR 8
 
 int fti_addr_split(const char *addr, char *host, size_t hostlen, int *port_p)
 {
@@ -53,7 +60,7 @@ int fti_addr_split(const char *addr, char *host, size_t hostlen, int *port_p)
 
 int fti_addr_resolve(const char *addr, struct sockaddr_storage *sa_p, socklen_t *salen_p)
 {
-    char host[256], port_s[16];
+    char host[FTI_ADDRESS_SIZE], port_s[NET_PORT_STR];
     int port;
     struct addrinfo hints, *res = NULL;
 
@@ -77,7 +84,7 @@ int fti_addr_resolve(const char *addr, struct sockaddr_storage *sa_p, socklen_t 
 
 int fti_sock_tune(int fd)
 {
-    int one = 1, bufsz = 4 << 20;
+    int one = 1, bufsz = NET_SOCK_BUF;
     int fl = fcntl(fd, F_GETFL, 0);
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
         FTI_ERROR("fcntl(O_NONBLOCK): %m");
@@ -136,15 +143,18 @@ int fti_sock_name(int fd, char *buf, size_t len)
 {
     struct sockaddr_storage sa;
     socklen_t salen = sizeof(sa);
-    char host[128], port[16];
+    char host[FTI_ADDRESS_SIZE], port[NET_PORT_STR];
 
     if (getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
         FTI_ERROR("getsockname: %m");
         return FT_ERR_SYSTEM;
     }
-    if (getnameinfo((struct sockaddr *)&sa, salen, host, sizeof(host), port, sizeof(port),
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    int rc = getnameinfo((struct sockaddr *)&sa, salen, host, sizeof(host), port, sizeof(port),
+                         NI_NUMERICHOST | NI_NUMERICSERV);
+    if (rc != 0) {
+        FTI_ERROR("getnameinfo: %s", gai_strerror(rc));
         return FT_ERR_SYSTEM;
+    }
     if (sa.ss_family == AF_INET6)
         snprintf(buf, len, "[%s]:%s", host, port);
     else

@@ -4,21 +4,29 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "net.h"
+#include "sizes.h"
 #include "util.h"
+
+/* Error replies carry a message of at most this many bytes (the server
+ * cuts longer ones, the client refuses them). */
+#define RPC_MAX_ERROR_MSG 4096
 
 /* ---- header ------------------------------------------------------------ */
 
@@ -52,11 +60,43 @@ void fti_rpc_header_decode(const uint8_t in[FTI_RPC_HEADER_LEN], fti_rpc_header_
 
 /* ---- server ------------------------------------------------------------ */
 
+/* Bytes one read takes from a socket at most. */
+#define RPC_READ_CHUNK (256u << 10)
+/* Buffer segments one sendmsg takes at most. */
+#define RPC_SEND_IOVECS 16
+/* Replies packed up to this size are built on the stack. */
+#define RPC_STACK_REPLY 512
+/* How long the listener rests after accept() failed (out of descriptors). */
+#define RPC_ACCEPT_PAUSE_MS 100
+
+#ifdef FTI_TEST_HOOKS
+int fti_rpc_test_fail_refs;
+
+static int add_reference(struct evbuffer *out, const void *data, size_t len,
+                         evbuffer_ref_cleanup_cb cleanup, void *arg)
+{
+    if (fti_rpc_test_fail_refs > 0) {
+        fti_rpc_test_fail_refs--;
+        return -1;
+    }
+    return evbuffer_add_reference(out, data, len, cleanup, arg);
+}
+#else
+#define add_reference evbuffer_add_reference
+#endif
+
 struct rpc_conn {
-    struct fti_rpc_server *srv;
-    struct bufferevent *bev; /* NULL once closed */
-    int refs;                /* the connection itself + pending calls */
-    int close_after_write;
+    struct fti_rpc_server *srv; /* valid while fd >= 0 */
+    int fd;                     /* -1 once closed */
+    struct event *rev, *wev, *idle_ev;
+    struct evbuffer *in, *out; /* out is NULL once closed */
+    int refs;                  /* the connection itself + calls + a running read callback */
+    int calls;                 /* calls in flight */
+    bool reading;              /* rev is added */
+    bool writing;              /* wev is added */
+    bool eof;                  /* the peer closed its side */
+    bool close_after_write;
+    int64_t last_progress_ms; /* last byte read or sent */
     char peer[INET6_ADDRSTRLEN + 8];
     LIST_ENTRY(rpc_conn) link;
 };
@@ -64,12 +104,14 @@ struct rpc_conn {
 struct fti_rpc_server {
     struct event_base *base;
     struct evconnlistener *listener;
-    char addr[128];
-    size_t max_frame;
+    struct event *accept_ev; /* re-enables the listener after a pause */
+    char addr[FTI_ADDRESS_SIZE];
+    fti_rpc_server_config_t cfg;
     fti_rpc_method_t *methods;
     size_t n_methods;
     void *arg;
     fti_rpc_stats_t stats;
+    size_t n_conns;
     LIST_HEAD(, rpc_conn) conns;
 };
 
@@ -78,41 +120,122 @@ struct fti_rpc_call {
     uint16_t method;
 };
 
+struct ref_done {
+    void (*done)(void *);
+    void *arg;
+};
+
 static void conn_unref(struct rpc_conn *c)
 {
-    if (--c->refs == 0)
+    if (--c->refs == 0) {
+        evbuffer_free(c->in);
         free(c);
+    }
 }
 
+/* Closes the socket and frees the events and the unsent replies (their
+ * done callbacks run now); the struct lives on while calls point at it. */
 static void conn_close(struct rpc_conn *c)
 {
-    if (c->bev == NULL)
+    if (c->fd < 0)
         return;
-    bufferevent_free(c->bev);
-    c->bev = NULL;
+    event_free(c->rev);
+    event_free(c->wev);
+    event_free(c->idle_ev);
+    c->rev = c->wev = c->idle_ev = NULL;
+    evutil_closesocket(c->fd);
+    c->fd = -1;
     LIST_REMOVE(c, link);
+    c->srv->n_conns--;
+    struct evbuffer *out = c->out;
+    c->out = NULL;
+    evbuffer_free(out);
     conn_unref(c);
 }
 
-static void conn_send(struct rpc_conn *c, uint16_t method, int32_t status, const void *payload,
-                      size_t len)
+static void conn_set_reading(struct rpc_conn *c, bool on)
+{
+    if (on == c->reading)
+        return;
+    if (on)
+        event_add(c->rev, NULL);
+    else
+        event_del(c->rev);
+    c->reading = on;
+}
+
+/* Whether c must not take another request now: too many unsent reply
+ * bytes or too many calls in flight. */
+static bool conn_full(const struct rpc_conn *c)
+{
+    const fti_rpc_server_config_t *cfg = &c->srv->cfg;
+    return evbuffer_get_length(c->out) >= cfg->out_high_water || c->calls >= cfg->max_calls;
+}
+
+/* Takes requests again once the replies drained below the low-water mark
+ * and a call may start; the read callback runs from the loop (never from
+ * here: this is reached from inside handlers). */
+static void conn_maybe_resume(struct rpc_conn *c)
+{
+    if (c->fd < 0 || c->reading || c->close_after_write ||
+        evbuffer_get_length(c->out) > c->srv->cfg.out_low_water || c->calls >= c->srv->cfg.max_calls)
+        return;
+    if (!c->eof)
+        conn_set_reading(c, true);
+    event_active(c->rev, EV_READ, 0);
+}
+
+static void ref_cleanup(const void *data, size_t len, void *arg)
+{
+    struct ref_done *d = arg;
+    (void)data;
+    (void)len;
+    d->done(d->arg);
+    free(d);
+}
+
+/* Queues a reply frame: the header, then the payload copied, or referenced
+ * when d is not NULL (the buffer then owns d).  A frame that cannot be
+ * queued whole closes the connection, since part of a frame would put the
+ * stream out of sync; FT_ERR_NO_MEMORY then, and d is still the caller's. */
+static int conn_queue(struct rpc_conn *c, uint16_t method, int32_t status, const void *payload,
+                      size_t len, struct ref_done *d)
 {
     fti_rpc_header_t h = {FTI_RPC_MAGIC, FTI_RPC_F_REPLY, method, status, (uint32_t)len};
     uint8_t hdr[FTI_RPC_HEADER_LEN];
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    int rc = len > UINT32_MAX ? -1 : 0;
+
     fti_rpc_header_encode(&h, hdr);
-    evbuffer_add(out, hdr, sizeof(hdr));
-    if (len > 0)
-        evbuffer_add(out, payload, len);
+    if (rc == 0)
+        rc = evbuffer_add(c->out, hdr, sizeof(hdr));
+    if (rc == 0 && len > 0)
+        rc = d != NULL ? add_reference(c->out, payload, len, ref_cleanup, d)
+                       : evbuffer_add(c->out, payload, len);
+    if (rc != 0) {
+        FTI_ERROR("rpc: cannot queue a %zu-byte reply to %s: closing the connection", len,
+                  c->peer);
+        c->srv->stats.closed_error++;
+        conn_close(c);
+        return FT_ERR_NO_MEMORY;
+    }
+    c->last_progress_ms = fti_now_ms(); /* the idle clock now waits for the client to read */
+    size_t queued = evbuffer_get_length(c->out);
+    if (queued > c->srv->stats.peak_queued_bytes)
+        c->srv->stats.peak_queued_bytes = queued;
+    if (!c->writing) {
+        event_add(c->wev, NULL);
+        c->writing = true;
+    }
+    return FT_SUCCESS;
 }
 
 static void conn_reject(struct rpc_conn *c, uint64_t *counter, int status, const char *why)
 {
     (*counter)++;
     FTI_WARN("rpc: rejected frame from %s: %s", c->peer, why);
-    conn_send(c, 0, status, why, strlen(why));
-    c->close_after_write = 1;
-    bufferevent_disable(c->bev, EV_READ);
+    conn_set_reading(c, false);
+    c->close_after_write = true;
+    (void)conn_queue(c, 0, status, why, strlen(why), NULL);
 }
 
 static const fti_rpc_method_t *find_method(struct fti_rpc_server *s, uint16_t m)
@@ -123,162 +246,381 @@ static const fti_rpc_method_t *find_method(struct fti_rpc_server *s, uint16_t m)
     return NULL;
 }
 
-static void conn_read_cb(struct bufferevent *bev, void *arg)
+/* Dispatches one request (header h, complete in c->in) to its handler. */
+static void conn_dispatch(struct rpc_conn *c, const fti_rpc_header_t *h)
 {
-    struct rpc_conn *c = arg;
     struct fti_rpc_server *s = c->srv;
-    struct evbuffer *in = bufferevent_get_input(bev);
+    const fti_rpc_method_t *m = find_method(s, h->method);
+    if (m == NULL) {
+        s->stats.rejected_unknown++;
+        FTI_WARN("rpc: unknown method %u from %s", h->method, c->peer);
+        static const char why[] = "unknown method";
+        (void)conn_queue(c, h->method, FT_ERR_UNSUPPORTED, why, sizeof(why) - 1, NULL);
+        return;
+    }
+    struct fti_rpc_call *call = malloc(sizeof(*call));
+    if (call == NULL) {
+        FTI_ERROR("rpc: out of memory for a call");
+        s->stats.closed_error++;
+        conn_close(c);
+        return;
+    }
+    const uint8_t *payload = evbuffer_pullup(c->in, FTI_RPC_HEADER_LEN + h->length);
+    call->conn = c;
+    call->method = h->method;
+    c->refs++;
+    c->calls++;
+    s->stats.requests++;
+    m->fn(call, payload + FTI_RPC_HEADER_LEN, h->length, s->arg);
+}
 
-    c->refs++; /* a handler may not free c under us */
-    while (c->bev != NULL && !c->close_after_write) {
+/* Handles the complete frames in c->in until it holds none or c is full
+ * (its reading then pauses) or closed.  Returns whether it stopped for
+ * want of a complete frame. */
+static bool conn_process(struct rpc_conn *c)
+{
+    struct fti_rpc_server *s = c->srv;
+    while (c->fd >= 0 && !c->close_after_write) {
         uint8_t hdr[FTI_RPC_HEADER_LEN];
         fti_rpc_header_t h;
-        size_t avail = evbuffer_get_length(in);
+        size_t avail = evbuffer_get_length(c->in);
         if (avail < FTI_RPC_HEADER_LEN)
-            break;
-        evbuffer_copyout(in, hdr, sizeof(hdr));
+            return true;
+        if (conn_full(c)) {
+            if (c->reading)
+                s->stats.paused++;
+            conn_set_reading(c, false);
+            return false;
+        }
+        evbuffer_copyout(c->in, hdr, sizeof(hdr));
         fti_rpc_header_decode(hdr, &h);
         if (h.magic != FTI_RPC_MAGIC || (h.flags & FTI_RPC_F_REPLY) || h.status != 0) {
             conn_reject(c, &s->stats.rejected_garbage, FT_ERR_BAD_MESSAGE, "bad frame header");
-            break;
+            return false;
         }
-        if (h.length > s->max_frame) {
+        if (h.length > s->cfg.max_frame) {
             conn_reject(c, &s->stats.rejected_oversize, FT_ERR_BAD_MESSAGE,
                         "frame larger than the cap");
-            break;
+            return false;
         }
         if (avail < FTI_RPC_HEADER_LEN + (size_t)h.length)
-            break;
-        const fti_rpc_method_t *m = find_method(s, h.method);
-        if (m == NULL) {
-            s->stats.rejected_unknown++;
-            FTI_WARN("rpc: unknown method %u from %s", h.method, c->peer);
-            conn_send(c, h.method, FT_ERR_UNSUPPORTED, "unknown method", 14);
-            evbuffer_drain(in, FTI_RPC_HEADER_LEN + h.length);
-            continue;
-        }
-        struct fti_rpc_call *call = malloc(sizeof(*call));
-        if (call == NULL) {
-            FTI_ERROR("rpc: out of memory for a call");
-            conn_close(c);
-            break;
-        }
-        const uint8_t *payload = evbuffer_pullup(in, FTI_RPC_HEADER_LEN + h.length);
-        call->conn = c;
-        call->method = h.method;
-        c->refs++;
-        s->stats.requests++;
-        m->fn(call, payload + FTI_RPC_HEADER_LEN, h.length, s->arg);
-        if (c->bev == NULL)
-            break;
-        evbuffer_drain(in, FTI_RPC_HEADER_LEN + h.length);
+            return true;
+        conn_dispatch(c, &h);
+        if (c->fd < 0)
+            return false;
+        evbuffer_drain(c->in, FTI_RPC_HEADER_LEN + h.length);
     }
+    return false;
+}
+
+/* The peer closed, or reading failed: bytes left over are a truncated
+ * frame. */
+static void conn_ended(struct rpc_conn *c, const char *how)
+{
+    if (evbuffer_get_length(c->in) > 0 && !c->close_after_write) {
+        c->srv->stats.rejected_truncated++;
+        FTI_WARN("rpc: connection from %s %s inside a frame", c->peer, how);
+    }
+    conn_close(c);
+}
+
+/* Reads (unless run only to take buffered requests after a pause), then
+ * handles the complete frames; closes once the peer's end was reached and
+ * every complete frame was handled. */
+static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct rpc_conn *c = arg;
+    (void)what;
+    if (c->reading && !c->eof) {
+        int n = evbuffer_read(c->in, fd, RPC_READ_CHUNK);
+        if (n > 0) {
+            c->last_progress_ms = fti_now_ms();
+        } else if (n == 0) {
+            c->eof = true;
+            conn_set_reading(c, false);
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            FTI_DEBUG("rpc: read from %s: %m", c->peer);
+            conn_ended(c, "failed");
+            return;
+        }
+    }
+    c->refs++; /* a handler may not free c under us */
+    bool drained = conn_process(c);
+    if (c->fd >= 0 && c->eof && drained)
+        conn_ended(c, "closed");
     conn_unref(c);
 }
 
-static void conn_write_cb(struct bufferevent *bev, void *arg)
+/* Sends what the output holds, with MSG_NOSIGNAL (no SIGPIPE when the peer
+ * went away), until the socket is full; resumes reading once drained. */
+static void conn_send_some(struct rpc_conn *c, evutil_socket_t fd)
 {
-    struct rpc_conn *c = arg;
-    if (c->close_after_write && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-        conn_close(c);
+    while (evbuffer_get_length(c->out) > 0) {
+        struct evbuffer_iovec v[RPC_SEND_IOVECS];
+        struct iovec iov[RPC_SEND_IOVECS];
+        int nv = evbuffer_peek(c->out, -1, NULL, v, RPC_SEND_IOVECS);
+        nv = nv > RPC_SEND_IOVECS ? RPC_SEND_IOVECS : nv;
+        for (int i = 0; i < nv; i++) {
+            iov[i].iov_base = v[i].iov_base;
+            iov[i].iov_len = v[i].iov_len;
+        }
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)nv};
+        ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            c->last_progress_ms = fti_now_ms();
+            evbuffer_drain(c->out, (size_t)n); /* may run done callbacks */
+            if (c->fd < 0)
+                return;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        FTI_DEBUG("rpc: send to %s: %m", c->peer); /* the peer went away: not ours to report */
+        c->srv->stats.closed_error++;
+        conn_ended(c, "reset");
+        return;
+    }
+    if (evbuffer_get_length(c->out) == 0) {
+        event_del(c->wev);
+        c->writing = false;
+        if (c->close_after_write) {
+            conn_close(c);
+            return;
+        }
+    }
+    conn_maybe_resume(c);
 }
 
-static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+static void conn_write_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct rpc_conn *c = arg;
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-        if (evbuffer_get_length(bufferevent_get_input(bev)) > 0 && !c->close_after_write) {
-            c->srv->stats.rejected_truncated++;
-            FTI_WARN("rpc: connection from %s closed inside a frame", c->peer);
-        }
+    (void)what;
+    c->refs++; /* a done callback may close c */
+    conn_send_some(c, fd);
+    conn_unref(c);
+}
+
+/* Closes a connection that moved no byte either way for idle_ms, unless
+ * all it does is wait for a deferred reply. */
+static void conn_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct rpc_conn *c = arg;
+    int64_t now = fti_now_ms(), idle = c->srv->cfg.idle_ms;
+    (void)fd;
+    (void)what;
+    if (c->calls > 0 && evbuffer_get_length(c->out) == 0)
+        c->last_progress_ms = now; /* the server owes it a reply */
+    int64_t left = c->last_progress_ms + idle - now;
+    if (left <= 0) {
+        c->srv->stats.closed_idle++;
+        FTI_DEBUG("rpc: closing the connection from %s: idle for %" PRId64 " ms", c->peer,
+                  now - c->last_progress_ms);
         conn_close(c);
+        return;
     }
+    struct timeval tv = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
+    evtimer_add(c->idle_ev, &tv);
+}
+
+/* Refuses fd at the connection cap: an error frame (best effort), then
+ * close. */
+static void refuse_conn(struct fti_rpc_server *s, evutil_socket_t fd, const char *peer)
+{
+    static const char why[] = "server busy: too many connections";
+    fti_rpc_header_t h = {FTI_RPC_MAGIC, FTI_RPC_F_REPLY, 0, FT_ERR_CONNECT, sizeof(why) - 1};
+    uint8_t frame[FTI_RPC_HEADER_LEN + sizeof(why) - 1];
+    uint64_t n = ++s->stats.rejected_conn_cap;
+    if ((n & (n - 1)) == 0) /* 1, 2, 4, 8, ...: a flood does not flood the log */
+        FTI_WARN("rpc %s: refused the connection from %s: %zu open, the cap (%" PRIu64
+                 " refused so far)",
+                 s->addr, peer, s->n_conns, n);
+    fti_rpc_header_encode(&h, frame);
+    memcpy(frame + FTI_RPC_HEADER_LEN, why, sizeof(why) - 1);
+    (void)send(fd, frame, sizeof(frame), MSG_NOSIGNAL | MSG_DONTWAIT);
+    evutil_closesocket(fd);
+}
+
+static void peer_name(const struct sockaddr *sa, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (sa->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof(host));
+        port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof(host));
+        port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+    }
+    snprintf(buf, len, "%s:%d", host, port);
+}
+
+/* The events and buffers of a new connection; false when out of memory. */
+static bool conn_setup(struct fti_rpc_server *s, struct rpc_conn *c, evutil_socket_t fd)
+{
+    c->srv = s;
+    c->fd = (int)fd;
+    c->refs = 1;
+    c->last_progress_ms = fti_now_ms();
+    c->in = evbuffer_new();
+    c->out = evbuffer_new();
+    c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
+    c->wev = event_new(s->base, fd, EV_WRITE | EV_PERSIST, conn_write_cb, c);
+    c->idle_ev = evtimer_new(s->base, conn_idle_cb, c);
+    return c->in && c->out && c->rev && c->wev && c->idle_ev;
+}
+
+static void conn_setup_undo(struct rpc_conn *c)
+{
+    if (c->in)
+        evbuffer_free(c->in);
+    if (c->out)
+        evbuffer_free(c->out);
+    if (c->rev)
+        event_free(c->rev);
+    if (c->wev)
+        event_free(c->wev);
+    if (c->idle_ev)
+        event_free(c->idle_ev);
+    free(c);
 }
 
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg)
 {
     struct fti_rpc_server *s = arg;
-    struct rpc_conn *c = calloc(1, sizeof(*c));
+    char peer[INET6_ADDRSTRLEN + 8];
     (void)l;
-    if (c == NULL) {
-        FTI_ERROR("rpc: out of memory for a connection");
-        close(fd);
-        return;
-    }
-    char host[INET6_ADDRSTRLEN] = "?";
-    if (sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, host, sizeof(host));
-    else if (sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof(host));
-    snprintf(c->peer, sizeof(c->peer), "%s:%d", host,
-             sa->sa_family == AF_INET ? ntohs(((struct sockaddr_in *)sa)->sin_port)
-                                      : ntohs(((struct sockaddr_in6 *)sa)->sin6_port));
     (void)salen;
-    (void)fti_sock_tune(fd);
-    c->srv = s;
-    c->refs = 1;
-    c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    if (c->bev == NULL) {
-        FTI_ERROR("rpc: bufferevent_socket_new failed");
-        close(fd);
-        free(c);
+    peer_name(sa, peer, sizeof(peer));
+    if (s->n_conns >= s->cfg.max_conns) {
+        refuse_conn(s, fd, peer);
         return;
     }
+    struct rpc_conn *c = calloc(1, sizeof(*c));
+    if (c == NULL || !conn_setup(s, c, fd)) {
+        FTI_ERROR("rpc: out of memory for a connection from %s", peer);
+        if (c)
+            conn_setup_undo(c);
+        evutil_closesocket(fd);
+        return;
+    }
+    fti_strlcpy(c->peer, peer, sizeof(c->peer));
+    (void)fti_sock_tune(fd);
     LIST_INSERT_HEAD(&s->conns, c, link);
+    s->n_conns++;
     s->stats.connections++;
-    bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    conn_set_reading(c, true);
+    if (s->cfg.idle_ms > 0) {
+        struct timeval tv = {s->cfg.idle_ms / 1000, (s->cfg.idle_ms % 1000) * 1000};
+        evtimer_add(c->idle_ev, &tv);
+    }
 }
 
-int fti_rpc_server_create(struct event_base *base, const char *bind_addr, size_t max_frame,
-                          const fti_rpc_method_t *methods, size_t n, void *arg,
-                          fti_rpc_server_h *srv_p)
+static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct fti_rpc_server *s = arg;
+    (void)fd;
+    (void)what;
+    evconnlistener_enable(s->listener);
+}
+
+/* accept() failed (EMFILE, ENFILE, ENOBUFS): rest a while instead of
+ * spinning on the listening socket, which stays readable. */
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+    struct fti_rpc_server *s = arg;
+    struct timeval tv = {0, RPC_ACCEPT_PAUSE_MS * 1000};
+    FTI_ERROR("rpc %s: accept: %s; pausing for %d ms", s->addr,
+              evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()), RPC_ACCEPT_PAUSE_MS);
+    evconnlistener_disable(l);
+    evtimer_add(s->accept_ev, &tv);
+}
+
+void fti_rpc_server_config_init(fti_rpc_server_config_t *cfg, size_t max_frame)
+{
+    cfg->max_frame = max_frame;
+    cfg->max_conns = FTI_RPC_DEFAULT_MAX_CONNS;
+    cfg->out_high_water = FTI_RPC_DEFAULT_OUT_HIGH_WATER;
+    cfg->out_low_water = FTI_RPC_DEFAULT_OUT_LOW_WATER;
+    cfg->max_calls = FTI_RPC_DEFAULT_MAX_CALLS;
+    cfg->idle_ms = FTI_RPC_DEFAULT_IDLE_MS;
+    cfg->backlog = FTI_RPC_DEFAULT_BACKLOG;
+}
+
+static bool config_ok(const fti_rpc_server_config_t *cfg)
+{
+    return cfg->max_frame > 0 && cfg->max_frame <= UINT32_MAX && cfg->max_conns > 0 &&
+           cfg->out_high_water > 0 && cfg->out_low_water <= cfg->out_high_water &&
+           cfg->max_calls > 0 && cfg->idle_ms >= 0 && cfg->backlog > 0;
+}
+
+static void server_free(struct fti_rpc_server *s)
+{
+    if (s->listener)
+        evconnlistener_free(s->listener);
+    if (s->accept_ev)
+        event_free(s->accept_ev);
+    while (!LIST_EMPTY(&s->conns))
+        conn_close(LIST_FIRST(&s->conns));
+    free(s->methods);
+    free(s);
+}
+
+int fti_rpc_server_create_cfg(struct event_base *base, const char *bind_addr,
+                              const fti_rpc_server_config_t *cfg, const fti_rpc_method_t *methods,
+                              size_t n, void *arg, fti_rpc_server_h *srv_p)
 {
     int fd = -1, rc;
+    if (cfg == NULL || !config_ok(cfg))
+        return FT_ERR_ARG;
     struct fti_rpc_server *s = calloc(1, sizeof(*s));
-    if (s == NULL)
-        return FT_ERR_NO_MEMORY;
-    s->methods = calloc(n ? n : 1, sizeof(*methods));
-    if (s->methods == NULL) {
+    if (s == NULL || (s->methods = calloc(n ? n : 1, sizeof(*methods))) == NULL) {
         free(s);
         return FT_ERR_NO_MEMORY;
     }
     memcpy(s->methods, methods, n * sizeof(*methods));
     s->n_methods = n;
     s->base = base;
-    s->max_frame = max_frame;
+    s->cfg = *cfg;
     s->arg = arg;
     LIST_INIT(&s->conns);
-    if ((rc = fti_tcp_listen(bind_addr, 1024, &fd)) != FT_SUCCESS ||
+    if ((rc = fti_tcp_listen(bind_addr, cfg->backlog, &fd)) != FT_SUCCESS ||
         (rc = fti_sock_name(fd, s->addr, sizeof(s->addr))) != FT_SUCCESS) {
         if (fd >= 0)
             close(fd);
-        free(s->methods);
-        free(s);
+        server_free(s);
         return rc;
     }
-    s->listener = evconnlistener_new(base, accept_cb, s, LEV_OPT_CLOSE_ON_FREE, 0, fd);
-    if (s->listener == NULL) {
-        FTI_ERROR("rpc: evconnlistener_new failed");
-        close(fd);
-        free(s->methods);
-        free(s);
+    s->accept_ev = evtimer_new(base, accept_resume_cb, s);
+    s->listener = evconnlistener_new(base, accept_cb, s,
+                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+    if (s->listener == NULL || s->accept_ev == NULL) {
+        FTI_ERROR("rpc: cannot create the listener events of %s", s->addr);
+        if (s->listener == NULL)
+            close(fd);
+        server_free(s);
         return FT_ERR_SYSTEM;
     }
+    evconnlistener_set_error_cb(s->listener, accept_error_cb);
     *srv_p = s;
     return FT_SUCCESS;
 }
 
+int fti_rpc_server_create(struct event_base *base, const char *bind_addr, size_t max_frame,
+                          const fti_rpc_method_t *methods, size_t n, void *arg,
+                          fti_rpc_server_h *srv_p)
+{
+    fti_rpc_server_config_t cfg;
+    fti_rpc_server_config_init(&cfg, max_frame);
+    return fti_rpc_server_create_cfg(base, bind_addr, &cfg, methods, n, arg, srv_p);
+}
+
 void fti_rpc_server_destroy(fti_rpc_server_h s)
 {
-    if (s == NULL)
-        return;
-    evconnlistener_free(s->listener);
-    while (!LIST_EMPTY(&s->conns))
-        conn_close(LIST_FIRST(&s->conns));
-    free(s->methods);
-    free(s);
+    if (s != NULL)
+        server_free(s);
 }
 
 const char *fti_rpc_server_address(fti_rpc_server_h s)
@@ -288,6 +630,11 @@ const char *fti_rpc_server_address(fti_rpc_server_h s)
 
 void fti_rpc_server_stats(fti_rpc_server_h s, fti_rpc_stats_t *stats_p)
 {
+    struct rpc_conn *c;
+    s->stats.open_connections = s->n_conns;
+    s->stats.queued_bytes = 0;
+    LIST_FOREACH(c, &s->conns, link)
+        s->stats.queued_bytes += evbuffer_get_length(c->out);
     *stats_p = s->stats;
 }
 
@@ -298,7 +645,7 @@ uint16_t fti_rpc_call_method(fti_rpc_call_h call)
 
 bool fti_rpc_call_alive(fti_rpc_call_h call)
 {
-    return call->conn->bev != NULL && !call->conn->close_after_write;
+    return call->conn->fd >= 0 && !call->conn->close_after_write;
 }
 
 const char *fti_rpc_call_peer(fti_rpc_call_h call)
@@ -308,17 +655,18 @@ const char *fti_rpc_call_peer(fti_rpc_call_h call)
 
 static void call_end(fti_rpc_call_h call)
 {
-    conn_unref(call->conn);
+    struct rpc_conn *c = call->conn;
     free(call);
+    c->calls--;
+    conn_maybe_resume(c);
+    conn_unref(c);
 }
 
 int fti_rpc_reply(fti_rpc_call_h call, const void *payload, size_t len)
 {
     int rc = FT_ERR_PROC_FAILED;
-    if (fti_rpc_call_alive(call)) {
-        conn_send(call->conn, call->method, 0, payload, len);
-        rc = FT_SUCCESS;
-    }
+    if (fti_rpc_call_alive(call))
+        rc = conn_queue(call->conn, call->method, 0, payload, len, NULL);
     call_end(call);
     return rc;
 }
@@ -326,7 +674,7 @@ int fti_rpc_reply(fti_rpc_call_h call, const void *payload, size_t len)
 int fti_rpc_reply_msg(fti_rpc_call_h call, const ProtobufCMessage *msg)
 {
     size_t len = protobuf_c_message_get_packed_size(msg);
-    uint8_t stackbuf[512], *buf = len <= sizeof(stackbuf) ? stackbuf : malloc(len);
+    uint8_t stackbuf[RPC_STACK_REPLY], *buf = len <= sizeof(stackbuf) ? stackbuf : malloc(len);
     if (buf == NULL) {
         FTI_ERROR("rpc: out of memory packing a %zu-byte reply", len);
         return fti_rpc_reply_error(call, FT_ERR_NO_MEMORY, "out of memory");
@@ -343,61 +691,50 @@ int fti_rpc_reply_error(fti_rpc_call_h call, int status, const char *msg)
     int rc = FT_ERR_PROC_FAILED;
     /* counted only while the connection is open: once it is closed the
      * server may have been destroyed (a deferred call answered late) */
-    if (status == FT_ERR_BAD_MESSAGE && call->conn->bev != NULL)
+    if (status == FT_ERR_BAD_MESSAGE && call->conn->fd >= 0)
         call->conn->srv->stats.rejected_decode++;
-    if (fti_rpc_call_alive(call)) {
-        conn_send(call->conn, call->method, status ? status : FT_ERR_INTERNAL, msg,
-                  msg ? strlen(msg) : 0);
-        rc = FT_SUCCESS;
-    }
+    if (fti_rpc_call_alive(call))
+        rc = conn_queue(call->conn, call->method, status ? status : FT_ERR_INTERNAL, msg,
+                        msg ? strnlen(msg, RPC_MAX_ERROR_MSG) : 0, NULL);
     call_end(call);
     return rc;
-}
-
-struct ref_done {
-    void (*done)(void *);
-    void *arg;
-};
-
-static void ref_cleanup(const void *data, size_t len, void *arg)
-{
-    struct ref_done *d = arg;
-    (void)data;
-    (void)len;
-    d->done(d->arg);
-    free(d);
 }
 
 int fti_rpc_reply_ref(fti_rpc_call_h call, const void *payload, size_t len,
                       void (*done)(void *arg), void *arg)
 {
-    struct rpc_conn *c = call->conn;
-    struct ref_done *d;
-    if (!fti_rpc_call_alive(call) || (d = malloc(sizeof(*d))) == NULL) {
-        int alive = fti_rpc_call_alive(call);
-        call_end(call);
-        done(arg);
-        return alive ? FT_ERR_NO_MEMORY : FT_ERR_PROC_FAILED;
+    struct ref_done *d = NULL;
+    int rc = FT_ERR_PROC_FAILED;
+    if (fti_rpc_call_alive(call)) {
+        rc = FT_ERR_NO_MEMORY;
+        if (len > 0 && (d = malloc(sizeof(*d))) == NULL) {
+            FTI_ERROR("rpc: out of memory for a zero-copy reply");
+            conn_close(call->conn); /* the client would wait for this reply in vain */
+        } else {
+            if (d != NULL)
+                *d = (struct ref_done){done, arg};
+            rc = conn_queue(call->conn, call->method, 0, payload, len, d);
+        }
     }
-    d->done = done;
-    d->arg = arg;
-    fti_rpc_header_t h = {FTI_RPC_MAGIC, FTI_RPC_F_REPLY, call->method, 0, (uint32_t)len};
-    uint8_t hdr[FTI_RPC_HEADER_LEN];
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    fti_rpc_header_encode(&h, hdr);
-    evbuffer_add(out, hdr, sizeof(hdr));
-    if (len == 0 || evbuffer_add_reference(out, payload, len, ref_cleanup, d) != 0) {
-        done(arg);
+    if (rc != FT_SUCCESS || d == NULL) {
         free(d);
+        done(arg); /* not referenced by any buffer */
     }
     call_end(call);
-    return FT_SUCCESS;
+    return rc;
 }
 
 /* ---- client ------------------------------------------------------------ */
 
+/* Requests up to this size go out in one write with their header. */
+#define RPC_INLINE_REQUEST 4096
+/* Connect timeout when the caller gives none. */
+#define RPC_DEFAULT_CONNECT_MS 5000
+/* Requests packed up to this size are built on the stack. */
+#define RPC_STACK_REQUEST 1024
+
 struct fti_rpc_client {
-    char addr[128];
+    char addr[FTI_ADDRESS_SIZE];
     int fd;
     int connect_timeout_ms;
     size_t max_reply;
@@ -408,7 +745,7 @@ int fti_rpc_client_create(const char *addr, int connect_timeout_ms, size_t max_r
                           fti_rpc_client_h *client_p)
 {
     struct fti_rpc_client *c;
-    char host[128];
+    char host[FTI_ADDRESS_SIZE];
     int port;
     if (addr == NULL || fti_addr_split(addr, host, sizeof(host), &port) != FT_SUCCESS ||
         strlen(addr) >= sizeof(c->addr))
@@ -418,7 +755,7 @@ int fti_rpc_client_create(const char *addr, int connect_timeout_ms, size_t max_r
         return FT_ERR_NO_MEMORY;
     strcpy(c->addr, addr);
     c->fd = -1;
-    c->connect_timeout_ms = connect_timeout_ms > 0 ? connect_timeout_ms : 5000;
+    c->connect_timeout_ms = connect_timeout_ms > 0 ? connect_timeout_ms : RPC_DEFAULT_CONNECT_MS;
     c->max_reply = max_reply;
     pthread_mutex_init(&c->mu, NULL);
     *client_p = c;
@@ -448,6 +785,15 @@ static void client_drop(struct fti_rpc_client *c)
     }
 }
 
+/* Whether a kept connection can no longer carry a call: between calls the
+ * server sends nothing, so anything readable is its end (an idle timeout,
+ * a restart) or an error. */
+static bool client_stale(const struct fti_rpc_client *c)
+{
+    struct pollfd p = {c->fd, POLLIN | POLLRDHUP, 0};
+    return poll(&p, 1, 0) != 0;
+}
+
 /* Sends the request and reads the reply header; on success the payload of
  * h_p->length bytes is next on c->fd.  Called with c->mu held. */
 static int client_exchange(struct fti_rpc_client *c, uint16_t method, const void *req,
@@ -459,6 +805,8 @@ static int client_exchange(struct fti_rpc_client *c, uint16_t method, const void
 
     if (req_len > UINT32_MAX)
         return FT_ERR_ARG;
+    if (c->fd >= 0 && client_stale(c))
+        client_drop(c);
     if (c->fd < 0) {
         int64_t cdl = fti_now_ms() + c->connect_timeout_ms;
         rc = fti_tcp_connect(c->addr, cdl < deadline ? cdl : deadline, &c->fd);
@@ -468,8 +816,8 @@ static int client_exchange(struct fti_rpc_client *c, uint16_t method, const void
         }
     }
     fti_rpc_header_encode(&h, hdr);
-    if (req_len <= 4096) {
-        uint8_t buf[FTI_RPC_HEADER_LEN + 4096];
+    if (req_len <= RPC_INLINE_REQUEST) {
+        uint8_t buf[FTI_RPC_HEADER_LEN + RPC_INLINE_REQUEST];
         memcpy(buf, hdr, sizeof(hdr));
         if (req_len)
             memcpy(buf + sizeof(hdr), req, req_len);
@@ -489,7 +837,7 @@ static int client_exchange(struct fti_rpc_client *c, uint16_t method, const void
         FTI_WARN("rpc %s: malformed reply header", c->addr);
         return FT_ERR_BAD_MESSAGE;
     }
-    if (h.status != 0 && h.length > 4096) {
+    if (h.status != 0 && h.length > RPC_MAX_ERROR_MSG) {
         FTI_WARN("rpc %s: error reply too long", c->addr);
         return FT_ERR_BAD_MESSAGE;
     }
@@ -501,7 +849,7 @@ static int client_exchange(struct fti_rpc_client *c, uint16_t method, const void
 static int client_error_reply(struct fti_rpc_client *c, const fti_rpc_header_t *h,
                               int64_t deadline)
 {
-    char msg[4097];
+    char msg[RPC_MAX_ERROR_MSG + 1];
     int rc = fti_read_full(c->fd, msg, h->length, deadline);
     if (rc != FT_SUCCESS) {
         client_drop(c); /* the rest of the message must not be read as the next reply */
@@ -582,7 +930,7 @@ int fti_rpc_call_msg(fti_rpc_client_h c, uint16_t method, const ProtobufCMessage
                      ProtobufCMessage **resp_p)
 {
     size_t len = protobuf_c_message_get_packed_size(req);
-    uint8_t stackbuf[1024], *buf = len <= sizeof(stackbuf) ? stackbuf : malloc(len);
+    uint8_t stackbuf[RPC_STACK_REQUEST], *buf = len <= sizeof(stackbuf) ? stackbuf : malloc(len);
     void *reply = NULL;
     size_t rlen = 0;
 

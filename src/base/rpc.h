@@ -18,10 +18,26 @@
  * counted in fti_rpc_stats; garbage and oversized frames close the
  * connection, unknown methods and decode failures get an error reply.
  *
+ * Limits (fti_rpc_server_config_t): a connection whose unsent replies
+ * reach out_high_water bytes, or that has max_calls calls in flight, is
+ * not read any further until its replies drain below out_low_water and
+ * its calls end (backpressure: TCP then slows the client down, so a client
+ * that pipelines requests and never reads costs at most about
+ * out_high_water + one reply + max_frame of memory).  Connections over
+ * max_conns are refused at once (an error frame, then close; counted in
+ * rejected_conn_cap).  A connection that moves no byte in either direction
+ * for idle_ms is closed (closed_idle), unless it only waits for a deferred
+ * reply.  The server writes with send(MSG_NOSIGNAL) itself, so a peer that
+ * closes while a reply is being sent never raises SIGPIPE, whatever the
+ * application's disposition of that signal and on whatever thread the loop
+ * runs.
+ *
  * Client: blocking calls with a deadline, one call at a time per client
  * (an internal mutex serialises threads).  It connects lazily and
- * reconnects on the next call after any error; a timed-out call closes the
- * connection so a late reply can never be taken for the next call's.
+ * reconnects on the next call after any error, and before a call on a
+ * kept connection that the server has closed meanwhile (idle timeout); a
+ * timed-out call closes the connection so a late reply can never be taken
+ * for the next call's.
  */
 #ifndef FTI_RPC_H
 #define FTI_RPC_H
@@ -74,12 +90,45 @@ typedef struct fti_rpc_stats {
     uint64_t rejected_truncated;/* connection closed inside a frame */
     uint64_t rejected_unknown;  /* method not in the table */
     uint64_t rejected_decode;   /* handler could not decode the payload */
+    uint64_t rejected_conn_cap; /* connections refused: max_conns were open */
+    uint64_t closed_idle;       /* connections closed by the idle timeout */
+    uint64_t closed_error;      /* connections closed on a failed send or a broken reply */
+    uint64_t paused;            /* times a connection's reading paused (backpressure) */
+    uint64_t open_connections;  /* now */
+    uint64_t queued_bytes;      /* unsent reply bytes now, all connections */
+    uint64_t peak_queued_bytes; /* most unsent reply bytes ever seen on one connection */
 } fti_rpc_stats_t;
 
+/* Defaults of fti_rpc_server_config_t (see the comment at the top). */
+#define FTI_RPC_DEFAULT_MAX_CONNS 4096
+#define FTI_RPC_DEFAULT_OUT_HIGH_WATER (4u << 20)
+#define FTI_RPC_DEFAULT_OUT_LOW_WATER (1u << 20)
+#define FTI_RPC_DEFAULT_MAX_CALLS 64
+#define FTI_RPC_DEFAULT_IDLE_MS (5 * 60 * 1000)
+#define FTI_RPC_DEFAULT_BACKLOG 1024
+
+typedef struct fti_rpc_server_config {
+    size_t max_frame;      /* request payload cap (bytes) */
+    size_t max_conns;      /* open connections; more are refused */
+    size_t out_high_water; /* unsent reply bytes that pause a connection's reading */
+    size_t out_low_water;  /* ... and below which it resumes (<= out_high_water) */
+    int max_calls;         /* calls in flight that pause a connection's reading */
+    int idle_ms;           /* close a connection idle this long; 0 = never */
+    int backlog;           /* listen(2) backlog */
+} fti_rpc_server_config_t;
+
+/* Fills *cfg with max_frame and the FTI_RPC_DEFAULT_* limits. */
+void fti_rpc_server_config_init(fti_rpc_server_config_t *cfg, size_t max_frame);
+
 /* Binds bind_addr ("host:port", port 0 = ephemeral) and serves `methods`
- * (n entries, copied) on base.  arg is passed to every handler.  Release
- * with fti_rpc_server_destroy (on the loop thread, or with the loop
- * stopped). */
+ * (n entries, copied) on base with the limits of cfg (copied; FT_ERR_ARG
+ * when a limit is 0 or out of order).  arg is passed to every handler.
+ * Release with fti_rpc_server_destroy (on the loop thread, or with the
+ * loop stopped). */
+int fti_rpc_server_create_cfg(struct event_base *base, const char *bind_addr,
+                              const fti_rpc_server_config_t *cfg, const fti_rpc_method_t *methods,
+                              size_t n, void *arg, fti_rpc_server_h *srv_p);
+/* Same with fti_rpc_server_config_init(max_frame)'s limits. */
 int fti_rpc_server_create(struct event_base *base, const char *bind_addr, size_t max_frame,
                           const fti_rpc_method_t *methods, size_t n, void *arg,
                           fti_rpc_server_h *srv_p);
@@ -105,9 +154,18 @@ int fti_rpc_reply_msg(fti_rpc_call_h call, const ProtobufCMessage *msg);
  * decode reject. */
 int fti_rpc_reply_error(fti_rpc_call_h call, int status, const char *msg);
 /* Zero-copy reply: payload must stay valid until done(arg) is called (on the
- * loop thread, after the bytes were sent or the connection closed). */
+ * loop thread, after the bytes were sent or the connection closed; at once
+ * when the reply cannot be queued).  A reply that cannot be queued whole
+ * closes the connection (its stream would be out of sync) and returns
+ * FT_ERR_NO_MEMORY. */
 int fti_rpc_reply_ref(fti_rpc_call_h call, const void *payload, size_t len,
                       void (*done)(void *arg), void *arg);
+
+#ifdef FTI_TEST_HOOKS
+/* Test builds only (-DFTI_TEST_HOOKS): the next this many zero-copy
+ * replies fail to queue their payload after their header was queued. */
+extern int fti_rpc_test_fail_refs;
+#endif
 
 /* ---- client ----------------------------------------------------------- */
 

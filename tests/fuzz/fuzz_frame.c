@@ -8,7 +8,9 @@
  *   - every byte it sends is a well-formed reply frame;
  *   - its reject and request counters move exactly as a reference reading
  *     of the input says (model_input below);
- *   - every zero-copy reply's done callback runs exactly once.
+ *   - every zero-copy reply's done callback runs exactly once;
+ *   - with small limits (FZ_HIGH_WATER, FZ_MAX_CALLS) that pause and resume
+ *     connections, nothing is lost and the queued bytes stay bounded.
  * Any failure aborts (libFuzzer reports it as a crash).
  *
  * Built two ways:
@@ -37,10 +39,13 @@
 #include "net.h"
 #include "proto/ftmpi.pb-c.h"
 #include "rpc.h"
+#include "sizes.h"
 #include "util.h"
 
 #define FZ_MAX_FRAME 4096u
 #define FZ_REF_LEN 65536u
+#define FZ_HIGH_WATER (64u << 10) /* unsent reply bytes that pause a connection */
+#define FZ_MAX_CALLS 8            /* calls in flight that pause a connection */
 
 enum { FZ_ECHO = 1, FZ_DEFER = 2, FZ_BADMSG = 3, FZ_REF = 4, FZ_PROTO = 5, FZ_ERROR = 6 };
 
@@ -64,7 +69,7 @@ static struct {
     struct event_base *base;
     fti_rpc_server_h srv;
     pthread_t loop;
-    char addr[128];
+    char addr[FTI_ADDRESS_SIZE];
     struct timer_call *timers; /* loop thread */
     atomic_int timers_pending;
     atomic_long ref_calls;
@@ -220,9 +225,15 @@ static void server_start(void)
     CHECK(S.base != NULL);
     for (size_t i = 0; i < FZ_REF_LEN; i++)
         S.ref_buf[i] = (uint8_t)(i * 13 + 1);
-    CHECK(fti_rpc_server_create(S.base, "127.0.0.1:0", FZ_MAX_FRAME, fz_methods,
-                                sizeof(fz_methods) / sizeof(fz_methods[0]), NULL,
-                                &S.srv) == FT_SUCCESS);
+    /* small limits, so that inputs pause and resume connections often */
+    fti_rpc_server_config_t cfg;
+    fti_rpc_server_config_init(&cfg, FZ_MAX_FRAME);
+    cfg.out_high_water = FZ_HIGH_WATER;
+    cfg.out_low_water = FZ_HIGH_WATER / 4;
+    cfg.max_calls = FZ_MAX_CALLS;
+    CHECK(fti_rpc_server_create_cfg(S.base, "127.0.0.1:0", &cfg, fz_methods,
+                                    sizeof(fz_methods) / sizeof(fz_methods[0]), NULL,
+                                    &S.srv) == FT_SUCCESS);
     fti_strlcpy(S.addr, fti_rpc_server_address(S.srv), sizeof(S.addr));
     CHECK(pthread_create(&S.loop, NULL, loop_main, NULL) == 0);
 }
@@ -352,7 +363,8 @@ static void run_input(const uint8_t *d, size_t n)
         after.rejected_truncated - before.rejected_truncated != m.truncated ||
         after.rejected_unknown - before.rejected_unknown != m.unknown ||
         after.rejected_decode - before.rejected_decode != m.decode ||
-        after.connections - before.connections != 1) {
+        after.connections - before.connections != 1 || after.open_connections != 0 ||
+        after.queued_bytes != 0) {
         fprintf(stderr,
                 "fuzz_frame: %zu-byte input: server counted requests %llu garbage %llu "
                 "oversize %llu truncated %llu unknown %llu decode %llu connections %llu; "
@@ -541,6 +553,16 @@ static void builtin_corpus(void)
     req(&b, FZ_REF, "\xff\xff", 2);
     req(&b, FZ_REF, "\xff\xff", 2);
     replay(&b);
+    /* more replies than the high-water mark, and more deferred calls than
+     * may be in flight, on a connection whose client has shut its side:
+     * the server pauses, resumes as the replies drain and the calls end,
+     * handles every frame and only then closes */
+    for (int i = 0; i < 50; i++) /* 3.2 MB: within the reader's buffer */
+        req(&b, FZ_REF, "\xff\xff", 2);
+    replay(&b);
+    for (int i = 0; i < 150; i++)
+        req(&b, i % 3 ? FZ_DEFER : FZ_ECHO, "\x01", 1);
+    replay(&b);
     /* other protocols */
     put(&b, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27);
     replay(&b);
@@ -633,6 +655,7 @@ int main(int argc, char **argv)
     CHECK(st.connections == (uint64_t)n_inputs);
     CHECK(st.rejected_garbage > 0 && st.rejected_oversize > 0 && st.rejected_truncated > 0 &&
           st.rejected_unknown > 0 && st.rejected_decode > 0 && st.requests > 0);
+    CHECK(st.paused > 0 && st.peak_queued_bytes <= FZ_HIGH_WATER + FZ_REF_LEN + FTI_RPC_HEADER_LEN);
     CHECK(atomic_load(&S.ref_calls) > 0);
 
     /* the server still answers a well-behaved client */
@@ -653,10 +676,11 @@ int main(int argc, char **argv)
     event_base_free(S.base);
     CHECK(atomic_load(&S.ref_done) == atomic_load(&S.ref_calls));
     printf("fuzz_frame_replay: %d inputs, requests %llu garbage %llu oversize %llu "
-           "truncated %llu unknown %llu decode %llu, %lld ms\n",
+           "truncated %llu unknown %llu decode %llu, paused %llu, peak queued %llu, %lld ms\n",
            n_inputs, (unsigned long long)st.requests, (unsigned long long)st.rejected_garbage,
            (unsigned long long)st.rejected_oversize, (unsigned long long)st.rejected_truncated,
            (unsigned long long)st.rejected_unknown, (unsigned long long)st.rejected_decode,
+           (unsigned long long)st.paused, (unsigned long long)st.peak_queued_bytes,
            (long long)(fti_now_ms() - t0));
     return 0;
 }

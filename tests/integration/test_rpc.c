@@ -4,6 +4,11 @@
  * thread, real blocking clients, and raw sockets that send what a client
  * never would (bad magic, oversized and truncated frames).
  *
+ * Also the server's limits (backpressure on a client that pipelines and
+ * never reads, calls in flight, the connection cap, the idle timeout), its
+ * survival of SIGPIPE, and a zero-copy reply that cannot be queued (rpc.c
+ * is built into this program with -DFTI_TEST_HOOKS for that).
+ *
  * Handlers run on the loop thread; the test thread touches loop state only
  * through run_on_loop() (or once the loop has stopped).  Counters the test
  * thread polls are atomics.
@@ -28,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
@@ -36,6 +42,10 @@
 #include "proto/ftmpi.pb-c.h"
 #include "rpc.h"
 #include "util.h"
+
+#ifndef FTI_TEST_HOOKS
+#error "test_rpc needs rpc.c built with -DFTI_TEST_HOOKS (see src/base/Makefile.inc)"
+#endif
 
 #define MAX_FRAME (8u << 20)
 #define CALL_MS 5000
@@ -308,7 +318,7 @@ static const fti_rpc_method_t test_methods[] = {
 
 /* ---- fixture -------------------------------------------------------------- */
 
-static int fx_setup(void **state)
+static int fx_setup_cfg(void **state, const fti_rpc_server_config_t *cfg)
 {
     fx_t *f = calloc(1, sizeof(*f));
     if (f == NULL)
@@ -319,8 +329,8 @@ static int fx_setup(void **state)
         return -1;
     for (size_t i = 0; i < (1u << 20) && f->ref_buf; i++)
         f->ref_buf[i] = pattern_byte(i * 3);
-    if (fti_rpc_server_create(f->base, "127.0.0.1:0", MAX_FRAME, test_methods,
-                              FTI_ARRAY_SIZE(test_methods), f, &f->rpc) != FT_SUCCESS)
+    if (fti_rpc_server_create_cfg(f->base, "127.0.0.1:0", cfg, test_methods,
+                                  FTI_ARRAY_SIZE(test_methods), f, &f->rpc) != FT_SUCCESS)
         return -1;
     fti_strlcpy(f->addr, fti_rpc_server_address(f->rpc), sizeof(f->addr));
     if (strncmp(f->addr, "127.0.0.1:", 10) != 0 || strcmp(f->addr, "127.0.0.1:0") == 0)
@@ -330,6 +340,43 @@ static int fx_setup(void **state)
     f->running = 1;
     *state = f;
     return 0;
+}
+
+/* The server with the default limits (as ranks and the lighthouse run it). */
+static int fx_setup(void **state)
+{
+    fti_rpc_server_config_t cfg;
+    fti_rpc_server_config_init(&cfg, MAX_FRAME);
+    return fx_setup_cfg(state, &cfg);
+}
+
+/* Small limits, so that tests reach them quickly (no idle timeout: a
+ * loaded machine must not close connections under these tests). */
+#define LIM_CONNS 4
+#define LIM_HIGH (256u << 10)
+#define LIM_LOW (64u << 10)
+#define LIM_CALLS 8
+#define LIM_IDLE_MS 400
+
+static int fx_setup_limits(void **state)
+{
+    fti_rpc_server_config_t cfg;
+    fti_rpc_server_config_init(&cfg, MAX_FRAME);
+    cfg.max_conns = LIM_CONNS;
+    cfg.out_high_water = LIM_HIGH;
+    cfg.out_low_water = LIM_LOW;
+    cfg.max_calls = LIM_CALLS;
+    cfg.idle_ms = 0;
+    return fx_setup_cfg(state, &cfg);
+}
+
+/* Default limits but a short idle timeout. */
+static int fx_setup_idle(void **state)
+{
+    fti_rpc_server_config_t cfg;
+    fti_rpc_server_config_init(&cfg, MAX_FRAME);
+    cfg.idle_ms = LIM_IDLE_MS;
+    return fx_setup_cfg(state, &cfg);
 }
 
 /* Answers every held call (error) and frees its timer. */
@@ -1656,6 +1703,381 @@ static void test_answer_then_destroy(void **state)
     /* teardown destroys the server */
 }
 
+/* ======================================================================== */
+/* limits: backpressure, calls in flight, connection cap, idle timeout,     */
+/* SIGPIPE, a reply that cannot be queued                                   */
+/* ======================================================================== */
+
+/* Resident memory of this process in KiB (VmRSS of /proc/self/status). */
+static long vm_rss_kb(void)
+{
+    FILE *fp = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    assert_non_null(fp);
+    while (fgets(line, sizeof(line), fp))
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+            break;
+    fclose(fp);
+    assert_true(kb > 0);
+    return kb;
+}
+
+/* Writes n pipelined requests of `method` with a u32 argument in one go. */
+static void pipeline_u32(int fd, uint16_t method, int n, uint32_t arg)
+{
+    size_t one = FTI_RPC_HEADER_LEN + 4;
+    uint8_t *buf = malloc(one * (size_t)n);
+    assert_non_null(buf);
+    for (int i = 0; i < n; i++) {
+        fti_rpc_header_t h = {FTI_RPC_MAGIC, 0, method, 0, 4};
+        fti_rpc_header_encode(&h, buf + one * (size_t)i);
+        u32_req(buf + one * (size_t)i + FTI_RPC_HEADER_LEN, arg);
+    }
+    assert_int_equal(fti_write_full(fd, buf, one * (size_t)n, fti_now_ms() + CALL_MS),
+                     FT_SUCCESS);
+    free(buf);
+}
+
+/* Reads one M_SIZED reply of `size` bytes and checks its bytes. */
+static void read_sized_reply(int fd, uint32_t size, uint8_t *scratch)
+{
+    uint8_t hdr[FTI_RPC_HEADER_LEN];
+    fti_rpc_header_t h;
+    assert_int_equal(fti_read_full(fd, hdr, sizeof(hdr), fti_now_ms() + CALL_MS), FT_SUCCESS);
+    fti_rpc_header_decode(hdr, &h);
+    assert_int_equal(h.magic, FTI_RPC_MAGIC);
+    assert_int_equal(h.method, M_SIZED);
+    assert_int_equal(h.status, 0);
+    assert_int_equal(h.length, size);
+    assert_int_equal(fti_read_full(fd, scratch, size, fti_now_ms() + CALL_MS), FT_SUCCESS);
+    for (uint32_t i = 0; i < size; i += 4093)
+        assert_int_equal(scratch[i], pattern_byte(i));
+    assert_int_equal(scratch[size - 1], pattern_byte(size - 1));
+}
+
+/* Waits until the server's request count stops moving (at most 5 s). */
+static fti_rpc_stats_t settled_stats(fx_t *f)
+{
+    fti_rpc_stats_t st = get_stats(f);
+    int64_t deadline = fti_now_ms() + 5000;
+    for (int still = 0; still < 5 && fti_now_ms() < deadline;) {
+        fti_sleep_ms(100);
+        fti_rpc_stats_t now = get_stats(f);
+        still = now.requests == st.requests ? still + 1 : 0;
+        st = now;
+    }
+    return st;
+}
+
+#define FLOOD_N 3000
+#define FLOOD_SIZE (1u << 20)
+
+/* Issue 10 item 8 as reported: 3,000 pipelined requests for a 1 MiB reply
+ * from a client that never reads (it took a rank from 11 MB to 2.1 GB).
+ * The server stops reading that connection at the high-water mark: the
+ * queued bytes and the process's memory stay bounded; the replies still
+ * come, whole and in order, once the client reads; closing frees it all. */
+static void test_flood_pipelined(void **state)
+{
+    fx_t *f = *state;
+    long rss0 = vm_rss_kb();
+    int fd = raw_connect(f);
+    pipeline_u32(fd, M_SIZED, FLOOD_N, FLOOD_SIZE);
+    fti_rpc_stats_t st = settled_stats(f);
+    long grown_kb = vm_rss_kb() - rss0;
+    fprintf(stderr,
+            "# flood: %llu of %d requests taken, %llu bytes queued (peak %llu), RSS +%ld KiB\n",
+            (unsigned long long)st.requests, FLOOD_N, (unsigned long long)st.queued_bytes,
+            (unsigned long long)st.peak_queued_bytes, grown_kb);
+    size_t bound = FTI_RPC_DEFAULT_OUT_HIGH_WATER + FLOOD_SIZE + FTI_RPC_HEADER_LEN;
+    assert_true(st.paused >= 1);
+    assert_true(st.requests >= 1 && st.requests < 100); /* the rest sits in socket buffers */
+    assert_true(st.peak_queued_bytes <= bound);
+    assert_true(st.queued_bytes <= bound);
+    assert_int_equal(st.open_connections, 1);
+    assert_true(grown_kb < 64 * 1024);
+
+    /* reading resumes the server: the next replies come, in order */
+    uint8_t *scratch = malloc(FLOOD_SIZE);
+    assert_non_null(scratch);
+    for (int i = 0; i < 40; i++)
+        read_sized_reply(fd, FLOOD_SIZE, scratch);
+    free(scratch);
+    assert_true(get_stats(f).requests >= 40);
+    assert_true(get_stats(f).peak_queued_bytes <= bound);
+
+    close(fd);
+    WAIT_FOR(get_stats(f).open_connections == 0, 3000);
+    assert_int_equal(get_stats(f).queued_bytes, 0);
+    fti_rpc_client_h c = new_client(f, 1024);
+    echo_ok(c, "after the flood", 15);
+    fti_rpc_client_destroy(c);
+}
+
+/* Backpressure loses nothing: 300 pipelined 64 KiB replies against a
+ * 256 KiB high-water mark pause and resume the connection, and every
+ * reply comes back whole and in order. */
+static void test_pipelined_all_replies(void **state)
+{
+    fx_t *f = *state;
+    const uint32_t size = 64u << 10;
+    int fd = raw_connect(f);
+    pipeline_u32(fd, M_SIZED, 300, size);
+    uint8_t *scratch = malloc(size);
+    assert_non_null(scratch);
+    for (int i = 0; i < 300; i++)
+        read_sized_reply(fd, size, scratch);
+    free(scratch);
+    fti_rpc_stats_t st = get_stats(f);
+    assert_int_equal(st.requests, 300);
+    assert_true(st.paused >= 1);
+    assert_true(st.peak_queued_bytes <= LIM_HIGH + size + FTI_RPC_HEADER_LEN);
+    close(fd);
+}
+
+static void answer_held_ok(fx_t *f, void *arg)
+{
+    int *n = arg;
+    while (f->held) {
+        held_t *h = f->held;
+        held_remove(f, h);
+        assert_int_equal(fti_rpc_reply(h->call, "x", 1), FT_SUCCESS);
+        free(h);
+        if (n)
+            (*n)++;
+    }
+}
+
+/* A connection with max_calls calls in flight is not read further until
+ * one ends; then it goes on, and every call gets its reply. */
+static void test_calls_cap(void **state)
+{
+    fx_t *f = *state;
+    int fd = raw_connect(f);
+    pipeline_u32(fd, M_HOLD, 20, 7);
+    WAIT_FOR(atomic_load(&f->n_held) == LIM_CALLS, 2000);
+    fti_sleep_ms(100);
+    assert_int_equal(atomic_load(&f->n_held), LIM_CALLS);
+    fti_rpc_stats_t st = get_stats(f);
+    assert_int_equal(st.requests, LIM_CALLS);
+    assert_true(st.paused >= 1);
+    int answered = 0;
+    int64_t deadline = fti_now_ms() + 5000;
+    while (answered < 20 && fti_now_ms() < deadline) {
+        run_on_loop(f, answer_held_ok, &answered);
+        assert_true(atomic_load(&f->n_held) <= LIM_CALLS);
+        fti_sleep_ms(5);
+    }
+    assert_int_equal(answered, 20);
+    for (int i = 0; i < 20; i++) {
+        fti_rpc_header_t h = raw_reply(fd, NULL, 0);
+        assert_int_equal(h.method, M_HOLD);
+        assert_int_equal(h.status, 0);
+        assert_int_equal(h.length, 1);
+    }
+    assert_int_equal(get_stats(f).requests, 20);
+    close(fd);
+}
+
+/* Past max_conns a connection is refused at once (an error frame, then
+ * close), counted; a slot that frees takes the next one. */
+static void test_conn_cap(void **state)
+{
+    fx_t *f = *state;
+    int fds[LIM_CONNS];
+    for (int i = 0; i < LIM_CONNS; i++) {
+        fds[i] = raw_connect(f);
+        raw_frame(fds[i], FTI_RPC_MAGIC, 0, M_ECHO, 0, 2, "hi", 2);
+        assert_int_equal(raw_reply(fds[i], NULL, 0).status, 0);
+    }
+    fti_rpc_client_h c = new_client(f, 1024);
+    void *rep = NULL;
+    size_t rlen = 0;
+    int64_t t0 = fti_now_ms();
+    int rc = fti_rpc_call(c, M_ECHO, "over", 4, CALL_MS, &rep, &rlen);
+    assert_true(rc == FT_ERR_CONNECT || rc == FT_ERR_PROC_FAILED);
+    assert_true(fti_now_ms() - t0 < CALL_MS / 2); /* refused, not left to time out */
+    fti_rpc_stats_t st = get_stats(f);
+    assert_int_equal(st.rejected_conn_cap, 1);
+    assert_int_equal(st.open_connections, LIM_CONNS);
+    assert_int_equal(st.connections, LIM_CONNS);
+    /* the open ones still work */
+    raw_frame(fds[1], FTI_RPC_MAGIC, 0, M_ECHO, 0, 2, "ok", 2);
+    assert_int_equal(raw_reply(fds[1], NULL, 0).status, 0);
+    close(fds[0]);
+    WAIT_FOR(get_stats(f).open_connections == LIM_CONNS - 1, 2000);
+    echo_ok(c, "in now", 6);
+    assert_int_equal(get_stats(f).open_connections, LIM_CONNS);
+    fti_rpc_client_destroy(c);
+    for (int i = 1; i < LIM_CONNS; i++)
+        close(fds[i]);
+}
+
+/* Waits for the server to close fd (reading what comes); returns the ms
+ * it took. */
+static int64_t wait_closed(int fd, int ms)
+{
+    uint8_t buf[256];
+    int eof = 0;
+    int64_t t0 = fti_now_ms();
+    while (!eof && fti_now_ms() - t0 < ms)
+        (void)raw_read_all(fd, buf, sizeof(buf), ms, &eof);
+    if (!eof)
+        fail_msg("the server did not close the connection in %d ms", ms);
+    return fti_now_ms() - t0;
+}
+
+/* A connection that sends nothing (or half a header and then nothing) is
+ * closed after idle_ms; one that waits for a deferred reply is not; a
+ * client whose kept connection was closed meanwhile reconnects. */
+static void test_idle_timeout(void **state)
+{
+    fx_t *f = *state;
+    int fd = raw_connect(f);
+    int64_t took = wait_closed(fd, LIM_IDLE_MS + 2000 + SLACK_MS);
+    assert_true(took >= LIM_IDLE_MS - 20);
+    close(fd);
+    fd = raw_connect(f);
+    uint8_t half[FTI_RPC_HEADER_LEN / 2] = {0x46, 0x54, 0x4d, 0x31};
+    assert_int_equal(fti_write_full(fd, half, sizeof(half), fti_now_ms() + 1000), FT_SUCCESS);
+    took = wait_closed(fd, LIM_IDLE_MS + 2000 + SLACK_MS);
+    assert_true(took >= LIM_IDLE_MS - 20);
+    close(fd);
+    assert_int_equal(get_stats(f).closed_idle, 2);
+
+    /* a held call keeps its connection past the timeout */
+    fd = raw_connect(f);
+    raw_frame(fd, FTI_RPC_MAGIC, 0, M_HOLD, 0, 4, "wait", 4);
+    WAIT_FOR(atomic_load(&f->n_held) == 1, 2000);
+    fti_sleep_ms(3 * LIM_IDLE_MS);
+    struct ref_hold_job j = {0, 0};
+    run_on_loop(f, check_held_alive, &j);
+    assert_true(j.alive);
+    run_on_loop(f, answer_held_ok, NULL);
+    assert_int_equal(raw_reply(fd, NULL, 0).status, 0);
+    (void)wait_closed(fd, LIM_IDLE_MS + 2000 + SLACK_MS); /* then idle again */
+    close(fd);
+    assert_int_equal(get_stats(f).closed_idle, 3);
+
+    /* the client notices the closed connection before its next call */
+    fti_rpc_client_h c = new_client(f, 1024);
+    echo_ok(c, "one", 3);
+    WAIT_FOR(get_stats(f).closed_idle == 4, LIM_IDLE_MS + 2000 + SLACK_MS);
+    echo_ok(c, "two", 3);
+    fti_rpc_client_destroy(c);
+}
+
+/* The child of test_sigpipe: SIGPIPE at its default disposition, a server,
+ * and peers that reset their connections while large replies are being
+ * sent to them.  Exits 0 when the server survived and still serves. */
+static void sigpipe_child(void)
+{
+    void *state = NULL;
+    signal(SIGPIPE, SIG_DFL);
+    if (fx_setup(&state) != 0)
+        _exit(2);
+    fx_t *f = state;
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    if (fti_addr_resolve(f->addr, &sa, &salen) != FT_SUCCESS)
+        _exit(3);
+    for (int i = 0; i < 10; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0), small = 4096;
+        uint8_t frame[FTI_RPC_HEADER_LEN + 4], junk[8192];
+        fti_rpc_header_t h = {FTI_RPC_MAGIC, 0, M_REF, 0, 4};
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, salen) != 0)
+            _exit(4);
+        fti_rpc_header_encode(&h, frame);
+        u32_req(frame + FTI_RPC_HEADER_LEN, REF_BUF_LEN);
+        if (send(fd, frame, sizeof(frame), MSG_NOSIGNAL) != (ssize_t)sizeof(frame))
+            _exit(5);
+        if (recv(fd, junk, sizeof(junk), MSG_WAITALL) <= 0)
+            _exit(6);
+        if (i % 2) { /* a reset, or a plain close with unread data */
+            struct linger lg = {1, 0};
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        }
+        close(fd);
+    }
+    int64_t deadline = fti_now_ms() + 10000;
+    while (atomic_load(&f->ref_done) < 10 && fti_now_ms() < deadline)
+        fti_sleep_ms(5);
+    fti_rpc_client_h c = NULL;
+    void *rep = NULL;
+    size_t rlen = 0;
+    int ok = atomic_load(&f->ref_done) == 10 &&
+             fti_rpc_client_create(f->addr, 2000, 1024, &c) == FT_SUCCESS &&
+             fti_rpc_call(c, M_ECHO, "alive", 5, CALL_MS, &rep, &rlen) == FT_SUCCESS &&
+             rlen == 5;
+    free(rep);
+    fti_rpc_client_destroy(c);
+    fx_teardown(&state);
+    _exit(ok ? 0 : 7);
+}
+
+static void test_sigpipe(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        sigpipe_child();
+    int status = 0;
+    int64_t deadline = fti_now_ms() + 30000;
+    pid_t w;
+    while ((w = waitpid(pid, &status, WNOHANG)) == 0 && fti_now_ms() < deadline)
+        fti_sleep_ms(10);
+    if (w == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail_msg("the server child did not finish in 30 s");
+    }
+    if (WIFSIGNALED(status))
+        fail_msg("the server child died of signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void set_fail_refs(fx_t *f, void *arg)
+{
+    (void)f;
+    fti_rpc_test_fail_refs = *(int *)arg;
+}
+
+/* Issue 9 item 7: a zero-copy reply whose payload cannot be queued after
+ * its header closes the connection.  The client sees the end at once
+ * (instead of waiting for bytes that never come, or reading the next
+ * reply as this one's payload), done runs once, and the next call, on a
+ * new connection, is in sync. */
+static void test_reply_ref_queue_fails(void **state)
+{
+    fx_t *f = *state;
+    int one = 1;
+    fti_rpc_client_h c = new_client(f, 4u << 20);
+    uint8_t req[4];
+    void *rep = NULL;
+    size_t rlen = 0;
+    echo_ok(c, "warm", 4);
+    run_on_loop(f, set_fail_refs, &one);
+    u32_req(req, 1000);
+    int64_t t0 = fti_now_ms();
+    assert_int_equal(fti_rpc_call(c, M_REF, req, 4, CALL_MS, &rep, &rlen), FT_ERR_PROC_FAILED);
+    assert_true(fti_now_ms() - t0 < CALL_MS / 2);
+    WAIT_FOR(atomic_load(&f->ref_done) == 1, 2000);
+    fti_rpc_stats_t st = get_stats(f);
+    assert_int_equal(st.closed_error, 1);
+    assert_int_equal(st.open_connections, 0);
+    assert_int_equal(fti_rpc_call(c, M_REF, req, 4, CALL_MS, &rep, &rlen), FT_SUCCESS);
+    assert_int_equal(rlen, 1000);
+    assert_memory_equal(rep, f->ref_buf, 1000);
+    free(rep);
+    WAIT_FOR(atomic_load(&f->ref_done) == 2, 2000);
+    fti_rpc_client_destroy(c);
+}
+
 int main(void)
 {
     evthread_use_pthreads();
@@ -1686,6 +2108,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_destroy_busy_on_loop, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_busy_stopped, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_answer_then_destroy, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_flood_pipelined, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_pipelined_all_replies, fx_setup_limits, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_calls_cap, fx_setup_limits, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_conn_cap, fx_setup_limits, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_idle_timeout, fx_setup_idle, fx_teardown),
+        cmocka_unit_test(test_sigpipe),
+        cmocka_unit_test_setup_teardown(test_reply_ref_queue_fails, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -560,7 +560,7 @@ static void log_some_lines(void)
     fti_log_ctx.group_rank = 3;
     fti_log_ctx.step = 41;
     fti_log_ctx.quorum_id = 7;
-    snprintf(fti_log_ctx.replica_id, sizeof(fti_log_ctx.replica_id), "g5");
+    fti_log_set_replica_id("g5");
     errno = ENOENT;
     FTI_WARN("open failed: %m");
     errno_after_log = errno;
@@ -592,7 +592,9 @@ static void test_log_lines(void **state)
     /* fti_log_init reset the context */
     assert_int_equal(fti_log_ctx.group_rank, -1);
     assert_int_equal(fti_log_ctx.step, -1);
-    assert_string_equal(fti_log_ctx.replica_id, "");
+    char rid[8] = "x";
+    fti_log_get_replica_id(rid, sizeof(rid));
+    assert_string_equal(rid, "");
     assert_int_equal(fti_log_level, FTI_LOG_WARN);
     /* an out-of-range level leaves the level alone */
     fti_log_init("x", 99);
