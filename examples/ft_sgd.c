@@ -119,9 +119,9 @@
 
 #include "ftmpi.h"
 
-#define NOISE_TABLE 65521   /* prime: per-sample windows wrap at different places */
-#define CENTER_NORM2 4.0    /* |c|^2: the class means are +-c */
-#define REPLICA_ID_LEN 128  /* room for any FTMPI_REPLICA_ID */
+#define NOISE_TABLE 65521  /* prime: per-sample windows wrap at different places */
+#define CENTER_NORM2 4.0   /* |c|^2: the class means are +-c */
+#define REPLICA_ID_LEN 128 /* room for any FTMPI_REPLICA_ID */
 #define PATH_LEN 4096
 
 struct opts {
@@ -321,7 +321,6 @@ static double eval_loss(const struct data *d, const float *w, long eval)
     }
     return eval > 0 ? sum / (double)eval : 0.0;
 }
-
 
 /* The step size (see the top of the file): --lr, capped at 1 / L with
  * L = (lambda_max of a batch's second moment) / 4 for b = --batch. */
@@ -635,8 +634,8 @@ static int model_init(struct app *a)
     a->step_size = stable_step(o->lr, a->F, o->batch);
     a->initial = eval_loss(&a->d, a->w, o->eval);
     if (a->rank == 0)
-        printf("initial loss %.6f replica %s ranks %d init-seed %" PRIu64 " lr %.6g\n",
-               a->initial, a->replica_id, a->nranks, o->init_seed, a->step_size);
+        printf("initial loss %.6f replica %s ranks %d init-seed %" PRIu64 " lr %.6g\n", a->initial,
+               a->replica_id, a->nranks, o->init_seed, a->step_size);
     return 0;
 }
 
@@ -771,8 +770,8 @@ static void report(const struct app *a)
     uint64_t sum = fnv1a64(a->w, bytes);
     if (a->rank == 0) {
         printf("final loss %.6f\n", eval_loss(&a->d, a->w, a->o.eval));
-        printf("steps committed %" PRId64 " (here %ld, attempts %ld)\n", FT_Step(),
-               a->commits_here, a->attempts);
+        printf("steps committed %" PRId64 " (here %ld, attempts %ld)\n", FT_Step(), a->commits_here,
+               a->attempts);
         printf("failures survived %d\n", ftmpi_failures_survived());
         printf("state checksum 0x%016" PRIx64 "\n", sum);
     }
@@ -808,8 +807,8 @@ static int finish(const struct app *a)
                 a->replica_id);
         exit_code = 4;
     } else if (FT_Step() < a->o.steps) {
-        fprintf(stderr, "ft_sgd: rank %d gave up after %ld attempts at step %" PRId64 "\n",
-                a->rank, a->attempts, FT_Step());
+        fprintf(stderr, "ft_sgd: rank %d gave up after %ld attempts at step %" PRId64 "\n", a->rank,
+                a->attempts, FT_Step());
         exit_code = 3;
     }
     if (a->o.dump != NULL && !a->lost && dump(a) != 0)
