@@ -1,6 +1,6 @@
 /*
  * ft_sgd.c - fault-tolerant data-parallel training of a logistic regression
- * with libftmpi (the step protocol of DESIGN.md section 4).
+ * with libftmpi (the step protocol of doc/USER_GUIDE.md, section 1).
  *
  * Mode A: every replica group is its own `mpirun -np R ./ft_sgd ...`, each
  * under `ftmpi-run`, all talking to one `ftmpi-lighthouse`.  A group that
