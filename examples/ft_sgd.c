@@ -1,6 +1,6 @@
 /*
  * ft_sgd.c - fault-tolerant data-parallel training of a logistic regression
- * with libftmpi (the step protocol of DESIGN.md section 4).
+ * with libftmpi (the step protocol of doc/USER_GUIDE.md, section 1).
  *
  * Mode A: every replica group is its own `mpirun -np R ./ft_sgd ...`, each
  * under `ftmpi-run`, all talking to one `ftmpi-lighthouse`.  A group that
@@ -28,6 +28,20 @@
  * step's global batch is P * batch samples.  Inside a group of R ranks,
  * group rank g takes its contiguous part of the group's batch.
  *
+ * Step size: --lr, capped at 1/L where L bounds the curvature of a batch's
+ * loss, so that training is stable for any --features.  The logistic loss
+ * has sigma' <= 1/4, so L <= lambda_max(S) / 4 with S the batch's second
+ * moment (1/b) sum x x^T.  For this data S is the class means' c c^T
+ * (|c|^2 = 4) plus the noise's Wishart matrix, whose largest eigenvalue is
+ * about (sqrt(F) + sqrt(b))^2 / b (Bai-Yin): about 1 when F << b, about F/b
+ * when F >> b, where each sample's own direction dominates (|x|^2 is about
+ * F).  The example takes b = --batch, one group's batch: the fewest samples
+ * a step averages over whatever the number of participants, so the step
+ * size does not depend on the quorum.  At 64 features the cap is 0.41 (the
+ * default --lr 0.5 barely changes); at 262,143 features it is 4.8e-4, where
+ * lr 0.5 moved each sample's logit by thousands per step and the loss
+ * oscillated.  The initial loss line prints the step size used.
+ *
  * Inside a group (R > 1) the parameters are replicated: every rank holds
  * and registers the whole parameter vector, the group's gradient is summed
  * on the group's own communicator (ftmpi_group_comm: mode A a duplicate of
@@ -35,21 +49,20 @@
  * against --group-timeout-ms (in mode B a dead rank of the group would
  * leave a blocking MPI_Allreduce waiting forever; when the deadline passes
  * the group is lost and this rank leaves), and then every rank averages
- * that same group gradient
- * across the groups with FT_Allreduce on its slice (FT_COMM_REPLICAS: the
- * ranks with the same group rank in every group).  The R slices thus carry
- * identical data; this keeps the example short and lets healing copy whole
- * parameter vectors rank by rank.  A code with large models would shard
- * instead: reduce-scatter inside the group, FT_Allreduce 1/R of the
- * gradient per slice, all-gather inside the group.
+ * that same group gradient across the groups with FT_Allreduce on its
+ * slice (FT_COMM_REPLICAS: the ranks with the same group rank in every
+ * group).  The R slices thus carry identical data; this keeps the example
+ * short and lets healing copy whole parameter vectors rank by rank.  A code
+ * with large models would shard instead: reduce-scatter inside the group,
+ * FT_Allreduce 1/R of the gradient per slice, all-gather inside the group.
  *
- * One step:
+ * One step (train_step):
  *     FT_Quorum(0)                       quorum, new slice, heal if behind
  *     gradient of the local samples
  *     MPI_Iallreduce(SUM) in the group   the group's gradient and loss
  *     FT_Allreduce(FT_AVG) across groups  averaged over the participants
  *     FT_Commit(&committed)              every collective of the step ok?
- *     if committed: w -= lr * gradient
+ *     if committed: w -= step size * gradient
  * Any FT_ error just means the step did not commit: the loop goes on with
  * the next FT_Quorum (that is the point of the library), except
  * FT_ERR_GROUP_LOST (mode B: this group lost a rank), which ends the loop.
@@ -60,14 +73,18 @@
  * (FT_Step() counts them, healed steps included) or --max-attempts steps.
  *
  * Output (group rank 0, stdout, line-buffered):
- *     initial loss X                       eval loss of the initial parameters
+ *     initial loss X replica ID ranks R init-seed S lr L   (L: the step size used)
  *     step N loss X quorum Q participants P    every --print-every steps
  *     step N failed: ERROR (where)         a step that did not commit
  *     group lost at step N: WHY            mode B: this group lost a rank
  *     final loss X
- *     steps committed N
+ *     steps committed N (here H, attempts A)
  *     failures survived K
  *     state checksum 0x0123456789abcdef    FNV-1a 64 of the parameter bytes
+ * and last, on every rank that did not lose its group:
+ *     final replica=ID rank=G step=N checksum=0x0123456789abcdef
+ * (G the group rank), so a test can check that every rank of every group
+ * ends at the same step with the same registered bytes.
  * "loss" of a step line is the batch loss averaged over the participants;
  * initial and final losses are measured on the same fixed evaluation set
  * (the first --eval samples) in every group.
@@ -90,6 +107,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +119,10 @@
 
 #include "ftmpi.h"
 
-#define NOISE_TABLE 65521 /* prime: per-sample windows wrap at different places */
+#define NOISE_TABLE 65521  /* prime: per-sample windows wrap at different places */
+#define CENTER_NORM2 4.0   /* |c|^2: the class means are +-c */
+#define REPLICA_ID_LEN 128 /* room for any FTMPI_REPLICA_ID */
+#define PATH_LEN 4096
 
 struct opts {
     long steps;
@@ -129,6 +150,34 @@ struct data {
     uint64_t seed;
     float *center; /* unit direction times 2: label 1 is around +center, label 0 around -center */
     float *noise;  /* NOISE_TABLE standard normal numbers */
+};
+
+/* Everything the steps of one process share. */
+struct app {
+    struct opts o;
+    struct data d;
+    MPI_Comm group;   /* the group's own communicator (ftmpi_group_comm) */
+    int rank, nranks; /* in the group */
+    int world_rank, mode_b;
+    char replica_id[REPLICA_ID_LEN];
+    long F;           /* features */
+    int n;            /* elements of g: weights, bias, loss */
+    float *w;         /* F + 1 parameters, registered with the library */
+    float *g;         /* gradient of a step, and its loss in g[F + 1] */
+    double step_size; /* min(--lr, 1 / L) */
+    double initial;   /* eval loss of the initial parameters */
+    long attempts, commits_here, quorum_failures;
+    int lost;   /* the group lost a rank: leave */
+    int g_busy; /* g belongs to an abandoned MPI request: never free it */
+};
+
+/* What one step did (train_step's parts fill it). */
+struct step {
+    int64_t step; /* FT_Step() after the quorum: the step being trained */
+    int participants, replica_rank;
+    int qrc, arc, crc; /* FT_Quorum, FT_Allreduce, FT_Commit */
+    int committed;
+    const char *where; /* the call that failed */
 };
 
 /* ---- deterministic random numbers ------------------------------------- */
@@ -273,6 +322,15 @@ static double eval_loss(const struct data *d, const float *w, long eval)
     return eval > 0 ? sum / (double)eval : 0.0;
 }
 
+/* The step size (see the top of the file): --lr, capped at 1 / L with
+ * L = (lambda_max of a batch's second moment) / 4 for b = --batch. */
+static double stable_step(double lr, long features, long batch)
+{
+    double rf = sqrt((double)features), rb = sqrt((double)batch);
+    double lipschitz = ((rf + rb) * (rf + rb) / (double)batch + CENTER_NORM2) / 4.0;
+    return lr < 1.0 / lipschitz ? lr : 1.0 / lipschitz;
+}
+
 /* ---- command line ----------------------------------------------------- */
 
 static void usage(FILE *out)
@@ -286,7 +344,8 @@ static void usage(FILE *out)
             "  --batch B          samples per group and step (default 32)\n"
             "  --samples N        size of the generated data set (default 8192)\n"
             "  --eval N           evaluation samples for the initial/final loss (default 256)\n"
-            "  --lr X             learning rate (default 0.5)\n"
+            "  --lr X             learning rate (default 0.5), capped at the stable step\n"
+            "                     1/L of the problem (see ft_sgd.c; printed at the start)\n"
             "  --seed S           data set seed (default 42)\n"
             "  --init-seed S      initial parameters (default: hash of the replica id)\n"
             "  --sleep-ms MS      extra time per step, between compute and allreduce (default 0)\n"
@@ -317,31 +376,89 @@ static int parse_long(const char *name, const char *s, long min, long *v_p)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct opts *o)
+/* The integer flags: name, field of struct opts, smallest value. */
+static const struct long_flag {
+    const char *name;
+    size_t offset;
+    long min;
+} long_flags[] = {
+    {"--steps", offsetof(struct opts, steps), 0},
+    {"--features", offsetof(struct opts, features), 1},
+    {"--batch", offsetof(struct opts, batch), 1},
+    {"--samples", offsetof(struct opts, samples), 1},
+    {"--eval", offsetof(struct opts, eval), 0},
+    {"--print-every", offsetof(struct opts, print_every), 1},
+    {"--sleep-ms", offsetof(struct opts, sleep_ms), 0},
+    {"--max-attempts", offsetof(struct opts, max_attempts), 1},
+    {"--die-at-step", offsetof(struct opts, die_at_step), 0},
+    {"--die-rank", offsetof(struct opts, die_rank), 0},
+    {"--group-timeout-ms", offsetof(struct opts, group_timeout_ms), 1},
+};
+
+static void opts_default(struct opts *o)
 {
+    memset(o, 0, sizeof(*o));
     o->steps = 100;
     o->features = 64;
     o->batch = 32;
     o->samples = 8192;
     o->eval = 256;
     o->print_every = 10;
-    o->sleep_ms = 0;
     o->max_attempts = -1;
     /* the library's deadline by default (an example may read it) */
     const char *t = getenv("FTMPI_TIMEOUT_MS");
     o->group_timeout_ms = t != NULL && atol(t) > 0 ? atol(t) : 10000;
     o->die_at_step = -1;
-    o->die_rank = 0;
-    o->die_in_commit = 0;
     o->lr = 0.5;
     o->seed = 42;
-    o->init_seed = 0;
-    o->init_seed_set = 0;
-    o->dump = NULL;
+}
 
+/* One flag A with its value VAL: 0, or -1 after a message. */
+static int parse_flag(struct opts *o, const char *a, const char *val)
+{
+    long v;
+    for (size_t i = 0; i < sizeof(long_flags) / sizeof(long_flags[0]); i++)
+        if (!strcmp(a, long_flags[i].name))
+            return parse_long(a, val, long_flags[i].min,
+                              (long *)((char *)o + long_flags[i].offset));
+    if (!strcmp(a, "--die-where")) {
+        if (strcmp(val, "compute") != 0 && strcmp(val, "commit") != 0) {
+            fprintf(stderr, "ft_sgd: --die-where '%s': expected compute or commit\n", val);
+            return -1;
+        }
+        o->die_in_commit = !strcmp(val, "commit");
+    } else if (!strcmp(a, "--seed") || !strcmp(a, "--init-seed")) {
+        if (parse_long(a, val, 0, &v))
+            return -1;
+        if (!strcmp(a, "--seed")) {
+            o->seed = (uint64_t)v;
+        } else {
+            o->init_seed = (uint64_t)v;
+            o->init_seed_set = 1;
+        }
+    } else if (!strcmp(a, "--lr")) {
+        char *end;
+        o->lr = strtod(val, &end);
+        if (end == val || *end != '\0' || !(o->lr > 0)) {
+            fprintf(stderr, "ft_sgd: --lr '%s': expected a positive number\n", val);
+            return -1;
+        }
+    } else if (!strcmp(a, "--dump")) {
+        o->dump = val;
+    } else {
+        fprintf(stderr, "ft_sgd: unknown flag: %s\n", a);
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* 0 to run, 1 after --help, -1 after a message about a bad flag. */
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    opts_default(o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        long v;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 1;
@@ -351,69 +468,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
             usage(stderr);
             return -1;
         }
-        const char *val = argv[++i];
-        if (!strcmp(a, "--steps")) {
-            if (parse_long(a, val, 0, &o->steps))
-                return -1;
-        } else if (!strcmp(a, "--features")) {
-            if (parse_long(a, val, 1, &o->features))
-                return -1;
-        } else if (!strcmp(a, "--batch")) {
-            if (parse_long(a, val, 1, &o->batch))
-                return -1;
-        } else if (!strcmp(a, "--samples")) {
-            if (parse_long(a, val, 1, &o->samples))
-                return -1;
-        } else if (!strcmp(a, "--eval")) {
-            if (parse_long(a, val, 0, &o->eval))
-                return -1;
-        } else if (!strcmp(a, "--print-every")) {
-            if (parse_long(a, val, 1, &o->print_every))
-                return -1;
-        } else if (!strcmp(a, "--sleep-ms")) {
-            if (parse_long(a, val, 0, &o->sleep_ms))
-                return -1;
-        } else if (!strcmp(a, "--max-attempts")) {
-            if (parse_long(a, val, 1, &o->max_attempts))
-                return -1;
-        } else if (!strcmp(a, "--die-at-step")) {
-            if (parse_long(a, val, 0, &o->die_at_step))
-                return -1;
-        } else if (!strcmp(a, "--die-rank")) {
-            if (parse_long(a, val, 0, &o->die_rank))
-                return -1;
-        } else if (!strcmp(a, "--die-where")) {
-            if (strcmp(val, "compute") != 0 && strcmp(val, "commit") != 0) {
-                fprintf(stderr, "ft_sgd: --die-where '%s': expected compute or commit\n", val);
-                return -1;
-            }
-            o->die_in_commit = !strcmp(val, "commit");
-        } else if (!strcmp(a, "--group-timeout-ms")) {
-            if (parse_long(a, val, 1, &o->group_timeout_ms))
-                return -1;
-        } else if (!strcmp(a, "--seed")) {
-            if (parse_long(a, val, 0, &v))
-                return -1;
-            o->seed = (uint64_t)v;
-        } else if (!strcmp(a, "--init-seed")) {
-            if (parse_long(a, val, 0, &v))
-                return -1;
-            o->init_seed = (uint64_t)v;
-            o->init_seed_set = 1;
-        } else if (!strcmp(a, "--lr")) {
-            char *end;
-            o->lr = strtod(val, &end);
-            if (end == val || *end != '\0' || !(o->lr > 0)) {
-                fprintf(stderr, "ft_sgd: --lr '%s': expected a positive number\n", val);
-                return -1;
-            }
-        } else if (!strcmp(a, "--dump")) {
-            o->dump = val;
-        } else {
-            fprintf(stderr, "ft_sgd: unknown flag: %s\n", a);
-            usage(stderr);
+        if (parse_flag(o, a, argv[++i]) != 0)
             return -1;
-        }
     }
     if (o->max_attempts < 0)
         o->max_attempts = 10 * o->steps + 100;
@@ -506,211 +562,286 @@ static void my_part(long b, int r, int g, long *lo_p, long *hi_p)
     *hi_p = b * (g + 1) / r;
 }
 
-int main(int argc, char **argv)
-{
-    struct opts o;
-    struct data d;
-    int rank = 0, nranks = 1, rc;
-    int exit_code = 0;
+/* ---- one process ------------------------------------------------------- */
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+/* MPI_Init, the flags, FT_Init and the group's communicator.  Returns -1
+ * when this process goes on to train, else its exit status (MPI is then
+ * finalized).  In mode B FT_Init does not return on the lighthouse rank. */
+static int app_start(struct app *a, int *argc, char ***argv)
+{
+    int world_size = 1;
+    memset(a, 0, sizeof(*a));
+    a->group = MPI_COMM_NULL;
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &a->world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     setvbuf(stdout, NULL, _IOLBF, 0);
 
-    rc = parse_args(argc, argv, &o);
+    int rc = parse_args(*argc, *argv, &a->o);
     if (rc != 0) {
         MPI_Finalize();
         return rc > 0 ? 0 : 2;
     }
-
-    /* mode B: on the lighthouse rank FT_Init does not return */
-    rc = FT_Init(&argc, &argv);
+    rc = FT_Init(argc, argv);
     if (rc != FT_SUCCESS) {
         fprintf(stderr, "ft_sgd: FT_Init failed: %s (%d)\n", FT_Error_string(rc), rc);
         MPI_Finalize();
         return 2;
     }
     /* from here on, ranks are the group's */
-    MPI_Comm group = MPI_COMM_NULL;
-    int world_size = nranks, world_rank = rank;
-    if (ftmpi_group_comm(&group) != FT_SUCCESS) {
+    if (ftmpi_group_comm(&a->group) != FT_SUCCESS) {
         fprintf(stderr, "ft_sgd: ftmpi_group_comm failed\n");
         FT_Finalize();
         MPI_Finalize();
         return 2;
     }
-    MPI_Comm_rank(group, &rank);
-    MPI_Comm_size(group, &nranks);
-    int mode_b = nranks < world_size;
+    MPI_Comm_rank(a->group, &a->rank);
+    MPI_Comm_size(a->group, &a->nranks);
+    a->mode_b = a->nranks < world_size;
+    snprintf(a->replica_id, sizeof(a->replica_id), "?");
+    ftmpi_replica_id(a->replica_id, sizeof(a->replica_id));
+    return -1;
+}
 
-    char replica_id[128] = "?";
-    ftmpi_replica_id(replica_id, sizeof(replica_id));
-    if (!o.init_seed_set)
-        o.init_seed = fnv1a64(replica_id, strlen(replica_id));
-
-    const long F = o.features;
-    const int n = (int)(F + 2); /* weights, bias, loss */
-    float *w = calloc((size_t)F + 1, sizeof(float));
-    float *g = calloc((size_t)n, sizeof(float));
-    if (w == NULL || g == NULL || data_init(&d, F, o.samples, o.seed) != 0) {
-        fprintf(stderr, "ft_sgd: out of memory for %ld features\n", F);
+/* The data set, the parameters (small random weights, registered with the
+ * library), the gradient buffer and the step size; prints the initial
+ * loss.  0, or -1 after a message. */
+static int model_init(struct app *a)
+{
+    const struct opts *o = &a->o;
+    a->F = o->features;
+    a->n = (int)(a->F + 2); /* weights, bias, loss */
+    a->w = calloc((size_t)a->F + 1, sizeof(float));
+    a->g = calloc((size_t)a->n, sizeof(float));
+    if (a->w == NULL || a->g == NULL || data_init(&a->d, a->F, o->samples, o->seed) != 0) {
+        fprintf(stderr, "ft_sgd: out of memory for %ld features\n", a->F);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    /* small random weights, scaled so that the initial logits stay O(1)
-     * whatever the dimension (+-0.1 per weight at 64 features) */
-    uint64_t s = o.init_seed;
-    double init_scale = 1.6 / sqrt((double)F);
-    for (long j = 0; j <= F; j++)
-        w[j] = (float)((uniform01(&s) - 0.5) * init_scale);
+    if (!o->init_seed_set)
+        a->o.init_seed = fnv1a64(a->replica_id, strlen(a->replica_id));
+    /* scaled so that the initial logits stay O(1) whatever the dimension
+     * (+-0.1 per weight at 64 features) */
+    uint64_t s = o->init_seed;
+    double init_scale = 1.6 / sqrt((double)a->F);
+    for (long j = 0; j <= a->F; j++)
+        a->w[j] = (float)((uniform01(&s) - 0.5) * init_scale);
 
-    rc = FT_State_register("weights", w, ((size_t)F + 1) * sizeof(float));
+    int rc = FT_State_register("weights", a->w, ((size_t)a->F + 1) * sizeof(float));
     if (rc != FT_SUCCESS) {
         fprintf(stderr, "ft_sgd: FT_State_register: %s\n", FT_Error_string(rc));
-        FT_Finalize();
-        MPI_Finalize();
-        return 2;
+        return -1;
     }
+    a->step_size = stable_step(o->lr, a->F, o->batch);
+    a->initial = eval_loss(&a->d, a->w, o->eval);
+    if (a->rank == 0)
+        printf("initial loss %.6f replica %s ranks %d init-seed %" PRIu64 " lr %.6g\n", a->initial,
+               a->replica_id, a->nranks, o->init_seed, a->step_size);
+    return 0;
+}
 
-    double initial = eval_loss(&d, w, o.eval);
-    if (rank == 0)
-        printf("initial loss %.6f replica %s ranks %d init-seed %" PRIu64 "\n", initial,
-               replica_id, nranks, o.init_seed);
-
-    long attempts = 0, commits_here = 0, quorum_failures = 0;
-    int lost = 0;          /* the group lost a rank: leave */
-    int g_busy = 0;        /* g belongs to an abandoned MPI request */
-    while (FT_Step() < o.steps && attempts < o.max_attempts && !lost) {
-        int committed = 0, participants = 1, replica_rank = 0;
-        const char *where = "quorum";
-        attempts++;
-
-        int qrc = FT_Quorum(0);
-        if (qrc == FT_SUCCESS) {
-            quorum_failures = 0;
-            if (FT_Comm_size(FT_COMM_REPLICAS, &participants) != FT_SUCCESS || participants < 1)
-                participants = 1;
-            if (FT_Comm_rank(FT_COMM_REPLICAS, &replica_rank) != FT_SUCCESS || replica_rank < 0)
-                replica_rank = 0;
-        }
-        int64_t step = FT_Step();
-        if (qrc == FT_ERR_GROUP_LOST) {
-            printf("group lost at step %" PRId64 ": %s (quorum)\n", step,
-                       FT_Error_string(qrc));
-            lost = 1;
-            break;
-        }
-
-        /* this rank's samples of the group's batch (a spare computes none:
-         * its contribution does not count) */
-        long lo, hi;
-        my_part(o.batch, nranks, rank, &lo, &hi);
-        if (replica_rank >= participants)
-            hi = lo;
-        long base = (long)((step * participants + replica_rank) % o.samples) * o.batch;
-        memset(g, 0, (size_t)n * sizeof(float));
-        for (long i = lo; i < hi; i++) {
-            long k = (base + i) % o.samples;
-            int y;
-            double z = sample_logit(&d, w, k, &y);
-            sample_axpy(&d, g, k, (float)((sigmoid(z) - y) / (double)o.batch));
-            g[F + 1] += (float)(logistic_loss(z, y) / (double)o.batch);
-        }
-        if (o.sleep_ms > 0)
-            sleep_ms(o.sleep_ms);
-        if (step == o.die_at_step && world_rank == o.die_rank && !o.die_in_commit)
-            die_now(world_rank, step, "compute");
-
-        /* the group's gradient, on the group's own communicator */
-        if (nranks > 1 && group_sum(group, g, n, o.group_timeout_ms) != 0) {
-            printf("group lost at step %" PRId64 ": the in-group sum did not complete in "
-                   "%ld ms (rank %d)\n",
-                   step, o.group_timeout_ms, rank);
-            g_busy = 1;
-            lost = 1;
-            break;
-        }
-
-        /* across the groups: may fail, then the step does not commit */
-        int arc = FT_Allreduce(MPI_IN_PLACE, g, n, MPI_FLOAT, FT_AVG, FT_COMM_REPLICAS);
-        if (qrc == FT_SUCCESS && arc != FT_SUCCESS)
-            where = "allreduce";
-
-        if (step == o.die_at_step && world_rank == o.die_rank && o.die_in_commit)
-            die_now(world_rank, step, "commit");
-        int crc = FT_Commit(&committed);
-        if (arc == FT_ERR_GROUP_LOST || crc == FT_ERR_GROUP_LOST) {
-            printf("group lost at step %" PRId64 ": %s (%s)\n", step,
-                       FT_Error_string(FT_ERR_GROUP_LOST),
-                       arc == FT_ERR_GROUP_LOST ? "allreduce" : "commit");
-            lost = 1;
-            break;
-        }
-        if (crc != FT_SUCCESS) {
-            committed = 0;
-            if (qrc == FT_SUCCESS && arc == FT_SUCCESS)
-                where = "commit";
-        }
-
-        if (committed) {
-            for (long j = 0; j <= F; j++)
-                w[j] -= (float)o.lr * g[j];
-            commits_here++;
-            int64_t now = FT_Step();
-            if (rank == 0 && (now % o.print_every == 0 || now == o.steps))
-                printf("step %" PRId64 " loss %.6f quorum %" PRId64 " participants %d\n", now,
-                       (double)g[F + 1], ftmpi_quorum_id(), participants);
-        } else {
-            int err = qrc != FT_SUCCESS ? qrc : arc != FT_SUCCESS ? arc : crc;
-            if (rank == 0)
-                printf("step %" PRId64 " failed: %s (%s)\n", step,
-                       err != FT_SUCCESS ? FT_Error_string(err) : "not committed", where);
-            /* a quorum that fails at once (lighthouse down) must not spin */
-            if (qrc != FT_SUCCESS) {
-                quorum_failures++;
-                sleep_ms(quorum_failures < 10 ? 50 * quorum_failures : 500);
-            }
-        }
+/* FT_Quorum and this group's place in it.  1 when the group is lost. */
+static int step_quorum(struct app *a, struct step *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->participants = 1;
+    s->where = "quorum";
+    s->qrc = FT_Quorum(0);
+    if (s->qrc == FT_SUCCESS) {
+        a->quorum_failures = 0;
+        if (FT_Comm_size(FT_COMM_REPLICAS, &s->participants) != FT_SUCCESS || s->participants < 1)
+            s->participants = 1;
+        if (FT_Comm_rank(FT_COMM_REPLICAS, &s->replica_rank) != FT_SUCCESS || s->replica_rank < 0)
+            s->replica_rank = 0;
     }
+    s->step = FT_Step();
+    if (s->qrc == FT_ERR_GROUP_LOST) {
+        printf("group lost at step %" PRId64 ": %s (quorum)\n", s->step, FT_Error_string(s->qrc));
+        return 1;
+    }
+    return 0;
+}
 
-    double final = eval_loss(&d, w, o.eval);
-    size_t bytes = ((size_t)F + 1) * sizeof(float);
-    if (rank == 0) {
-        printf("final loss %.6f\n", final);
-        printf("steps committed %" PRId64 " (here %ld, attempts %ld)\n", FT_Step(), commits_here,
-               attempts);
+/* The mean gradient and loss of this rank's samples of the group's batch,
+ * in a->g (a spare computes none: its contribution does not count). */
+static void compute_gradient(struct app *a, const struct step *s)
+{
+    const long F = a->F, batch = a->o.batch;
+    long lo, hi;
+    my_part(batch, a->nranks, a->rank, &lo, &hi);
+    if (s->replica_rank >= s->participants)
+        hi = lo;
+    long base = (long)((s->step * s->participants + s->replica_rank) % a->o.samples) * batch;
+    memset(a->g, 0, (size_t)a->n * sizeof(float));
+    for (long i = lo; i < hi; i++) {
+        long k = (base + i) % a->o.samples;
+        int y;
+        double z = sample_logit(&a->d, a->w, k, &y);
+        sample_axpy(&a->d, a->g, k, (float)((sigmoid(z) - y) / (double)batch));
+        a->g[F + 1] += (float)(logistic_loss(z, y) / (double)batch);
+    }
+}
+
+/* The gradient summed in the group (on its own communicator), then
+ * averaged across the groups (may fail: then the step does not commit).
+ * 1 when the group is lost. */
+static int step_reduce(struct app *a, struct step *s)
+{
+    if (a->o.sleep_ms > 0)
+        sleep_ms(a->o.sleep_ms);
+    if (s->step == a->o.die_at_step && a->world_rank == a->o.die_rank && !a->o.die_in_commit)
+        die_now(a->world_rank, s->step, "compute");
+    if (a->nranks > 1 && group_sum(a->group, a->g, a->n, a->o.group_timeout_ms) != 0) {
+        printf("group lost at step %" PRId64 ": the in-group sum did not complete in "
+               "%ld ms (rank %d)\n",
+               s->step, a->o.group_timeout_ms, a->rank);
+        a->g_busy = 1;
+        return 1;
+    }
+    s->arc = FT_Allreduce(MPI_IN_PLACE, a->g, a->n, MPI_FLOAT, FT_AVG, FT_COMM_REPLICAS);
+    if (s->qrc == FT_SUCCESS && s->arc != FT_SUCCESS)
+        s->where = "allreduce";
+    return 0;
+}
+
+/* The group's vote.  1 when the group is lost. */
+static int step_commit(struct app *a, struct step *s)
+{
+    if (s->step == a->o.die_at_step && a->world_rank == a->o.die_rank && a->o.die_in_commit)
+        die_now(a->world_rank, s->step, "commit");
+    s->crc = FT_Commit(&s->committed);
+    if (s->arc == FT_ERR_GROUP_LOST || s->crc == FT_ERR_GROUP_LOST) {
+        printf("group lost at step %" PRId64 ": %s (%s)\n", s->step,
+               FT_Error_string(FT_ERR_GROUP_LOST),
+               s->arc == FT_ERR_GROUP_LOST ? "allreduce" : "commit");
+        return 1;
+    }
+    if (s->crc != FT_SUCCESS) {
+        s->committed = 0;
+        if (s->qrc == FT_SUCCESS && s->arc == FT_SUCCESS)
+            s->where = "commit";
+    }
+    return 0;
+}
+
+/* A committed step updates the parameters and may print its line; a
+ * failed one is reported (and a failed quorum backs off). */
+static void step_finish(struct app *a, const struct step *s)
+{
+    if (s->committed) {
+        for (long j = 0; j <= a->F; j++)
+            a->w[j] -= (float)a->step_size * a->g[j];
+        a->commits_here++;
+        int64_t now = FT_Step();
+        if (a->rank == 0 && (now % a->o.print_every == 0 || now == a->o.steps))
+            printf("step %" PRId64 " loss %.6f quorum %" PRId64 " participants %d\n", now,
+                   (double)a->g[a->F + 1], ftmpi_quorum_id(), s->participants);
+        return;
+    }
+    int err = s->qrc != FT_SUCCESS ? s->qrc : s->arc != FT_SUCCESS ? s->arc : s->crc;
+    if (a->rank == 0)
+        printf("step %" PRId64 " failed: %s (%s)\n", s->step,
+               err != FT_SUCCESS ? FT_Error_string(err) : "not committed", s->where);
+    /* a quorum that fails at once (lighthouse down) must not spin */
+    if (s->qrc != FT_SUCCESS) {
+        a->quorum_failures++;
+        sleep_ms(a->quorum_failures < 10 ? 50 * a->quorum_failures : 500);
+    }
+}
+
+/* One attempt at a step.  0, or 1 when the group lost a rank (leave). */
+static int train_step(struct app *a)
+{
+    struct step s;
+    a->attempts++;
+    if (step_quorum(a, &s) != 0)
+        return 1;
+    compute_gradient(a, &s);
+    if (step_reduce(a, &s) != 0 || step_commit(a, &s) != 0)
+        return 1;
+    step_finish(a, &s);
+    return 0;
+}
+
+/* The summary (group rank 0) and, on every rank of a group still in the
+ * job, the "final replica=..." line. */
+static void report(const struct app *a)
+{
+    size_t bytes = ((size_t)a->F + 1) * sizeof(float);
+    uint64_t sum = fnv1a64(a->w, bytes);
+    if (a->rank == 0) {
+        printf("final loss %.6f\n", eval_loss(&a->d, a->w, a->o.eval));
+        printf("steps committed %" PRId64 " (here %ld, attempts %ld)\n", FT_Step(), a->commits_here,
+               a->attempts);
         printf("failures survived %d\n", ftmpi_failures_survived());
-        printf("state checksum 0x%016" PRIx64 "\n", fnv1a64(w, bytes));
+        printf("state checksum 0x%016" PRIx64 "\n", sum);
     }
-    if (lost) {
-        fprintf(stderr, "ft_sgd: rank %d of group %s leaves: the group lost a rank\n", rank,
-                replica_id);
+    if (!a->lost)
+        printf("final replica=%s rank=%d step=%" PRId64 " checksum=0x%016" PRIx64 "\n",
+               a->replica_id, a->rank, FT_Step(), sum);
+}
+
+/* --dump: FILE (FILE.<replica id> in mode B), ".g" added for group rank
+ * g > 0.  0 or -1. */
+static int dump(const struct app *a)
+{
+    char path[PATH_LEN];
+    const char *file = a->o.dump, *id = a->replica_id;
+    int len;
+    if (a->mode_b)
+        len = a->rank == 0 ? snprintf(path, sizeof(path), "%s.%s", file, id)
+                           : snprintf(path, sizeof(path), "%s.%s.%d", file, id, a->rank);
+    else
+        len = a->rank == 0 ? snprintf(path, sizeof(path), "%s", file)
+                           : snprintf(path, sizeof(path), "%s.%d", file, a->rank);
+    if (len < 0 || (size_t)len >= sizeof(path))
+        return -1;
+    return dump_state(path, a->w, ((size_t)a->F + 1) * sizeof(float));
+}
+
+/* The exit status (see the top of the file); writes --dump. */
+static int finish(const struct app *a)
+{
+    int exit_code = 0;
+    if (a->lost) {
+        fprintf(stderr, "ft_sgd: rank %d of group %s leaves: the group lost a rank\n", a->rank,
+                a->replica_id);
         exit_code = 4;
-    } else if (FT_Step() < o.steps) {
-        fprintf(stderr, "ft_sgd: rank %d gave up after %ld attempts at step %" PRId64 "\n", rank,
-                attempts, FT_Step());
+    } else if (FT_Step() < a->o.steps) {
+        fprintf(stderr, "ft_sgd: rank %d gave up after %ld attempts at step %" PRId64 "\n", a->rank,
+                a->attempts, FT_Step());
         exit_code = 3;
     }
-    if (o.dump != NULL && !lost) {
-        char path[4096];
-        int len;
-        if (mode_b)
-            len = rank == 0 ? snprintf(path, sizeof(path), "%s.%s", o.dump, replica_id)
-                            : snprintf(path, sizeof(path), "%s.%s.%d", o.dump, replica_id, rank);
-        else
-            len = rank == 0 ? snprintf(path, sizeof(path), "%s", o.dump)
-                            : snprintf(path, sizeof(path), "%s.%d", o.dump, rank);
-        if (len < 0 || (size_t)len >= sizeof(path) || dump_state(path, w, bytes) != 0)
-            exit_code = 1;
-    }
-
-    /* also after a lost group: FT_Finalize makes no MPI call on it, and
-     * MPI_Finalize returns once the other ranks finalize too */
-    FT_Finalize();
-    data_free(&d);
-    free(w);
-    if (!g_busy)
-        free(g); /* else MPI may still write it */
-    MPI_Finalize();
+    if (a->o.dump != NULL && !a->lost && dump(a) != 0)
+        exit_code = 1;
     return exit_code;
+}
+
+/* Also after a lost group: FT_Finalize makes no MPI call on it, and
+ * MPI_Finalize returns once the other ranks finalize too. */
+static void app_end(struct app *a)
+{
+    FT_Finalize();
+    data_free(&a->d);
+    free(a->w);
+    if (!a->g_busy)
+        free(a->g); /* else MPI may still write it */
+    MPI_Finalize();
+}
+
+int main(int argc, char **argv)
+{
+    struct app a;
+    int rc = app_start(&a, &argc, &argv);
+    if (rc >= 0)
+        return rc;
+    if (model_init(&a) != 0) {
+        app_end(&a);
+        return 2;
+    }
+    while (FT_Step() < a.o.steps && a.attempts < a.o.max_attempts && !a.lost)
+        a.lost = train_step(&a);
+    report(&a);
+    rc = finish(&a);
+    app_end(&a);
+    return rc;
 }

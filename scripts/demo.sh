@@ -86,6 +86,26 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 now_ms() { date +%s%3N; }
+
+# final_agree N FILE...: the "final replica=ID rank=G step=S checksum=C" lines
+# ft_sgd's ranks print at the end (of each file's last run) are N and all say
+# the same S and C; prints "N ranks at step S, checksum C" or what is wrong.
+final_agree() {
+    local want=$1 f
+    shift
+    for f in "$@"; do
+        awk '/^initial loss/ { n = 0 } /^final replica=/ { l[n++] = $0 }
+            END { for (i = 0; i < n; i++) print l[i] }' "$f" 2>/dev/null
+    done | awk -v want="$want" '
+        { n++; k = $4 " " $5; if (!(k in seen)) { seen[k] = 1; m++; pair = k } }
+        END {
+            gsub(/step=|checksum=/, "", pair)
+            split(pair, a, " ")
+            if (n != want) { printf "%d final lines, want %d\n", n, want; exit 1 }
+            if (m != 1) { printf "ranks disagree (%d different step/checksum pairs)\n", m; exit 1 }
+            printf "%d ranks at step %s, checksum %s\n", n, a[1], a[2]
+        }'
+}
 T0=$(now_ms)
 say() { printf '[%5.1fs] %s\n' "$(awk -v a="$(now_ms)" -v b="$T0" 'BEGIN { print (a - b) / 1000 }')" "$*"; }
 
@@ -207,6 +227,13 @@ if [ "$MODE_B" = 1 ]; then
     done
     first=$(sed -n 's/^initial loss \([^ ]*\).*/\1/p' "$(out_of 0)" | head -n 1)
     echo "  initial loss ${first:-?}"
+    live=()
+    for ((k = 0; k < NG; k++)); do
+        [ $k = "$vgroup" ] && continue
+        for ((r = 0; r < RB; r++)); do live+=("$(out_of $((k * RB + r)))"); done
+    done
+    agree=$(final_agree ${#live[@]} "${live[@]}") || equal=no
+    echo "  every rank of the surviving groups at the end: $agree"
     echo "  mpirun exit status: $([ $status = 0 ] && echo 0 || echo 'non-zero or still running')" \
         "(with --enable-recovery it is 0 whatever the ranks did)"
     echo "  registered state bitwise equal across the surviving groups (and ranks): $equal"
@@ -404,6 +431,10 @@ for g in "${GROUPS_[@]}"; do
     done
     [ -s "$W/$g.dump" ] || equal=no
 done
+files=()
+for g in "${GROUPS_[@]}"; do files+=("$W/$g.out"); done
+agree=$(final_agree $((${#GROUPS_[@]} * NP)) "${files[@]}") || equal=no
+echo "  every rank of every group at the end: $agree"
 echo "  registered state bitwise equal across groups (and ranks): $equal"
 [ $status -eq 0 ] || echo "  some group did not finish cleanly (see $W; DEMO_KEEP=1 keeps it)"
 [ "$equal" = yes ] && [ $status -eq 0 ]

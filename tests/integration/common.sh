@@ -31,6 +31,14 @@
 #   sgd_step FILE              last committed step ft_sgd printed in FILE
 #                              ("step N loss ..."), 0 if none
 #   sgd_failures FILE          last "failures survived N" in FILE, 0 if none
+#   sgd_final_lines FILE       the "final replica=ID rank=G step=S checksum=C"
+#                              lines of FILE's last run (after its last
+#                              "initial loss" line; ft_sgd and e2e_allreduce
+#                              print one per rank at the end)
+#   sgd_final_check N FILE...  the final lines of the FILEs are N, one per
+#                              (ID, G), all with the same S and C; prints
+#                              "N ranks agree: step S, checksum C", or why
+#                              not and returns 1
 
 : "${top_builddir:=.}"
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -170,4 +178,55 @@ sgd_step() {
 sgd_failures() {
     _n=$(sed -n 's/^failures survived \([0-9][0-9]*\).*/\1/p' "$1" | tail -n 1)
     echo "${_n:-0}"
+}
+
+sgd_final_lines() {
+    [ -f "$1" ] || return 0
+    awk '/^initial loss/ { n = 0 } /^final replica=/ { l[n++] = $0 }
+        END { for (i = 0; i < n; i++) print l[i] }' "$1"
+}
+
+sgd_final_check() {
+    _want=$1
+    shift
+    for _f in "$@"; do
+        sgd_final_lines "$_f"
+    done | awk -v want="$_want" '
+        {
+            split("", v)
+            for (i = 2; i <= NF; i++) {
+                split($i, kv, "=")
+                v[kv[1]] = kv[2]
+            }
+            k = v["replica"] " rank " v["rank"]
+            if (v["step"] == "" || v["checksum"] == "") {
+                printf "malformed final line: %s\n", $0
+                bad = 1
+                exit
+            }
+            if (seen[k]++) {
+                printf "replica %s printed two final lines\n", k
+                bad = 1
+                exit
+            }
+            if (n == 0) {
+                step = v["step"]
+                sum = v["checksum"]
+                first = $0
+            } else if (v["step"] != step || v["checksum"] != sum) {
+                printf "ranks disagree: \"%s\" and \"%s\"\n", first, $0
+                bad = 1
+                exit
+            }
+            n++
+        }
+        END {
+            if (bad)
+                exit 1
+            if (n != want) {
+                printf "%d final lines, want %d (one per live rank)\n", n, want
+                exit 1
+            }
+            printf "%d ranks agree: step %s, checksum %s\n", n, step, sum
+        }'
 }

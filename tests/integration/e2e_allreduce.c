@@ -27,7 +27,8 @@
  * with N participants.  A last
  * step checks that MPI_CHAR and MPI_BYTE arithmetic and FT_AVG on an
  * integer type are refused with FT_ERR_UNSUPPORTED.  Exit 0 when every
- * check passed.
+ * check passed.  Every rank ends with the "final replica=..." line of
+ * print_final (the step and a checksum of its registered state).
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -50,6 +51,28 @@ struct type_info {
 };
 
 static int failures, checks;
+
+/* The line every rank prints at the end (as examples/ft_sgd does), so the
+ * tests can check that every rank of every group holds the same step and
+ * registered bytes: "final replica=ID rank=G step=N checksum=0x..." with
+ * G the group rank and the checksum FNV-1a 64 of the registered bytes. */
+static void print_final(const void *state, size_t bytes)
+{
+    char id[128] = "?";
+    int rank = 0;
+    MPI_Comm group;
+    const unsigned char *p = state;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < bytes; i++) {
+        h ^= p[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    ftmpi_replica_id(id, sizeof(id));
+    if (ftmpi_group_comm(&group) == FT_SUCCESS)
+        MPI_Comm_rank(group, &rank);
+    printf("final replica=%s rank=%d step=%" PRId64 " checksum=0x%016" PRIx64 "\n", id, rank,
+           FT_Step(), h);
+}
 
 /* Input of replica rank r (of n) at index i. */
 static double value_d(int op, int r, int n, long i, double c)
@@ -307,6 +330,7 @@ int main(int argc, char **argv)
         report(0, "quorum of the last step", NULL, -1, 0, "FT_Quorum failed");
     }
 
+    print_final(registered, sizeof(registered));
     FT_Finalize();
     if (cmp != MPI_COMM_NULL)
         MPI_Comm_free(&cmp);

@@ -12,6 +12,8 @@
 #     e2e_wait_agents 60 g0 g1       every agent exits 0 within 60 s
 #     e2e_check_states g0 g1         --dump files bitwise equal (cmp)
 #     e2e_check_loss g0 g1           final loss < initial loss
+#     e2e_check_final 2 g0 g1        every rank (2 a group) ends at the same
+#                                    step with the same registered bytes
 #
 # Files of a group ID in $TEST_TMPDIR: ID.out (ft_sgd's stdout, all runs),
 # ID.err (stderr: library log), ID.agent (ftmpi-run --events), ID.events
@@ -217,6 +219,29 @@ e2e_check_states() {
         [ "$_sum" = "$_sum0" ] || e2e_fail "checksums differ: $1 '$_sum0', $_id '$_sum'"
     done
     e2e_log "states bitwise equal across $* ($(wc -c <"$_ref") bytes, $(grep '^state checksum' "$TEST_TMPDIR/$1.out" | tail -n 1))"
+}
+
+# e2e_check_final NP ID...: the last run of each group printed one "final
+# replica=ID rank=G step=S checksum=C" line per rank (G = 0..NP-1), and
+# every rank of every group has the same S and C: the same step and the
+# same registered bytes (ft_sgd, e2e_allreduce).
+e2e_check_final() {
+    _np=$1
+    shift
+    _files=
+    for _id in "$@"; do
+        _f=$TEST_TMPDIR/$_id.out
+        _files="$_files $_f"
+        _g=0
+        while [ $_g -lt "$_np" ]; do
+            _n=$(sgd_final_lines "$_f" | grep -c "^final replica=$_id rank=$_g ")
+            [ "$_n" -eq 1 ] || e2e_fail "group $_id, rank $_g: $_n final lines in its last run, want 1"
+            _g=$((_g + 1))
+        done
+    done
+    # shellcheck disable=SC2086
+    _msg=$(sgd_final_check $(($# * _np)) $_files) || e2e_fail "groups $*: $_msg"
+    e2e_log "final lines of $* ($_np rank(s) each): $_msg"
 }
 
 # e2e_check_loss ID...: the final loss of each group's last run is below the

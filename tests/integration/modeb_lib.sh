@@ -10,6 +10,8 @@
 #     mb_kill W                        SIGKILL to world rank W (MB_KILL_MS: when)
 #     mb_wait_line W PATTERN SECS      until W's stdout has a line matching PATTERN
 #     mb_wait_end SECS                 mpirun ends within SECS; MB_RC = its status
+#     mb_check_final W...              world ranks W (every live rank) end at the
+#                                      same step with the same registered bytes
 #
 # Every rank's stdout and stderr are files (mpirun --output-filename):
 # mb_out W, mb_err W.  The mpirun leads its own session, killed at exit
@@ -140,3 +142,17 @@ mb_check_states() {
 }
 
 mb_failures() { sgd_failures "$(mb_out "$1")"; }
+
+# mb_check_final W...: each world rank W printed one "final replica=ID
+# rank=G step=S checksum=C" line, no other rank printed one (a lost group's
+# ranks leave without), and all have the same S and C: every live rank of
+# every group holds the same step and the same registered bytes.
+mb_check_final() {
+    for _w in "$@"; do
+        _n=$(sgd_final_lines "$(mb_out "$_w")" | grep -c '^final replica=')
+        [ "$_n" -eq 1 ] || mb_fail "world rank $_w: $_n final lines, want 1"
+    done
+    _msg=$(sgd_final_check $# "$TEST_TMPDIR"/out/1/rank.*/stdout) ||
+        mb_fail "world ranks $*: $_msg"
+    mb_log "final lines of world ranks $*: $_msg"
+}

@@ -29,6 +29,8 @@ run_set() {
         grep -q '^PASS' "$TEST_TMPDIR/$id.out" || e2e_fail "group $id: no PASS line"
         e2e_log "$id: $(tail -n 1 "$TEST_TMPDIR/$id.out")"
     done
+    # shellcheck disable=SC2086
+    e2e_check_final 1 $ids
     kill -KILL "$E2E_LH_PID" 2>/dev/null
 }
 

@@ -46,6 +46,7 @@ e2e_wait_restart g0 2 20
 e2e_wait_agents 120 g0 g1 g2
 e2e_check_states g0 g1 g2
 e2e_check_loss g0 g1 g2
+e2e_check_final 1 g0 g1 g2
 
 # g2's heals: the one from g0 failed, a later one succeeded from another source
 ev=$TEST_TMPDIR/g2.events

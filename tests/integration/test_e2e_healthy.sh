@@ -13,6 +13,7 @@ done
 e2e_wait_agents 60 g0 g1 g2
 e2e_check_states g0 g1 g2
 e2e_check_loss g0 g1 g2
+e2e_check_final 1 g0 g1 g2
 for g in g0 g1 g2; do
     [ "$(e2e_starts $g)" -eq 1 ] || e2e_fail "group $g was restarted"
     grep -q '^steps committed 60 ' "$TEST_TMPDIR/$g.out" || e2e_fail "group $g did not commit 60 steps"

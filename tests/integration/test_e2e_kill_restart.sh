@@ -22,6 +22,7 @@ e2e_log "g1 restarted; survivors at step $(e2e_step g0)"
 e2e_wait_agents 90 g0 g1 g2
 e2e_check_states g0 g1 g2
 e2e_check_loss g0 g1 g2
+e2e_check_final "$E2E_NP" g0 g1 g2
 
 # g1's second run started from a healed step, not from 0
 first=$(e2e_first_step_of_run g1 2)

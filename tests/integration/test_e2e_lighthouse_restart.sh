@@ -24,6 +24,7 @@ e2e_log "training resumed: g0 at step $(e2e_step g0) (was $still when the lighth
 e2e_wait_agents 90 g0 g1
 e2e_check_states g0 g1
 e2e_check_loss g0 g1
+e2e_check_final 1 g0 g1
 for g in g0 g1; do
     [ "$(e2e_starts $g)" -eq 1 ] || e2e_fail "group $g was restarted: the outage should not kill it"
 done

@@ -14,6 +14,7 @@ e2e_group_start a1 1 --steps 40 --sleep-ms 5 --init-seed 7
 e2e_wait_agents 60 a0 a1
 e2e_check_states a0 a1
 e2e_check_loss a0 a1
+e2e_check_final 1 a0 a1
 for g in a0 a1; do
     grep -q '"event":"heal"' "$TEST_TMPDIR/$g.events" 2>/dev/null &&
         e2e_fail "group $g healed although FTMPI_INIT_SYNC=0 and nothing failed"

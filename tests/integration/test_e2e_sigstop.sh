@@ -24,6 +24,7 @@ cont_at=$(e2e_step g0)
 e2e_wait_agents 90 g0 g1 g2
 e2e_check_states g0 g1 g2
 e2e_check_loss g0 g1 g2
+e2e_check_final 1 g0 g1 g2
 [ "$(e2e_starts g2)" -eq 1 ] || e2e_fail "g2 was restarted; it should have rejoined on its own"
 # g2 committed again after SIGCONT, from a healed step beyond where it froze
 after=$(awk -v s="$stopped_at" '/^step [0-9]+ loss/ && $2 > s { print $2; exit }' "$TEST_TMPDIR/g2.out")

@@ -18,6 +18,7 @@ e2e_wait_restart g2 2 20
 e2e_wait_agents 90 g0 g1 g2
 e2e_check_states g0 g1 g2
 e2e_check_loss g0 g1 g2
+e2e_check_final 1 g0 g1 g2
 for g in g1 g2; do
     first=$(e2e_first_step_of_run $g 2)
     [ -n "$first" ] && [ "$first" -gt "$killed_at" ] ||

@@ -31,6 +31,8 @@ run() {
         w=$((w + 1))
     done
     grep -q 'every group is done' "$(mb_err $((np - 1)))" || mb_fail "$name: the lighthouse rank did not end"
+    # shellcheck disable=SC2046
+    mb_check_final $(seq 0 $((np - 2)))
     mb_log "$name: $(tail -n 1 "$(mb_out 0)")"
 }
 

@@ -52,6 +52,7 @@ for w in 0 3; do
         mb_fail "world rank $w reports no abandoned MPI request"
 done
 mb_check_states "$TEST_TMPDIR/state" 0 3
+mb_check_final 0 3
 lh=$(mb_err 4)
 grep -q 'group g1 gone' "$lh" || mb_fail "the lighthouse rank did not see g1 go"
 grep -q 'group g2 gone' "$lh" || mb_fail "the lighthouse rank did not see g2 go"

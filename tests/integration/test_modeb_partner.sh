@@ -42,6 +42,8 @@ for w in 0 4; do
     [ "$(mb_failures $w)" -ge 1 ] || mb_fail "world rank $w reports no failure survived"
 done
 mb_check_states "$TEST_TMPDIR/state" 0 4
+# every rank of g0 and g2 (world ranks 0 1 4 5), not only the group rank 0s
+mb_check_final 0 1 4 5
 lh=$(mb_err 6)
 grep -Eq 'group g1 (finalized|gone)' "$lh" || mb_fail "the lighthouse rank did not see g1 leave"
 grep -h 'group g1' "$lh"
@@ -72,4 +74,6 @@ for w in 0 2; do
 done
 grep -q 'group g2 finalized' "$(mb_err 6)" || mb_fail "run 2: the lighthouse did not hear from g2's partner"
 grep -q 'this group lost a rank' "$(mb_err 5)" || mb_fail "run 2: the library of world rank 5 did not notice"
+# g0 and g1 (world ranks 0-3) end equal; g2's ranks print no final line
+mb_check_final 0 1 2 3
 echo "PASS ($TEST_NAME)"

@@ -40,4 +40,5 @@ grep -q 'quorum [0-9]*: 3 groups (2 participate), replica rank 2 (spare)' "$e3" 
     mb_fail "g3 is not a spare after the failure"
 grep -h 'groups (2 participate)' "$e2" | sed 's/^\[[^]]*\] //' | uniq
 mb_check_states "$TEST_TMPDIR/state" 0 2 3
+mb_check_final 0 2 3
 echo "PASS ($TEST_NAME)"
