@@ -172,8 +172,6 @@ static void mpi_destroy(fti_comm_h c)
     free(m);
 }
 
-static const struct fti_comm_ops mpi_ops = {"mpi", mpi_allreduce, mpi_destroy};
-
 int fti_mpi_ctx_create(MPI_Comm world, fti_mpi_ctx_h *ctx_p)
 {
     struct fti_mpi_ctx *x = calloc(1, sizeof(*x));
@@ -321,10 +319,25 @@ int fti_mpi_slice_create(fti_mpi_ctx_h x, const int *world_ranks, int n, int ind
         FTI_DEBUG("mpi backend: slice of quorum %lld over %d ranks (tag %d) in %lld ms",
                   (long long)quorum_id, n, tag, (long long)(fti_now_ms() - t0));
     }
-    m->base.ops = &mpi_ops;
+    m->base.ops = &fti_backend_mpi;
     m->base.rank = index;
     m->base.size = n;
     m->comm = comm;
     *comm_p = &m->base;
     return FT_SUCCESS;
 }
+
+static int mpi_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_comm_h *comm_p)
+{
+    return fti_mpi_slice_create(r->world_ctx, r->world_ranks, r->size, r->replica_rank,
+                                r->quorum_id, deadline_ms, comm_p);
+}
+
+/* The table entry (comm.h): the slice over the members' world ranks. */
+const struct fti_comm_backend fti_backend_mpi = {
+    .name = "mpi",
+    .needs = FTI_COMM_NEEDS_WORLD,
+    .create = mpi_create,
+    .allreduce = mpi_allreduce,
+    .destroy = mpi_destroy,
+};

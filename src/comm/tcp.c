@@ -25,7 +25,7 @@
  * the communicator is dead: later allreduces return FT_ERR_ABORTED.  The
  * contents of buf are then unspecified.
  */
-#include "comm.h"
+#include "tcp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,6 +42,7 @@
 #include "log.h"
 #include "net.h"
 #include "ring.h"
+#include "slice.h"
 #include "util.h"
 
 #define TCP_MAGIC 0x46544d52u /* "FTMR" */
@@ -401,15 +402,19 @@ static void tcp_destroy(fti_comm_h c)
     free(tc);
 }
 
-static const struct fti_comm_ops tcp_ops = {
+/* The table entry (comm.h): the ring is built through the quorum's store
+ * (slice.c). */
+const struct fti_comm_backend fti_backend_tcp = {
     .name = "tcp",
+    .needs = FTI_COMM_NEEDS_STORE,
+    .create = fti_slice_create,
     .allreduce = tcp_allreduce,
     .destroy = tcp_destroy,
 };
 
 void fti_tcp_set_small_max(fti_comm_h c, size_t small_max)
 {
-    if (c && c->ops == &tcp_ops)
+    if (c && c->ops == &fti_backend_tcp)
         ((struct tcp_comm *)c)->small_max = small_max;
 }
 
@@ -601,7 +606,7 @@ int fti_tcp_ring_create(fti_tcp_listener_h l, int rank, int size, const char *ne
     struct tcp_comm *tc = calloc(1, sizeof(*tc));
     if (tc == NULL)
         return FT_ERR_NO_MEMORY;
-    tc->base.ops = &tcp_ops;
+    tc->base.ops = &fti_backend_tcp;
     tc->base.rank = rank;
     tc->base.size = size;
     tc->next_fd = tc->prev_fd = -1;
