@@ -1,6 +1,8 @@
 /*
  * test_group.c - the group's operations (src/group.c) on 3 real MPI ranks:
- * gather, broadcast and AND give the right values, and after a rank gave
+ * gather, broadcast and AND give the right values (M1: the group's commit
+ * decision is the AND of its ranks' votes, fti_group_and, the call
+ * FT_Commit makes), and after a rank gave
  * up on an operation at its deadline the next operations still match
  * (no stale message is taken for a later one, collectives stay in order).
  *
@@ -78,11 +80,17 @@ int main(int argc, char **argv)
     CHECK(fti_group_bcast(g, 0, NULL, 0, &st, &buf, &len, in_ms(5000)) == FT_SUCCESS &&
               st == 0 && len == 0 && buf == NULL,
           "empty bcast");
+    /* M1: the commit decision is the AND of the votes, whichever rank
+     * votes no */
     int all = -1;
-    CHECK(fti_group_and(g, 1, &all, in_ms(5000)) == FT_SUCCESS && all == 1, "and of 1s: %d",
+    CHECK(fti_group_and(g, 1, &all, in_ms(5000)) == FT_SUCCESS && all == 1, "M1: and of 1s: %d",
           all);
     CHECK(fti_group_and(g, rank != 2, &all, in_ms(5000)) == FT_SUCCESS && all == 0,
-          "and with a 0: %d", all);
+          "M1: and with the last rank's 0: %d", all);
+    CHECK(fti_group_and(g, rank != 0, &all, in_ms(5000)) == FT_SUCCESS && all == 0,
+          "M1: and with the first rank's 0: %d", all);
+    CHECK(fti_group_and(g, 0, &all, in_ms(5000)) == FT_SUCCESS && all == 0, "M1: and of 0s: %d",
+          all);
 
     /* 2. rank 2 is late for a gather: the root gives up; rank 2's message
      * arrives after that and must not count for the next gather */
