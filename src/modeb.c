@@ -87,7 +87,10 @@ int fti_mode_group_failure(bool mode_b, int rc)
     return mode_b ? FT_ERR_GROUP_LOST : rc;
 }
 
-int fti_modeb_check_size(int group_size, int world_size, char *err, size_t errlen)
+/* Whether a world of world_size ranks fits groups of group_size plus one
+ * lighthouse rank; if not, writes a message naming FTMPI_GROUP_SIZE and the
+ * world size into err. */
+static int fti_modeb_check_size(int group_size, int world_size, char *err, size_t errlen)
 {
     if (group_size >= 1 && world_size >= group_size + 1 && (world_size - 1) % group_size == 0)
         return FT_SUCCESS;

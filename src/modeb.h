@@ -61,11 +61,6 @@ int fti_mode_resolve(const fti_config_t *cfg, bool *mode_b_p,
  * step layer then leaves, see ft.c).  Pure. */
 int fti_mode_group_failure(bool mode_b, int rc);
 
-/* Whether a world of world_size ranks fits groups of group_size plus one
- * lighthouse rank; if not, writes a message naming FTMPI_GROUP_SIZE and the
- * world size into err.  Pure. */
-int fti_modeb_check_size(int group_size, int world_size, char *err, size_t errlen);
-
 /* The replica id of group k of n: "g<k>", zero-padded to the width of
  * n - 1 so ids sort by k; "<prefix>-g<k>" with a prefix (FTMPI_REPLICA_ID).
  * Pure. */

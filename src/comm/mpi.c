@@ -37,7 +37,8 @@ void fti_mpi_abandoned(uint64_t *requests_p, uint64_t *bytes_p)
     *bytes_p = abandoned_bytes;
 }
 
-MPI_Datatype fti_mpi_dtype(enum fti_dtype dt)
+/* MPI datatype / op of an internal dtype / op (AVG maps to MPI_SUM). */
+static MPI_Datatype fti_mpi_dtype(enum fti_dtype dt)
 {
     switch (dt) {
     case FTI_DT_FLOAT: return MPI_FLOAT;
@@ -51,7 +52,7 @@ MPI_Datatype fti_mpi_dtype(enum fti_dtype dt)
     }
 }
 
-MPI_Op fti_mpi_op(enum fti_op op)
+static MPI_Op fti_mpi_op(enum fti_op op)
 {
     switch (op) {
     case FTI_OP_SUM: case FTI_OP_AVG: return MPI_SUM;
@@ -209,7 +210,11 @@ void fti_mpi_ctx_destroy(fti_mpi_ctx_h x)
     free(x);
 }
 
-int fti_mpi_quorum_tag(int64_t quorum_id, int tag_ub)
+/* The tag of quorum quorum_id (>= 0): 1 + quorum_id mod tag_ub, in
+ * [1, tag_ub] (tag_ub = MPI_TAG_UB, at least 32767).  Quorum ids of the
+ * lighthouse start at the wall clock in ms, so this keeps consecutive
+ * quorums apart with any tag_ub. */
+static int fti_mpi_quorum_tag(int64_t quorum_id, int tag_ub)
 {
     if (tag_ub < 1)
         tag_ub = 32767;

@@ -35,13 +35,8 @@ int fti_mpi_ctx_create(MPI_Comm world, fti_mpi_ctx_h *ctx_p);
 /* Frees the duplicates (a local operation in MPI); NULL-safe. */
 void fti_mpi_ctx_destroy(fti_mpi_ctx_h ctx);
 
-/* The tag of quorum quorum_id (>= 0): 1 + quorum_id mod tag_ub, in
- * [1, tag_ub] (tag_ub = MPI_TAG_UB, at least 32767).  Quorum ids of the
- * lighthouse start at the wall clock in ms, so this keeps consecutive
- * quorums apart with any tag_ub. */
-int fti_mpi_quorum_tag(int64_t quorum_id, int tag_ub);
-
-/* Builds the slice over world_ranks[0..n-1] (this rank is
+/* Builds the slice over world_ranks[0..n-1] (the create of
+ * fti_backend_mpi, comm.h) (this rank is
  * world_ranks[index]) before deadline_ms: the token exchange, then
  * MPI_Comm_create_group.  FT_ERR_TIMEOUT when some member did not show up
  * in time.  Release with fti_comm_destroy. */
@@ -50,9 +45,5 @@ int fti_mpi_slice_create(fti_mpi_ctx_h ctx, const int *world_ranks, int n, int i
 
 /* Requests abandoned at a deadline since the start (and bytes kept alive). */
 void fti_mpi_abandoned(uint64_t *requests_p, uint64_t *bytes_p);
-
-/* MPI datatype / op of an internal dtype / op (AVG maps to MPI_SUM). */
-MPI_Datatype fti_mpi_dtype(enum fti_dtype dt);
-MPI_Op fti_mpi_op(enum fti_op op);
 
 #endif

@@ -147,8 +147,11 @@ void fti_manager_destroy(fti_manager_h m)
     free(m);
 }
 
-int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, bool compact,
-                       bool init_sync, int timeout_ms, Ftmpi__LighthouseQuorumResponse **resp_p)
+/* Asks for the quorum with `me` as this group's member (see
+ * fti_manager_round); compact, init_sync: see fti_lighthouse_quorum_resp. */
+static int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, bool compact,
+                              bool init_sync, int timeout_ms,
+                              Ftmpi__LighthouseQuorumResponse **resp_p)
 {
     int64_t deadline = fti_now_ms() + timeout_ms;
     int rc, tries = 0;

@@ -36,14 +36,6 @@ void fti_manager_destroy(fti_manager_h m);
  * first call does it; later calls return its result. */
 int fti_manager_leave(fti_manager_h m, int timeout_ms);
 
-/* Asks for the quorum of the next step with `me` as this group's member,
- * waiting up to timeout_ms.  A lighthouse that cannot be reached is asked
- * again until the time is up (it may be restarting).  compact, init_sync:
- * see fti_lighthouse_quorum_resp.  On success *resp_p is set (it has a
- * quorum); free it with ftmpi__lighthouse_quorum_response__free_unpacked. */
-int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, bool compact,
-                       bool init_sync, int timeout_ms, Ftmpi__LighthouseQuorumResponse **resp_p);
-
 /* ---- the quorum round of group rank 0 ------------------------------------ */
 
 /* What each rank of the group tells its manager before a quorum.  The step
@@ -67,7 +59,9 @@ typedef struct fti_manager_round {
 
 /* The manager's round: folds the group's asks (asks[0..n-1]: the lowest
  * step, shrink-only when any rank asked it), asks the lighthouse with this
- * group as one member (fti_manager_quorum) and packs the response into
+ * group as one member, waiting up to r->timeout_ms (a lighthouse that
+ * cannot be reached is asked again until the time is up: it may be
+ * restarting), and packs the response (it has a quorum) into
  * *buf_p (free with free()), *len_p bytes, for the group's broadcast.
  * FT_ERR_KILLED when a MANAGER_KILL reached the group before or during the
  * wait.  Touches no MPI. */
