@@ -42,7 +42,55 @@ static void finalize_without_fence(void)
 /* A group is gone after this many heartbeat timeouts without one. */
 #define MODEB_GONE_FACTOR 2
 
-int fti_modeb_check_size(int group_size, int world_size, char *err, size_t errlen)
+/* The backend FTMPI_BACKEND names ("auto" included), as the settings
+ * table spells it. */
+static void backend_setting(const fti_config_t *cfg, char *buf, size_t len)
+{
+    snprintf(buf, len, "auto");
+    for (const fti_config_field_t *f = fti_config_table; f->name != NULL; f++) {
+        if (strcmp(f->name, "FTMPI_BACKEND") == 0)
+            fti_config_format(cfg, f, buf, len);
+    }
+}
+
+int fti_mode_resolve(const fti_config_t *cfg, bool *mode_b_p,
+                     const struct fti_comm_backend **backend_p)
+{
+    bool mode_b = cfg->lighthouse[0] == '\0' && cfg->group_size > 0;
+    if (cfg->lighthouse[0] == '\0' && !mode_b) {
+        FTI_ERROR("FTMPI_LIGHTHOUSE is not set: mode A needs the lighthouse address host:port "
+                  "(mode B, one mpirun with a lighthouse rank, needs FTMPI_GROUP_SIZE instead)");
+        return FT_ERR_CONFIG;
+    }
+    char name[32];
+    backend_setting(cfg, name, sizeof(name));
+    if (strcmp(name, "auto") == 0)
+        snprintf(name, sizeof(name), "%s", mode_b ? "mpi" : "tcp");
+    const struct fti_comm_backend *b = fti_comm_backend_find(name);
+    if (b == NULL) {
+        FTI_ERROR("FTMPI_BACKEND=%s: no such backend in this build", name);
+        return FT_ERR_CONFIG;
+    }
+    if (!mode_b && (b->needs & FTI_COMM_NEEDS_WORLD)) {
+        FTI_ERROR("FTMPI_BACKEND=%s needs mode B (one job: FTMPI_GROUP_SIZE set, "
+                  "FTMPI_LIGHTHOUSE empty); mode A uses tcp",
+                  b->name);
+        return FT_ERR_CONFIG;
+    }
+    *mode_b_p = mode_b;
+    *backend_p = b;
+    return FT_SUCCESS;
+}
+
+int fti_mode_group_failure(bool mode_b, int rc)
+{
+    return mode_b ? FT_ERR_GROUP_LOST : rc;
+}
+
+/* Whether a world of world_size ranks fits groups of group_size plus one
+ * lighthouse rank; if not, writes a message naming FTMPI_GROUP_SIZE and the
+ * world size into err. */
+static int fti_modeb_check_size(int group_size, int world_size, char *err, size_t errlen)
 {
     if (group_size >= 1 && world_size >= group_size + 1 && (world_size - 1) % group_size == 0)
         return FT_SUCCESS;
@@ -77,7 +125,7 @@ struct serve {
     struct event_base *base;
     fti_lighthouse_h lh;
     int n;
-    char (*ids)[64];
+    char (*ids)[FTI_REPLICA_ID_SIZE];
     int *state;             /* GROUP_* */
     int64_t start_ms;
     int64_t gone_after_ms;  /* silent this long: gone */
@@ -219,7 +267,7 @@ static int lighthouse_start(const fti_config_t *cfg, int n_groups, struct event_
 /* What the lighthouse rank broadcasts. */
 struct lh_hello {
     int32_t status;
-    char addr[128];
+    char addr[FTI_ADDRESS_SIZE];
 };
 
 int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb)

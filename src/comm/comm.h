@@ -1,10 +1,22 @@
 /*
- * comm.h - the data-plane interface (DESIGN section 5): one struct of
- * function pointers per backend.  A slice communicator connects the ranks
- * with the same group rank across the groups of one quorum.
+ * comm.h - the data-plane interface (DESIGN section 5): the backend table.
+ * A slice communicator connects the ranks with the same group rank across
+ * the groups of one quorum; a backend builds one from what its rendezvous
+ * needs, reduces over it and destroys it.
+ *
+ * The table: FTI_BACKENDS below lists the backends; backend `x` is the
+ * entry fti_backend_x, defined in src/comm/x.c.  Adding a backend is one
+ * X(x) line here and that one file (and its line in src/comm/Makefile.inc);
+ * the step (src/ft.c) picks an entry by name (FTMPI_BACKEND) and never
+ * branches on a backend.  The table itself (fti_comm_backend_find,
+ * backends.c) is built into libfti_comm_mpi.la, beside the mpi backend it
+ * names, so that libfti_comm.la stays free of MPI: an MPI-free program (the
+ * baby runner) links libfti_comm.la and uses an entry such as
+ * fti_backend_tcp directly.
  *
  * Errors: any failure (peer closed, deadline passed) returns an FT_ERR_*
- * code; after one the communicator is dead and only destroy may be called.
+ * code, logged once by the backend where it was seen; after one the
+ * communicator is dead and only destroy may be called.
  * Threads: one thread at a time per communicator.
  */
 #ifndef FTI_COMM_H
@@ -17,19 +29,78 @@
 
 typedef struct fti_comm *fti_comm_h;
 
-struct fti_comm_ops {
-    const char *name;
-    /* allreduce in place on buf (count elements of dtype) */
+/* What a backend's rendezvous needs (fti_comm_backend.needs). */
+enum fti_comm_need {
+    /* The quorum's store: every rank publishes a listener address there
+     * (store_address, bind_host, connect_timeout_ms); the manager drops a
+     * quorum's keys once a newer quorum's slice is built. */
+    FTI_COMM_NEEDS_STORE = 1u << 0,
+    /* The members' world ranks (world_ranks, world_ctx): one MPI job
+     * (mode B), with every member's data in the quorum (no compact
+     * lighthouse replies). */
+    FTI_COMM_NEEDS_WORLD = 1u << 1,
+};
+
+/* Everything a rendezvous may use; the fields a backend's needs do not
+ * name may be left zero. */
+typedef struct fti_comm_rendezvous {
+    int64_t quorum_id;
+    int group_rank;
+    int replica_rank;          /* this group's index among the participants */
+    int size;                  /* participants */
+    size_t chunk_bytes;        /* pipeline chunk; 0 = the backend's default */
+    /* FTI_COMM_NEEDS_STORE */
+    const char *store_address; /* host:port of the quorum's store (size > 1) */
+    const char *bind_host;
+    int connect_timeout_ms;
+    /* FTI_COMM_NEEDS_WORLD */
+    const int *world_ranks;    /* size entries, replica-rank order */
+    void *world_ctx;           /* the backend's job-wide context (mpi: fti_mpi_ctx_h) */
+} fti_comm_rendezvous_t;
+
+/* One entry of the table. */
+struct fti_comm_backend {
+    const char *name; /* FTMPI_BACKEND */
+    unsigned needs;   /* enum fti_comm_need */
+    /* Builds this rank's slice before deadline_ms.  Release with destroy. */
+    int (*create)(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_comm_h *comm_p);
+    /* Allreduce in place on buf (count elements of dtype). */
     int (*allreduce)(fti_comm_h comm, void *buf, size_t count, enum fti_dtype dtype,
                      enum fti_op op, int64_t deadline_ms);
     void (*destroy)(fti_comm_h comm);
 };
 
+/* What every backend's communicator starts with. */
 struct fti_comm {
-    const struct fti_comm_ops *ops;
+    const struct fti_comm_backend *ops;
     int rank; /* replica rank in the slice */
     int size; /* participants */
 };
+
+/* The table.  Test-only backends (compiled into tests, never into the
+ * library) are listed under FTI_COMM_TEST_BACKENDS. */
+#ifdef FTI_COMM_TEST_BACKENDS
+#define FTI_TEST_BACKENDS(X) X(loop)
+#else
+#define FTI_TEST_BACKENDS(X)
+#endif
+#define FTI_BACKENDS(X) X(tcp) X(mpi) FTI_TEST_BACKENDS(X)
+
+#define FTI_BACKEND_DECLARE(x) extern const struct fti_comm_backend fti_backend_##x;
+FTI_BACKENDS(FTI_BACKEND_DECLARE)
+#undef FTI_BACKEND_DECLARE
+
+/* The entry named name (case-insensitive), NULL when there is none. */
+const struct fti_comm_backend *fti_comm_backend_find(const char *name);
+
+/* The i-th entry of the table (0-based), NULL past the end. */
+const struct fti_comm_backend *fti_comm_backend_at(int i);
+
+static inline int fti_comm_create(const struct fti_comm_backend *b, const fti_comm_rendezvous_t *r,
+                                  int64_t deadline_ms, fti_comm_h *comm_p)
+{
+    return b->create(r, deadline_ms, comm_p);
+}
 
 static inline int fti_comm_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype dt,
                                      enum fti_op op, int64_t deadline_ms)
@@ -42,32 +113,5 @@ static inline void fti_comm_destroy(fti_comm_h c)
     if (c)
         c->ops->destroy(c);
 }
-
-/* ---- tcp backend (comm/tcp.c) ------------------------------------------ */
-
-/* A listening socket a rank opens before the rendezvous, on bind_host
- * (NULL or "" = 127.0.0.1) and an ephemeral port; its address is
- * "bind_host:port" ("[v6]:port"), so bind a host the peers can reach.
- * Release with fti_tcp_listener_destroy (once the ring is built or
- * abandoned). */
-typedef struct fti_tcp_listener *fti_tcp_listener_h;
-int fti_tcp_listener_create(const char *bind_host, fti_tcp_listener_h *l_p);
-const char *fti_tcp_listener_address(fti_tcp_listener_h l); /* "host:port" */
-void fti_tcp_listener_destroy(fti_tcp_listener_h l);
-
-/* Builds the ring: connects to next_addr (the listener of rank (rank+1)%size)
- * and accepts one connection from rank (rank-1+size)%size on l, before
- * deadline_ms.  size == 1 needs no addresses (allreduce is a no-op copy).
- * chunk_bytes is the pipeline chunk.  Release with fti_comm_destroy. */
-int fti_tcp_ring_create(fti_tcp_listener_h l, int rank, int size, const char *next_addr,
-                        size_t chunk_bytes, int64_t deadline_ms, fti_comm_h *comm_p);
-
-/* Tuning for tests and benchmarks: an allreduce of bytes with
- * bytes * (size-1) <= small_max (default 64 KiB) gathers whole buffers
- * around the ring and reduces them locally in rank order (size-1 hops);
- * larger ones run the ring reduce-scatter + all-gather (2(size-1) hops).
- * 0 sends everything through the ring.  Every rank must use the same value.
- * No-op on a comm that is not tcp. */
-void fti_tcp_set_small_max(fti_comm_h comm, size_t small_max);
 
 #endif

@@ -52,7 +52,9 @@ void fti_mpi_abandoned(uint64_t *requests_p, uint64_t *bytes_p)
     *bytes_p = abandoned_bytes;
 }
 
-MPI_Datatype fti_mpi_dtype(enum fti_dtype dt)
+/* MPI datatype of an internal dtype (the reduction itself runs in
+ * reduce.c, so no MPI op is needed). */
+static MPI_Datatype fti_mpi_dtype(enum fti_dtype dt)
 {
     switch (dt) {
     case FTI_DT_FLOAT: return MPI_FLOAT;
@@ -63,17 +65,6 @@ MPI_Datatype fti_mpi_dtype(enum fti_dtype dt)
     case FTI_DT_INT64: return MPI_INT64_T;
     case FTI_DT_UINT64: return MPI_UINT64_T;
     default: return MPI_DATATYPE_NULL;
-    }
-}
-
-MPI_Op fti_mpi_op(enum fti_op op)
-{
-    switch (op) {
-    case FTI_OP_SUM: case FTI_OP_AVG: return MPI_SUM;
-    case FTI_OP_PROD: return MPI_PROD;
-    case FTI_OP_MAX: return MPI_MAX;
-    case FTI_OP_MIN: return MPI_MIN;
-    default: return MPI_OP_NULL;
     }
 }
 
@@ -324,8 +315,6 @@ static void mpi_destroy(fti_comm_h c)
     free(m);
 }
 
-static const struct fti_comm_ops mpi_ops = {"mpi", mpi_allreduce, mpi_destroy};
-
 int fti_mpi_ctx_create(MPI_Comm world, fti_mpi_ctx_h *ctx_p)
 {
     struct fti_mpi_ctx *x = calloc(1, sizeof(*x));
@@ -378,9 +367,24 @@ int fti_mpi_slice_create(fti_mpi_ctx_h x, const int *world_ranks, int n, int ind
     memcpy(m->ranks, world_ranks, (size_t)n * sizeof(*m->ranks));
     m->x = x;
     m->quorum_id = quorum_id;
-    m->base.ops = &mpi_ops;
+    m->base.ops = &fti_backend_mpi;
     m->base.rank = index;
     m->base.size = n;
     *comm_p = &m->base;
     return FT_SUCCESS;
 }
+
+static int mpi_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_comm_h *comm_p)
+{
+    return fti_mpi_slice_create(r->world_ctx, r->world_ranks, r->size, r->replica_rank,
+                                r->quorum_id, deadline_ms, comm_p);
+}
+
+/* The table entry (comm.h): the slice over the members' world ranks. */
+const struct fti_comm_backend fti_backend_mpi = {
+    .name = "mpi",
+    .needs = FTI_COMM_NEEDS_WORLD,
+    .create = mpi_create,
+    .allreduce = mpi_allreduce,
+    .destroy = mpi_destroy,
+};

@@ -41,17 +41,14 @@ int fti_mpi_ctx_create(MPI_Comm world, fti_mpi_ctx_h *ctx_p);
 /* Frees the duplicate (a local operation in MPI); NULL-safe. */
 void fti_mpi_ctx_destroy(fti_mpi_ctx_h ctx);
 
-/* The slice over world_ranks[0..n-1] (this rank is world_ranks[index]) of
- * quorum quorum_id: a local operation, no message, no wait (deadline_ms is
- * unused).  Release with fti_comm_destroy (no MPI call). */
+/* Builds the slice over world_ranks[0..n-1] (the create of fti_backend_mpi,
+ * comm.h; this rank is world_ranks[index]) of quorum quorum_id: a local
+ * operation, no message, no wait (deadline_ms is unused).  Release with
+ * fti_comm_destroy (no MPI call). */
 int fti_mpi_slice_create(fti_mpi_ctx_h ctx, const int *world_ranks, int n, int index,
                          int64_t quorum_id, int64_t deadline_ms, fti_comm_h *comm_p);
 
 /* Requests abandoned at a deadline since the start (and bytes kept alive). */
 void fti_mpi_abandoned(uint64_t *requests_p, uint64_t *bytes_p);
-
-/* MPI datatype / op of an internal dtype / op (AVG maps to MPI_SUM). */
-MPI_Datatype fti_mpi_dtype(enum fti_dtype dt);
-MPI_Op fti_mpi_op(enum fti_op op);
 
 #endif

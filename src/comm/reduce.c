@@ -15,6 +15,9 @@
  */
 #include "reduce.h"
 
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define FTI_RED_BLOCK 32
@@ -166,4 +169,41 @@ void fti_reduce_scale(void *buf, size_t count, enum fti_dtype dt, int n)
         FTI_SCALE_LOOP(float);
     else if (dt == FTI_DT_DOUBLE)
         FTI_SCALE_LOOP(double);
+}
+
+void fti_reduce_identity(void *buf, size_t count, enum fti_dtype dt, enum fti_op op)
+{
+#define FILL(T, v)                                                                                 \
+    do {                                                                                           \
+        T *p_ = buf;                                                                               \
+        for (size_t i_ = 0; i_ < count; i_++)                                                      \
+            p_[i_] = (v);                                                                          \
+    } while (0)
+    bool sum = op == FTI_OP_SUM || op == FTI_OP_AVG;
+    switch (dt) {
+    case FTI_DT_FLOAT:
+        FILL(float, sum ? -0.0f : op == FTI_OP_PROD ? 1.0f : op == FTI_OP_MAX ? -INFINITY : INFINITY);
+        break;
+    case FTI_DT_DOUBLE:
+        FILL(double, sum ? -0.0 : op == FTI_OP_PROD ? 1.0 : op == FTI_OP_MAX ? -INFINITY : INFINITY);
+        break;
+    case FTI_DT_INT:
+        FILL(int, sum ? 0 : op == FTI_OP_PROD ? 1 : op == FTI_OP_MAX ? INT_MIN : INT_MAX);
+        break;
+    case FTI_DT_LONG:
+        FILL(long, sum ? 0 : op == FTI_OP_PROD ? 1 : op == FTI_OP_MAX ? LONG_MIN : LONG_MAX);
+        break;
+    case FTI_DT_INT32:
+        FILL(int32_t, sum ? 0 : op == FTI_OP_PROD ? 1 : op == FTI_OP_MAX ? INT32_MIN : INT32_MAX);
+        break;
+    case FTI_DT_INT64:
+        FILL(int64_t, sum ? 0 : op == FTI_OP_PROD ? 1 : op == FTI_OP_MAX ? INT64_MIN : INT64_MAX);
+        break;
+    case FTI_DT_UINT64:
+        FILL(uint64_t, sum ? 0 : op == FTI_OP_PROD ? 1 : op == FTI_OP_MAX ? 0 : UINT64_MAX);
+        break;
+    default:
+        break;
+    }
+#undef FILL
 }

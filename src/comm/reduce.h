@@ -24,6 +24,13 @@ void fti_reduce(void *inout, const void *in, size_t count, enum fti_dtype dt, en
 /* buf[i] /= n for floating-point types (end of an AVG). */
 void fti_reduce_scale(void *buf, size_t count, enum fti_dtype dt, int n);
 
+/* Fills buf (count elements of dt) with op's identity element, what a
+ * spare group contributes: -0.0 for floating-point sums (x + -0.0 == x for
+ * every x, -0.0 and +0.0 included), 0 for integer sums, 1 for products, the
+ * lowest value for MAX and the highest for MIN.  An unknown dt writes
+ * nothing. */
+void fti_reduce_identity(void *buf, size_t count, enum fti_dtype dt, enum fti_op op);
+
 /* Is (dt, op) supported? AVG only for FLOAT and DOUBLE. */
 int fti_reduce_supported(enum fti_dtype dt, enum fti_op op);
 

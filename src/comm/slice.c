@@ -10,6 +10,7 @@
 #include "log.h"
 #include "rpc.h"
 #include "store.h"
+#include "tcp.h"
 #include "util.h"
 
 void fti_slice_key(char *buf, size_t len, int64_t quorum_id, int group_rank, int replica_rank)
@@ -82,11 +83,9 @@ int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_
     }
     fti_rpc_client_destroy(store);
     if (rc == FT_SUCCESS) {
+        /* logged by the ring where it failed */
         rc = fti_tcp_ring_create(l, p->replica_rank, p->size, next, p->chunk_bytes, deadline_ms,
                                  comm_p);
-        if (rc != FT_SUCCESS)
-            FTI_WARN("slice: connecting the ring (next %s) failed: %s", next,
-                     FT_Error_string(rc));
     }
     free(next);
     fti_tcp_listener_destroy(l);

@@ -16,23 +16,18 @@
 
 #include "comm/comm.h"
 
-typedef struct fti_slice_params {
-    int64_t quorum_id;
-    int group_rank;
-    int replica_rank;
-    int size;                  /* participants */
-    const char *store_address; /* host:port of the store (size > 1) */
-    const char *bind_host;
-    size_t chunk_bytes;
-    int connect_timeout_ms;
-} fti_slice_params_t;
+/* The rendezvous fields it uses: quorum_id, group_rank, replica_rank, size,
+ * chunk_bytes and (size > 1) store_address, bind_host, connect_timeout_ms. */
+typedef fti_comm_rendezvous_t fti_slice_params_t;
 
 /* Formats the store key of (quorum_id, group_rank, replica_rank) into buf. */
 void fti_slice_key(char *buf, size_t len, int64_t quorum_id, int group_rank, int replica_rank);
 
-/* Builds the slice before deadline_ms.  Release with fti_comm_destroy.
- * Notes p->quorum_id (fti_slice_forget_older), whether the build succeeds
- * or not: this rank's key, and its peers', may be in the store either way. */
+/* Builds the slice before deadline_ms (the create of fti_backend_tcp).
+ * Failures are logged where they are seen (here, the store client or the
+ * tcp ring).  Release with fti_comm_destroy.  Notes p->quorum_id
+ * (fti_slice_forget_older), whether the build succeeds or not: this rank's
+ * key, and its peers', may be in the store either way. */
 int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_h *comm_p);
 
 /* Deletes the keys of quorum quorum_id from the store at store_address. */

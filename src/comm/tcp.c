@@ -25,7 +25,7 @@
  * the communicator is dead: later allreduces return FT_ERR_ABORTED.  The
  * contents of buf are then unspecified.
  */
-#include "comm.h"
+#include "tcp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,6 +42,8 @@
 #include "log.h"
 #include "net.h"
 #include "ring.h"
+#include "sizes.h"
+#include "slice.h"
 #include "util.h"
 
 #define TCP_MAGIC 0x46544d52u /* "FTMR" */
@@ -56,7 +58,7 @@
 
 struct fti_tcp_listener {
     int fd;
-    char addr[160];
+    char addr[FTI_ADDRESS_SIZE];
 };
 
 struct tcp_comm {
@@ -73,7 +75,7 @@ struct tcp_comm {
 
 int fti_tcp_listener_create(const char *bind_host, fti_tcp_listener_h *l_p)
 {
-    char addr[160];
+    char addr[FTI_ADDRESS_SIZE];
     const char *h = (bind_host && *bind_host) ? bind_host : "127.0.0.1";
 
     if (strchr(h, ':') && h[0] != '[')
@@ -172,6 +174,116 @@ static int engine_fail(struct why *w, const char *what, int err, int rc)
     return rc;
 }
 
+/* The engine's streams: the send of step ts, the receive of step tr. */
+struct engine {
+    struct tcp_comm *tc;
+    const struct plan *p;
+    size_t cbytes;
+    struct step ss, rs;
+    int ts, tr;
+    size_t sent, rcvd, done;
+    int out_ready, in_ready;
+};
+
+/* Sends what step ts may send now (up to limit); *progress set on any. */
+static int engine_send(struct engine *e, size_t limit, int *progress, struct why *why)
+{
+    size_t ask = limit - e->sent;
+    ssize_t k = send(e->tc->next_fd, e->ss.src + e->sent, ask, MSG_NOSIGNAL);
+    if (k > 0) {
+        e->sent += (size_t)k;
+        *progress = 1;
+        if ((size_t)k < ask)
+            e->out_ready = 0;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        e->out_ready = 0;
+    } else if (errno == EINTR) {
+        *progress = 1;
+    } else {
+        return engine_fail(why, "send to next", errno, FT_ERR_PROC_FAILED);
+    }
+    return FT_SUCCESS;
+}
+
+/* Receives for step tr (a reducing step chunk by chunk through the
+ * scratch buffer); *progress set on any. */
+static int engine_recv(struct engine *e, int *progress, struct why *why)
+{
+    const struct plan *p = e->p;
+    size_t cstart = 0, cend = e->rs.dst_len, ask;
+    char *dst;
+    if (e->rs.reduce) {
+        cstart = e->rcvd - e->rcvd % e->cbytes;
+        cend = FTI_MIN(e->rs.dst_len, cstart + e->cbytes);
+        dst = e->tc->scratch + (e->rcvd - cstart);
+    } else {
+        dst = e->rs.dst + e->rcvd;
+    }
+    ask = cend - e->rcvd;
+    ssize_t k = recv(e->tc->prev_fd, dst, ask, 0);
+    if (k > 0) {
+        e->rcvd += (size_t)k;
+        *progress = 1;
+        if ((size_t)k < ask)
+            e->in_ready = 0;
+        if (!e->rs.reduce) {
+            e->done = e->rcvd;
+        } else if (e->rcvd == cend) {
+            fti_reduce(e->rs.dst + cstart, e->tc->scratch, (cend - cstart) / p->esize, p->dt,
+                       p->op);
+            e->done = e->rcvd;
+        }
+    } else if (k == 0) {
+        return engine_fail(why, "previous rank closed the connection", 0, FT_ERR_PROC_FAILED);
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        e->in_ready = 0;
+    } else if (errno == EINTR) {
+        *progress = 1;
+    } else {
+        return engine_fail(why, "recv from previous rank", errno, FT_ERR_PROC_FAILED);
+    }
+    return FT_SUCCESS;
+}
+
+/* Both directions blocked: waits until one can move or the deadline.  The
+ * next rank never writes to us, so its socket turning readable while we
+ * still owe it data means it closed or reset. */
+static int engine_wait(struct engine *e, int want_out, int want_in, int64_t deadline_ms,
+                       struct why *why)
+{
+    const int T = e->p->nsteps;
+    struct pollfd pf[2] = {
+        {e->ts < T ? e->tc->next_fd : -1, (short)(POLLIN | (want_out ? POLLOUT : 0)), 0},
+        {want_in ? e->tc->prev_fd : -1, POLLIN, 0},
+    };
+    /* spin briefly first: the peer's bytes are often microseconds away,
+     * and a sleep and wake-up cost more than that.  Yielding lets a peer
+     * that shares our core run meanwhile. */
+    int64_t spin_end = fti_now_us() + TCP_SPIN_US;
+    int k;
+    while ((k = poll(pf, 2, 0)) == 0 && fti_now_us() < spin_end)
+        sched_yield();
+    if (k == 0)
+        k = poll(pf, 2, fti_ms_left(deadline_ms));
+    if (k < 0) {
+        if (errno == EINTR)
+            return FT_SUCCESS;
+        return engine_fail(why, "poll", errno, FT_ERR_SYSTEM);
+    }
+    if (k == 0) {
+        if (fti_ms_left(deadline_ms) == 0)
+            return engine_fail(why, "deadline passed", 0, FT_ERR_TIMEOUT);
+        return FT_SUCCESS;
+    }
+    if (pf[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
+        return engine_fail(why, "next rank closed the connection", 0, FT_ERR_PROC_FAILED);
+    if (pf[0].revents & POLLOUT)
+        e->out_ready = 1;
+    if (pf[1].revents)
+        e->in_ready = 1;
+    return FT_SUCCESS;
+}
+
 /*
  * Runs the steps of p over the ring.  Send and receive streams advance
  * independently; the send of step t >= 1 may only go as far as the bytes of
@@ -181,125 +293,45 @@ static int engine_run(struct tcp_comm *tc, const struct plan *p, size_t cbytes,
                       int64_t deadline_ms, struct why *why)
 {
     const int T = p->nsteps;
-    struct step ss, rs;
-    int ts = 0, tr = 0;
-    size_t sent = 0, rcvd = 0, done = 0;
-    int out_ready = 1, in_ready = 1;
+    struct engine e = {.tc = tc, .p = p, .cbytes = cbytes, .out_ready = 1, .in_ready = 1};
     unsigned iter = 0;
+    int rc = FT_SUCCESS;
 
-    plan_step(p, 0, &ss);
-    rs = ss;
+    plan_step(p, 0, &e.ss);
+    e.rs = e.ss;
     for (;;) {
         /* finish completed (or empty) steps */
-        while (tr < T && rcvd == rs.dst_len) {
-            if (++tr < T)
-                plan_step(p, tr, &rs);
-            rcvd = done = 0;
+        while (e.tr < T && e.rcvd == e.rs.dst_len) {
+            if (++e.tr < T)
+                plan_step(p, e.tr, &e.rs);
+            e.rcvd = e.done = 0;
         }
-        while (ts < T && sent == ss.src_len) {
-            if (++ts < T)
-                plan_step(p, ts, &ss);
-            sent = 0;
+        while (e.ts < T && e.sent == e.ss.src_len) {
+            if (++e.ts < T)
+                plan_step(p, e.ts, &e.ss);
+            e.sent = 0;
         }
-        if (ts == T && tr == T)
+        if (e.ts == T && e.tr == T)
             return FT_SUCCESS;
 
         size_t limit = 0;
-        if (ts < T)
-            limit = (ts == 0 || tr > ts - 1) ? ss.src_len : done;
-        int want_out = ts < T && sent < limit;
-        int want_in = tr < T;
+        if (e.ts < T)
+            limit = (e.ts == 0 || e.tr > e.ts - 1) ? e.ss.src_len : e.done;
+        int want_out = e.ts < T && e.sent < limit;
+        int want_in = e.tr < T;
         int progress = 0;
 
-        if (want_out && out_ready) {
-            size_t ask = limit - sent;
-            ssize_t k = send(tc->next_fd, ss.src + sent, ask, MSG_NOSIGNAL);
-            if (k > 0) {
-                sent += (size_t)k;
-                progress = 1;
-                if ((size_t)k < ask)
-                    out_ready = 0;
-            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                out_ready = 0;
-            } else if (errno == EINTR) {
-                progress = 1;
-            } else {
-                return engine_fail(why, "send to next", errno, FT_ERR_PROC_FAILED);
-            }
-        }
-        if (want_in && in_ready) {
-            size_t cstart = 0, cend = rs.dst_len, ask;
-            char *dst;
-            if (rs.reduce) {
-                cstart = rcvd - rcvd % cbytes;
-                cend = FTI_MIN(rs.dst_len, cstart + cbytes);
-                dst = tc->scratch + (rcvd - cstart);
-            } else {
-                dst = rs.dst + rcvd;
-            }
-            ask = cend - rcvd;
-            ssize_t k = recv(tc->prev_fd, dst, ask, 0);
-            if (k > 0) {
-                rcvd += (size_t)k;
-                progress = 1;
-                if ((size_t)k < ask)
-                    in_ready = 0;
-                if (!rs.reduce) {
-                    done = rcvd;
-                } else if (rcvd == cend) {
-                    fti_reduce(rs.dst + cstart, tc->scratch, (cend - cstart) / p->esize, p->dt,
-                               p->op);
-                    done = rcvd;
-                }
-            } else if (k == 0) {
-                return engine_fail(why, "previous rank closed the connection", 0,
-                                   FT_ERR_PROC_FAILED);
-            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                in_ready = 0;
-            } else if (errno == EINTR) {
-                progress = 1;
-            } else {
-                return engine_fail(why, "recv from previous rank", errno, FT_ERR_PROC_FAILED);
-            }
-        }
+        if (want_out && e.out_ready && (rc = engine_send(&e, limit, &progress, why)) != FT_SUCCESS)
+            return rc;
+        if (want_in && e.in_ready && (rc = engine_recv(&e, &progress, why)) != FT_SUCCESS)
+            return rc;
         if (progress) {
             if (++iter % TCP_DEADLINE_EVERY == 0 && fti_now_ms() >= deadline_ms)
                 return engine_fail(why, "deadline passed", 0, FT_ERR_TIMEOUT);
             continue;
         }
-
-        /* Both directions blocked: wait.  The next rank never writes to us,
-         * so its socket turning readable while we still owe it data means it
-         * closed or reset. */
-        struct pollfd pf[2] = {
-            {ts < T ? tc->next_fd : -1, (short)(POLLIN | (want_out ? POLLOUT : 0)), 0},
-            {want_in ? tc->prev_fd : -1, POLLIN, 0},
-        };
-        /* spin briefly first: the peer's bytes are often microseconds
-         * away, and a sleep and wake-up cost more than that.  Yielding
-         * lets a peer that shares our core run meanwhile. */
-        int64_t spin_end = fti_now_us() + TCP_SPIN_US;
-        int k;
-        while ((k = poll(pf, 2, 0)) == 0 && fti_now_us() < spin_end)
-            sched_yield();
-        if (k == 0)
-            k = poll(pf, 2, fti_ms_left(deadline_ms));
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return engine_fail(why, "poll", errno, FT_ERR_SYSTEM);
-        }
-        if (k == 0) {
-            if (fti_ms_left(deadline_ms) == 0)
-                return engine_fail(why, "deadline passed", 0, FT_ERR_TIMEOUT);
-            continue;
-        }
-        if (pf[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
-            return engine_fail(why, "next rank closed the connection", 0, FT_ERR_PROC_FAILED);
-        if (pf[0].revents & POLLOUT)
-            out_ready = 1;
-        if (pf[1].revents)
-            in_ready = 1;
+        if ((rc = engine_wait(&e, want_out, want_in, deadline_ms, why)) != FT_SUCCESS)
+            return rc;
     }
 }
 
@@ -401,15 +433,19 @@ static void tcp_destroy(fti_comm_h c)
     free(tc);
 }
 
-static const struct fti_comm_ops tcp_ops = {
+/* The table entry (comm.h): the ring is built through the quorum's store
+ * (slice.c). */
+const struct fti_comm_backend fti_backend_tcp = {
     .name = "tcp",
+    .needs = FTI_COMM_NEEDS_STORE,
+    .create = fti_slice_create,
     .allreduce = tcp_allreduce,
     .destroy = tcp_destroy,
 };
 
 void fti_tcp_set_small_max(fti_comm_h c, size_t small_max)
 {
-    if (c && c->ops == &tcp_ops)
+    if (c && c->ops == &fti_backend_tcp)
         ((struct tcp_comm *)c)->small_max = small_max;
 }
 
@@ -601,7 +637,7 @@ int fti_tcp_ring_create(fti_tcp_listener_h l, int rank, int size, const char *ne
     struct tcp_comm *tc = calloc(1, sizeof(*tc));
     if (tc == NULL)
         return FT_ERR_NO_MEMORY;
-    tc->base.ops = &tcp_ops;
+    tc->base.ops = &fti_backend_tcp;
     tc->base.rank = rank;
     tc->base.size = size;
     tc->next_fd = tc->prev_fd = -1;

@@ -3,6 +3,7 @@
 #include "manager.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "ftmpi_errors.h"
 #include "lighthouse_client.h"
 #include "log.h"
+#include "sizes.h"
 #include "util.h"
 
 /* Pause between attempts when the lighthouse cannot be reached. */
@@ -19,7 +21,7 @@
 struct fti_manager {
     fti_lighthouse_client_h quorum_client;
     fti_lighthouse_client_h hb_client;
-    char replica_id[64];
+    char replica_id[FTI_REPLICA_ID_SIZE];
     int heartbeat_ms;
     int hb_timeout_ms;
 
@@ -145,8 +147,11 @@ void fti_manager_destroy(fti_manager_h m)
     free(m);
 }
 
-int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, bool compact,
-                       bool init_sync, int timeout_ms, Ftmpi__LighthouseQuorumResponse **resp_p)
+/* Asks for the quorum with `me` as this group's member (see
+ * fti_manager_round); compact, init_sync: see fti_lighthouse_quorum_resp. */
+static int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, bool compact,
+                              bool init_sync, int timeout_ms,
+                              Ftmpi__LighthouseQuorumResponse **resp_p)
 {
     int64_t deadline = fti_now_ms() + timeout_ms;
     int rc, tries = 0;
@@ -176,4 +181,82 @@ int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, bool comp
     else
         FTI_WARN("manager: quorum request failed: %s", FT_Error_string(rc));
     return rc;
+}
+
+/* The step to ask with (the group's lowest) and whether any rank asked for
+ * a shrink-only quorum. */
+static int64_t fold_asks(const fti_quorum_ask_t *asks, int n, bool *shrink_p)
+{
+    int64_t step = asks[0].step;
+    bool shrink = false, mixed = false;
+    for (int i = 0; i < n; i++) {
+        mixed |= asks[i].step != asks[0].step;
+        step = FTI_MIN(step, asks[i].step);
+        shrink |= asks[i].shrink_only != 0;
+    }
+    if (mixed)
+        FTI_WARN("quorum: the group's ranks are at different steps; asking with the lowest, %" PRId64,
+                 step);
+    *shrink_p = shrink;
+    return step;
+}
+
+static bool killed(fti_rank_server_h server)
+{
+    char msg[FTI_REASON_SIZE] = "";
+    return fti_rank_server_killed(server, msg, sizeof(msg));
+}
+
+int fti_manager_round(fti_manager_h m, const fti_quorum_ask_t *asks, int n,
+                      const fti_manager_round_t *r, void **buf_p, size_t *len_p)
+{
+    if (m == NULL || asks == NULL || n < 1 || r == NULL)
+        return FT_ERR_ARG;
+    bool shrink = false;
+    int64_t step = fold_asks(asks, n, &shrink);
+    if (killed(r->server))
+        return FT_ERR_KILLED;
+
+    Ftmpi__QuorumMember me = FTMPI__QUORUM_MEMBER__INIT;
+    Ftmpi__LighthouseQuorumResponse *q = NULL;
+    me.replica_id = m->replica_id;
+    me.address = (char *)r->address;
+    me.store_address = (char *)r->address;
+    me.step = step;
+    me.world_size = (uint64_t)n;
+    me.shrink_only = shrink;
+    me.commit_failures = r->commit_failures;
+    me.data.data = (uint8_t *)r->data;
+    me.data.len = r->data_len;
+    int rc = fti_manager_quorum(m, &me, r->compact, r->init_sync, r->timeout_ms, &q);
+    if (rc != FT_SUCCESS)
+        return rc;
+    if (killed(r->server)) {
+        ftmpi__lighthouse_quorum_response__free_unpacked(q, NULL);
+        return FT_ERR_KILLED;
+    }
+    size_t len = ftmpi__lighthouse_quorum_response__get_packed_size(q);
+    void *buf = malloc(len ? len : 1);
+    if (buf == NULL) {
+        ftmpi__lighthouse_quorum_response__free_unpacked(q, NULL);
+        return FT_ERR_NO_MEMORY;
+    }
+    ftmpi__lighthouse_quorum_response__pack(q, buf);
+    ftmpi__lighthouse_quorum_response__free_unpacked(q, NULL);
+    *buf_p = buf;
+    *len_p = len;
+    return FT_SUCCESS;
+}
+
+int fti_quorum_unpack(const void *buf, size_t len, Ftmpi__LighthouseQuorumResponse **resp_p)
+{
+    Ftmpi__LighthouseQuorumResponse *q = ftmpi__lighthouse_quorum_response__unpack(NULL, len, buf);
+    if (q == NULL || q->quorum == NULL) {
+        FTI_ERROR("quorum: the group's broadcast does not decode");
+        if (q)
+            ftmpi__lighthouse_quorum_response__free_unpacked(q, NULL);
+        return FT_ERR_BAD_MESSAGE;
+    }
+    *resp_p = q;
+    return FT_SUCCESS;
 }

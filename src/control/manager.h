@@ -16,7 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <stddef.h>
+
 #include "proto/ftmpi.pb-c.h"
+#include "rank_server.h"
 
 typedef struct fti_manager *fti_manager_h;
 
@@ -33,12 +36,41 @@ void fti_manager_destroy(fti_manager_h m);
  * first call does it; later calls return its result. */
 int fti_manager_leave(fti_manager_h m, int timeout_ms);
 
-/* Asks for the quorum of the next step with `me` as this group's member,
- * waiting up to timeout_ms.  A lighthouse that cannot be reached is asked
- * again until the time is up (it may be restarting).  compact, init_sync:
- * see fti_lighthouse_quorum_resp.  On success *resp_p is set (it has a
- * quorum); free it with ftmpi__lighthouse_quorum_response__free_unpacked. */
-int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, bool compact,
-                       bool init_sync, int timeout_ms, Ftmpi__LighthouseQuorumResponse **resp_p);
+/* ---- the quorum round of group rank 0 ------------------------------------ */
+
+/* What each rank of the group tells its manager before a quorum.  The step
+ * layer gathers them over the group (group.h), in group-rank order. */
+typedef struct fti_quorum_ask {
+    int64_t step;        /* the rank's committed steps */
+    int64_t shrink_only; /* 1: the rank asked FT_QUORUM_SHRINK_ONLY */
+} fti_quorum_ask_t;
+
+/* This group's part of the quorum request besides the asks. */
+typedef struct fti_manager_round {
+    const char *address;      /* the manager rank's server: heal source and store */
+    int64_t commit_failures;  /* failed commits since the last quorum */
+    const void *data;         /* QuorumMember.data (mode B: the first world rank) */
+    size_t data_len;
+    bool compact;             /* fti_lighthouse_quorum_resp */
+    bool init_sync;
+    int timeout_ms;           /* the wait for a quorum */
+    fti_rank_server_h server; /* where a MANAGER_KILL arrives */
+} fti_manager_round_t;
+
+/* The manager's round: folds the group's asks (asks[0..n-1]: the lowest
+ * step, shrink-only when any rank asked it), asks the lighthouse with this
+ * group as one member, waiting up to r->timeout_ms (a lighthouse that
+ * cannot be reached is asked again until the time is up: it may be
+ * restarting), and packs the response (it has a quorum) into
+ * *buf_p (free with free()), *len_p bytes, for the group's broadcast.
+ * FT_ERR_KILLED when a MANAGER_KILL reached the group before or during the
+ * wait.  Touches no MPI. */
+int fti_manager_round(fti_manager_h m, const fti_quorum_ask_t *asks, int n,
+                      const fti_manager_round_t *r, void **buf_p, size_t *len_p);
+
+/* Every rank: the broadcast bytes back into a response that has a quorum.
+ * FT_ERR_BAD_MESSAGE (logged) when they do not decode.  Free *resp_p with
+ * ftmpi__lighthouse_quorum_response__free_unpacked. */
+int fti_quorum_unpack(const void *buf, size_t len, Ftmpi__LighthouseQuorumResponse **resp_p);
 
 #endif

@@ -83,67 +83,32 @@ static int sorted_members(const Ftmpi__Quorum *q, const Ftmpi__QuorumMember ***o
     return FT_SUCCESS;
 }
 
-int fti_results_compute(const Ftmpi__Quorum *q, const char *replica_id, int group_rank,
-                        bool init_sync, fti_quorum_result_t *res_p)
+/* The replica rank of replica_id among the sorted members m (-1 when it is
+ * not one), their highest step and highest commit failures. */
+static int scan_members(const Ftmpi__QuorumMember **m, int n, const char *replica_id,
+                        int64_t *max_step_p, int64_t *commit_failures_p)
 {
-    if (q == NULL || replica_id == NULL || res_p == NULL || group_rank < 0 ||
-        q->n_participants == 0 || q->participants == NULL || q->n_participants > INT32_MAX)
-        return FT_ERR_ARG;
-
-    const Ftmpi__QuorumMember **m = NULL;
-    int rc = sorted_members(q, &m);
-    if (rc != FT_SUCCESS)
-        return rc;
-    int n = (int)q->n_participants;
-
-    /* heal_src[i]: source replica rank of member i, -1 if up to date */
-    int *heal_src = malloc((size_t)n * sizeof(*heal_src));
-    int *up = malloc((size_t)n * sizeof(*up));
-    if (heal_src == NULL || up == NULL) {
-        rc = FT_ERR_NO_MEMORY;
-        goto out;
-    }
-
-    fti_quorum_result_t r;
-    memset(&r, 0, sizeof(r));
-    r.quorum_id = q->quorum_id;
-    r.replica_world_size = n;
-    r.replica_rank = -1;
-    r.max_replica_rank = -1;
-    r.recover_src_replica_rank = -1;
-
-    int64_t max_step = m[0]->step;
-    int64_t commit_failures = m[0]->commit_failures;
+    int me = -1;
+    int64_t max_step = m[0]->step, commit_failures = m[0]->commit_failures;
     for (int i = 0; i < n; i++) {
         if (strcmp(m[i]->replica_id, replica_id) == 0)
-            r.replica_rank = i;
+            me = i;
         max_step = FTI_MAX(max_step, m[i]->step);
         commit_failures = FTI_MAX(commit_failures, m[i]->commit_failures);
     }
-    if (r.replica_rank < 0) {
-        FTI_DEBUG("replica %s is not a participant of quorum %lld", replica_id,
-                  (long long)q->quorum_id);
-        rc = FT_ERR_NOT_FOUND;
-        goto out;
-    }
-    r.max_step = max_step;
-    r.commit_failures = commit_failures;
+    *max_step_p = max_step;
+    *commit_failures_p = commit_failures;
+    return me;
+}
 
-    /* Members at max step, in replica-rank order (reuse `up` for them). */
-    int n_max = 0;
-    for (int i = 0; i < n; i++) {
-        if (m[i]->step == max_step) {
-            if (i == r.replica_rank)
-                r.max_replica_rank = n_max;
-            up[n_max++] = i;
-        }
-    }
-    r.max_world_size = n_max;
-    const char *store = m[up[group_rank % n_max]]->store_address;
-    int primary = up[0];
-
-    /* Up-to-date members, then round-robin sources for the healing ones. */
-    bool force = init_sync && max_step == 0;
+/* The heal sources: heal_src[i] = the source's replica rank for a healing
+ * member i, -1 for an up-to-date one; the k-th healing member takes
+ * up[(k + group_rank) % n_up].  Records r's destinations (r->replica_rank
+ * serving).  up: scratch of n entries. */
+static void assign_sources(const Ftmpi__QuorumMember **m, int n, int64_t max_step, int primary,
+                           bool force, int group_rank, int *heal_src, int *up,
+                           fti_quorum_result_t *r)
+{
     int n_up = 0;
     for (int i = 0; i < n; i++) {
         bool heals = m[i]->step != max_step || (force && i != primary);
@@ -159,32 +124,87 @@ int fti_results_compute(const Ftmpi__Quorum *q, const char *replica_id, int grou
         int src = up[(int)(((int64_t)k + group_rank) % n_up)];
         heal_src[i] = src;
         k++;
-        if (src == r.replica_rank) {
-            if (r.n_recover_dst < (int)FTI_ARRAY_SIZE(r.recover_dst_replica_ranks))
-                r.recover_dst_replica_ranks[r.n_recover_dst++] = i;
+        if (src == r->replica_rank && r->n_recover_dst < FTI_RESULTS_MAX_DST)
+            r->recover_dst_replica_ranks[r->n_recover_dst++] = i;
+    }
+}
+
+/* Copies the store address into r; FT_ERR_ARG (logged) when too long. */
+static int set_store(fti_quorum_result_t *r, const char *store)
+{
+    if (!fits(store, sizeof(r->store_address))) {
+        FTI_ERROR("store address of quorum %lld is too long (%zu bytes)",
+                  (long long)r->quorum_id, strlen(store));
+        return FT_ERR_ARG;
+    }
+    fti_strlcpy(r->store_address, store, sizeof(r->store_address));
+    return FT_SUCCESS;
+}
+
+/* fti_results_compute over the sorted members m; heal_src and up: scratch
+ * of n entries each. */
+static int compute_sorted(const Ftmpi__QuorumMember **m, int n, int64_t quorum_id,
+                          const char *replica_id, int group_rank, bool init_sync, int *heal_src,
+                          int *up, fti_quorum_result_t *res_p)
+{
+    fti_quorum_result_t r;
+    memset(&r, 0, sizeof(r));
+    r.quorum_id = quorum_id;
+    r.replica_world_size = n;
+    r.max_replica_rank = -1;
+    r.recover_src_replica_rank = -1;
+    r.replica_rank = scan_members(m, n, replica_id, &r.max_step, &r.commit_failures);
+    if (r.replica_rank < 0) {
+        FTI_DEBUG("replica %s is not a participant of quorum %lld", replica_id,
+                  (long long)quorum_id);
+        return FT_ERR_NOT_FOUND;
+    }
+
+    /* Members at max step, in replica-rank order (reuse `up` for them). */
+    int n_max = 0;
+    for (int i = 0; i < n; i++) {
+        if (m[i]->step == r.max_step) {
+            if (i == r.replica_rank)
+                r.max_replica_rank = n_max;
+            up[n_max++] = i;
         }
     }
-
-    if (!fits(store, sizeof(r.store_address))) {
-        FTI_ERROR("store address of quorum %lld is too long (%zu bytes)",
-                  (long long)q->quorum_id, strlen(store));
-        rc = FT_ERR_ARG;
-        goto out;
-    }
-    fti_strlcpy(r.store_address, store, sizeof(r.store_address));
-
+    r.max_world_size = n_max;
+    const char *store = m[up[group_rank % n_max]]->store_address;
+    int primary = up[0];
+    assign_sources(m, n, r.max_step, primary, init_sync && r.max_step == 0, group_rank, heal_src,
+                   up, &r);
+    int rc = set_store(&r, store);
     int src = heal_src[r.replica_rank];
-    if (src >= 0) {
-        const Ftmpi__QuorumMember *s = m[src];
-        if ((rc = set_heal_source(&r, s, src, q->quorum_id)) != FT_SUCCESS)
-            goto out;
-    }
-
+    if (rc == FT_SUCCESS && src >= 0)
+        rc = set_heal_source(&r, m[src], src, quorum_id);
+    if (rc != FT_SUCCESS)
+        return rc;
     r.participants = n;
     r.spare = false;
     *res_p = r;
-    rc = FT_SUCCESS;
-out:
+    return FT_SUCCESS;
+}
+
+int fti_results_compute(const Ftmpi__Quorum *q, const char *replica_id, int group_rank,
+                        bool init_sync, fti_quorum_result_t *res_p)
+{
+    if (q == NULL || replica_id == NULL || res_p == NULL || group_rank < 0 ||
+        q->n_participants == 0 || q->participants == NULL || q->n_participants > INT32_MAX)
+        return FT_ERR_ARG;
+
+    const Ftmpi__QuorumMember **m = NULL;
+    int rc = sorted_members(q, &m);
+    if (rc != FT_SUCCESS)
+        return rc;
+    int n = (int)q->n_participants;
+    int *heal_src = malloc((size_t)n * sizeof(*heal_src));
+    int *up = malloc((size_t)n * sizeof(*up));
+    if (heal_src == NULL || up == NULL)
+        rc = FT_ERR_NO_MEMORY;
+    else
+        rc = compute_sorted(m, n, q->quorum_id, replica_id, group_rank, init_sync, heal_src, up,
+                            res_p);
     free(up);
     free(heal_src);
     free(m);
@@ -322,13 +342,9 @@ int fti_results_compute_at(fti_results_index_h x, int replica_rank, int group_ra
     r.max_world_size = x->n_max;
     r.recover_src_replica_rank = -1;
 
-    const char *store = m[x->max_members[group_rank % x->n_max]]->store_address;
-    if (!fits(store, sizeof(r.store_address))) {
-        FTI_ERROR("store address of quorum %lld is too long (%zu bytes)",
-                  (long long)x->q->quorum_id, strlen(store));
-        return FT_ERR_ARG;
-    }
-    fti_strlcpy(r.store_address, store, sizeof(r.store_address));
+    int rc = set_store(&r, m[x->max_members[group_rank % x->n_max]]->store_address);
+    if (rc != FT_SUCCESS)
+        return rc;
 
     int k = h->heal_k[replica_rank];
     if (k >= 0) {
@@ -343,7 +359,7 @@ int fti_results_compute_at(fti_results_index_h x, int replica_rank, int group_ra
         int pos = h->up_pos[replica_rank];
         int k0 = (int)((pos - group_rank % h->n_up + h->n_up) % h->n_up);
         for (int j = k0; j < h->n_heal &&
-                         r.n_recover_dst < (int)FTI_ARRAY_SIZE(r.recover_dst_replica_ranks);
+                         r.n_recover_dst < FTI_RESULTS_MAX_DST;
              j += h->n_up)
             r.recover_dst_replica_ranks[r.n_recover_dst++] = h->heal[j];
     }
@@ -498,18 +514,59 @@ done:
     return rc;
 }
 
-bool fti_commit_decide(const int *votes, size_t n)
-{
-    if (votes == NULL || n == 0)
-        return false; /* no votes: nothing agreed */
-    for (size_t i = 0; i < n; i++) {
-        if (!votes[i])
-            return false;
-    }
-    return true;
-}
-
 bool fti_commit_vote(int latched_error, int participants, int min_replicas)
 {
     return latched_error == FT_SUCCESS && participants > 0 && participants >= min_replicas;
+}
+
+/* ---- failures survived --------------------------------------------------- */
+
+static void member_key(const Ftmpi__QuorumMember *m, fti_member_key_t *k)
+{
+    fti_strlcpy(k->replica_id, m->replica_id ? m->replica_id : "", sizeof(k->replica_id));
+    fti_strlcpy(k->address, m->address ? m->address : "", sizeof(k->address));
+}
+
+int fti_members_of(const Ftmpi__Quorum *q, fti_members_t *out_p)
+{
+    size_t n = q->n_participants;
+    fti_member_key_t *keys = NULL;
+    if (n > 0 && (keys = calloc(n, sizeof(*keys))) == NULL)
+        return FT_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        member_key(q->participants[i], &keys[i]);
+    out_p->m = keys;
+    out_p->n = n;
+    return FT_SUCCESS;
+}
+
+void fti_members_free(fti_members_t *m)
+{
+    free(m->m);
+    m->m = NULL;
+    m->n = 0;
+}
+
+static bool member_in(const fti_member_key_t *k, const fti_members_t *set)
+{
+    for (size_t j = 0; j < set->n; j++) {
+        if (strcmp(k->replica_id, set->m[j].replica_id) == 0 &&
+            strcmp(k->address, set->m[j].address) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool fti_members_lost(const fti_members_t *prev, const fti_members_t *cur)
+{
+    for (size_t i = 0; i < prev->n; i++) {
+        if (!member_in(&prev->m[i], cur))
+            return true;
+    }
+    return false;
+}
+
+bool fti_members_dropped(int64_t dropped, bool changed, bool had_quorum)
+{
+    return had_quorum && changed && dropped > 0;
 }

@@ -11,6 +11,10 @@
 #include <stdint.h>
 
 #include "proto/ftmpi.pb-c.h"
+#include "sizes.h"
+
+/* The most destinations a result lists (the first ones). */
+#define FTI_RESULTS_MAX_DST 64
 
 typedef struct fti_quorum_result {
     int64_t quorum_id;
@@ -19,13 +23,13 @@ typedef struct fti_quorum_result {
     int64_t max_step;
     int max_replica_rank;      /* index among members at max step, -1 if behind */
     int max_world_size;        /* members at max step */
-    char store_address[128];   /* members-at-max-step[group_rank % count].store_address */
+    char store_address[FTI_ADDRESS_SIZE]; /* members-at-max-step[group_rank % count].store_address */
     bool heal;                 /* this group must heal before the step */
     int recover_src_replica_rank;         /* -1 unless heal */
-    char recover_src_manager_address[128];/* "" unless heal */
-    char recover_src_replica_id[64];      /* "" unless heal */
+    char recover_src_manager_address[FTI_ADDRESS_SIZE]; /* "" unless heal */
+    char recover_src_replica_id[FTI_REPLICA_ID_SIZE];   /* "" unless heal */
     int n_recover_dst;         /* groups this group serves (when up to date) */
-    int recover_dst_replica_ranks[64];    /* first 64 of them */
+    int recover_dst_replica_ranks[FTI_RESULTS_MAX_DST]; /* the first ones */
     int64_t commit_failures;   /* max over participants */
     /* spare groups (fti_results_apply_spares); without a cap every member
      * participates: participants == replica_world_size, spare false */
@@ -94,10 +98,44 @@ size_t fti_results_world_rank_data(int first_world_rank, char *buf, size_t len);
  * FT_ERR_ARG on bad arguments.  ranks is written only on success. */
 int fti_results_world_ranks(const Ftmpi__Quorum *q, int group_rank, int *ranks);
 
-/* M1: the group's commit decision is the AND of its ranks' votes. */
-bool fti_commit_decide(const int *votes, size_t n);
-
-/* A rank's own vote: no latched error and enough participants. */
+/* A rank's own commit vote: no latched error and enough participants.
+ * The group's decision is the AND of the votes (fti_group_decide, group.h: group rank 0 decides and tells every rank). */
 bool fti_commit_vote(int latched_error, int participants, int min_replicas);
+
+/* ---- failures survived (ftmpi_failures_survived) -------------------------- */
+
+/* A quorum member as failure counting sees it: the same group has the same
+ * replica id and the same manager address (a group restarted under its id
+ * comes back with a new address).  Longer values are cut to fit, the same
+ * way on both sides of a comparison. */
+typedef struct fti_member_key {
+    char replica_id[FTI_REPLICA_ID_SIZE];
+    char address[FTI_ADDRESS_SIZE];
+} fti_member_key_t;
+
+/* The members of one quorum. */
+typedef struct fti_members {
+    fti_member_key_t *m; /* n entries, NULL when n == 0 */
+    size_t n;
+} fti_members_t;
+
+/* The participants of q as keys into *out_p.  FT_ERR_NO_MEMORY leaves
+ * *out_p untouched.  Release with fti_members_free. */
+int fti_members_of(const Ftmpi__Quorum *q, fti_members_t *out_p);
+
+/* Frees the keys and empties *m; NULL-safe, idempotent. */
+void fti_members_free(fti_members_t *m);
+
+/* Whether the quorum with members cur counts as a failure after the one
+ * with members prev: a member of prev is missing from cur, or is back with
+ * a new manager address.  Pure; an empty prev (no quorum before) never
+ * counts. */
+bool fti_members_lost(const fti_members_t *prev, const fti_members_t *cur);
+
+/* The same question for compact replies, where the lighthouse counted the
+ * members of its previous quorum missing from this one (`dropped`): a new
+ * quorum (changed) that dropped some counts, unless it is the first quorum
+ * this process sees (!had_quorum).  Pure. */
+bool fti_members_dropped(int64_t dropped, bool changed, bool had_quorum);
 
 #endif

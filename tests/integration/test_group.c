@@ -1,9 +1,11 @@
 /*
  * test_group.c - the group's operations (src/group.c) on 3 real MPI ranks:
- * gather, broadcast and the commit decision give the right values, late
- * voters get the same decision as everyone (issue 10, item 2), and after
- * a rank gave up on an operation at its deadline the next operations still
- * match (no stale message is taken for a later one).
+ * gather, broadcast and the commit decision give the right values (M1: the
+ * group's commit decision is the AND of its ranks' votes, fti_group_decide,
+ * the call FT_Commit makes, whichever rank votes no), late voters get the
+ * same decision as everyone (issue 10, item 2), and after a rank gave up on
+ * an operation at its deadline the next operations still match (no stale
+ * message is taken for a later one).
  *
  *   mpirun -np 3 test_group      exit 0 when every check passed
  */
@@ -79,13 +81,21 @@ int main(int argc, char **argv)
     CHECK(fti_group_bcast(g, 0, NULL, 0, &st, &buf, &len, in_ms(5000)) == FT_SUCCESS &&
               st == 0 && len == 0 && buf == NULL,
           "empty bcast");
+    /* M1: the commit decision is the AND of the votes, whichever rank
+     * votes no */
     int dec = -1;
     CHECK(fti_group_decide(g, 1, in_ms(5000), in_ms(10000), &dec) == FT_SUCCESS &&
               dec == FT_SUCCESS,
-          "decide on 1s: %d", dec);
+          "M1: decide on 1s: %d", dec);
     CHECK(fti_group_decide(g, rank != 2, in_ms(5000), in_ms(10000), &dec) == FT_SUCCESS &&
               dec == FT_ERR_ABORTED,
-          "decide with a 0: %d", dec);
+          "M1: decide with the last rank's 0: %d", dec);
+    CHECK(fti_group_decide(g, rank != 0, in_ms(5000), in_ms(10000), &dec) == FT_SUCCESS &&
+              dec == FT_ERR_ABORTED,
+          "M1: decide with the first rank's 0: %d", dec);
+    CHECK(fti_group_decide(g, 0, in_ms(5000), in_ms(10000), &dec) == FT_SUCCESS &&
+              dec == FT_ERR_ABORTED,
+          "M1: decide on 0s: %d", dec);
 
     /* 2. rank 2 is late for a gather: the root gives up; rank 2's message
      * arrives after that and must not count for the next gather */

@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "comm/comm.h"
+#include "comm/tcp.h"
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "util.h"

@@ -1,6 +1,8 @@
 /* test_reduce.c - the reduction kernels of comm/reduce.c against a plain
  * element-by-element reference, for every dtype and op, on lengths that
  * cover the kernels' blocks and their scalar tails. */
+#include <limits.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -146,12 +148,86 @@ static void test_sizes_and_names(void **state)
     assert_string_equal(fti_op_name(FTI_OP_COUNT), "?");
 }
 
+/* The identity of every supported (dtype, op): x op identity == x, bit
+ * for bit, for ordinary values, the extremes and (sums) both zeros. */
+#define DEFINE_IDENTITY(NAME, T, ...)                                        \
+    static void identity_##NAME(enum fti_dtype dt)                           \
+    {                                                                        \
+        const T xs[] = {__VA_ARGS__};                                        \
+        const size_t n = sizeof(xs) / sizeof(xs[0]);                         \
+        for (int op = 0; op < FTI_OP_COUNT; op++) {                          \
+            if (!fti_reduce_supported(dt, (enum fti_op)op))                  \
+                continue;                                                    \
+            T id[sizeof(xs) / sizeof(xs[0]) + 1], x[sizeof(xs) / sizeof(xs[0])]; \
+            memset(id, 0x5a, sizeof(id));                                    \
+            T guard = id[n];                                                 \
+            fti_reduce_identity(id, n, dt, (enum fti_op)op);                 \
+            assert_memory_equal(&id[n], &guard, sizeof(T));                  \
+            memcpy(x, xs, sizeof(xs));                                       \
+            fti_reduce(x, id, n, dt, (enum fti_op)op);                       \
+            assert_memory_equal(x, xs, sizeof(xs));                          \
+            memcpy(x, id, sizeof(xs)); /* the other order too */             \
+            fti_reduce(x, xs, n, dt, (enum fti_op)op);                       \
+            assert_memory_equal(x, xs, sizeof(xs));                          \
+        }                                                                    \
+    }
+
+DEFINE_IDENTITY(float, float, 0.0f, -0.0f, 1.5f, -2.25f, 3.4e38f, -3.4e38f, INFINITY, -INFINITY)
+DEFINE_IDENTITY(double, double, 0.0, -0.0, 1.5, -2.25, 1e308, -1e308, INFINITY, -INFINITY)
+DEFINE_IDENTITY(int, int, 0, 1, -1, 12345, INT_MAX, INT_MIN)
+DEFINE_IDENTITY(long, long, 0, 1, -1, 12345, LONG_MAX, LONG_MIN)
+DEFINE_IDENTITY(int32, int32_t, 0, 1, -1, 12345, INT32_MAX, INT32_MIN)
+DEFINE_IDENTITY(int64, int64_t, 0, 1, -1, 12345, INT64_MAX, INT64_MIN)
+DEFINE_IDENTITY(uint64, uint64_t, 0, 1, 12345, UINT64_MAX)
+
+static void test_identity(void **state)
+{
+    (void)state;
+    identity_float(FTI_DT_FLOAT);
+    identity_double(FTI_DT_DOUBLE);
+    identity_int(FTI_DT_INT);
+    identity_long(FTI_DT_LONG);
+    identity_int32(FTI_DT_INT32);
+    identity_int64(FTI_DT_INT64);
+    identity_uint64(FTI_DT_UINT64);
+}
+
+/* The values themselves: a floating-point sum's identity is -0.0 (+0.0
+ * would turn a -0.0 into +0.0), AVG's is SUM's, MAX's and MIN's the
+ * extremes. */
+static void test_identity_values(void **state)
+{
+    (void)state;
+    float f[2];
+    fti_reduce_identity(f, 2, FTI_DT_FLOAT, FTI_OP_SUM);
+    assert_true(f[0] == 0.0f && signbit(f[0]) && signbit(f[1]));
+    fti_reduce_identity(f, 1, FTI_DT_FLOAT, FTI_OP_AVG);
+    assert_true(f[0] == 0.0f && signbit(f[0]));
+    double d;
+    fti_reduce_identity(&d, 1, FTI_DT_DOUBLE, FTI_OP_MAX);
+    assert_true(isinf(d) && d < 0);
+    fti_reduce_identity(&d, 1, FTI_DT_DOUBLE, FTI_OP_PROD);
+    assert_true(d == 1.0);
+    int i;
+    fti_reduce_identity(&i, 1, FTI_DT_INT, FTI_OP_MIN);
+    assert_int_equal(i, INT_MAX);
+    uint64_t u = 7;
+    fti_reduce_identity(&u, 1, FTI_DT_UINT64, FTI_OP_MAX);
+    assert_true(u == 0);
+    fti_reduce_identity(&u, 1, FTI_DT_UINT64, FTI_OP_MIN);
+    assert_true(u == UINT64_MAX);
+    long l = 5;
+    fti_reduce_identity(&l, 1, FTI_DT_COUNT, FTI_OP_SUM); /* unknown: untouched */
+    assert_int_equal(l, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_kernels),  cmocka_unit_test(test_integer_wraps),
         cmocka_unit_test(test_scale),        cmocka_unit_test(test_supported),
-        cmocka_unit_test(test_sizes_and_names),
+        cmocka_unit_test(test_sizes_and_names), cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_identity_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,9 @@
 /*
- * test_results.c - M1-M8: the commit decision and the per-rank results of
- * a quorum (src/results.c), after torchft's compute_quorum_results tests.
+ * test_results.c - M2-M8: the per-rank results of a quorum
+ * (src/control/results.c), after torchft's compute_quorum_results tests; a
+ * rank's commit vote; failure counting over successive quorums.  M1, the
+ * group's decision as the AND of the votes, runs on real ranks in
+ * tests/integration/test_group.c (fti_group_decide).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -88,22 +91,10 @@ static void assert_dst(const fti_quorum_result_t *r, int n, const int *dst)
         assert_int_equal(r->recover_dst_replica_ranks[i], dst[i]);
 }
 
-/* M1: the commit decision is the AND of the votes; a rank votes yes when
- * nothing is latched and enough groups took part. */
-static void test_m1_commit_is_and(void **state)
+/* A rank votes yes when nothing is latched and enough groups took part. */
+static void test_commit_vote(void **state)
 {
     (void)state;
-    int all_yes[4] = {1, 1, 1, 1};
-    int one_no[4] = {1, 1, 0, 1};
-    int first_no[3] = {0, 1, 1};
-    assert_true(fti_commit_decide(all_yes, 4));
-    assert_true(fti_commit_decide(all_yes, 1));
-    assert_false(fti_commit_decide(one_no, 4));
-    assert_false(fti_commit_decide(first_no, 3));
-    assert_true(fti_commit_decide(one_no, 2)); /* only the first two count */
-    assert_false(fti_commit_decide(all_yes, 0));
-    assert_false(fti_commit_decide(NULL, 3));
-
     assert_true(fti_commit_vote(FT_SUCCESS, 2, 2));
     assert_true(fti_commit_vote(FT_SUCCESS, 3, 1));
     assert_false(fti_commit_vote(FT_SUCCESS, 1, 2));
@@ -604,10 +595,88 @@ static void test_from_msg_rejects(void **state)
     assert_int_equal(fti_results_from_msg(&m, &r), FT_ERR_BAD_MESSAGE);
 }
 
+/* Failure counting, full replies: a quorum that lost a member of the
+ * previous one counts, one with a member back under a new manager address
+ * (restarted) counts, a grown or identical one does not. */
+static void test_members_lost(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    fti_members_t none = {NULL, 0}, a, b, c, d;
+    int idx[3] = {0, 1, 2};
+    int64_t steps[3] = {4, 4, 4};
+    quorum_build(&t, 1, 2, idx, steps);
+    assert_int_equal(fti_members_of(&t.q, &a), FT_SUCCESS);
+    assert_int_equal(a.n, 2);
+    assert_string_equal(a.m[1].replica_id, "replica_1");
+    assert_string_equal(a.m[1].address, "addr_1");
+    assert_false(fti_members_lost(&none, &a)); /* the first quorum */
+    assert_false(fti_members_lost(&a, &a));
+
+    quorum_build(&t, 2, 3, idx, steps); /* a group joins */
+    assert_int_equal(fti_members_of(&t.q, &b), FT_SUCCESS);
+    assert_false(fti_members_lost(&a, &b));
+    assert_true(fti_members_lost(&b, &a)); /* ... and leaves again */
+
+    t.addrs[1][0] = 'X'; /* replica_1 restarted: same id, new address */
+    assert_int_equal(fti_members_of(&t.q, &c), FT_SUCCESS);
+    assert_true(fti_members_lost(&b, &c));
+    assert_false(fti_members_lost(&c, &c));
+
+    quorum_build(&t, 3, 0, idx, steps); /* an empty quorum keeps nothing */
+    assert_int_equal(fti_members_of(&t.q, &d), FT_SUCCESS);
+    assert_int_equal(d.n, 0);
+    assert_true(fti_members_lost(&c, &d));
+    assert_false(fti_members_lost(&d, &c));
+
+    fti_members_free(&a);
+    fti_members_free(&b);
+    fti_members_free(&c);
+    fti_members_free(&d);
+    fti_members_free(&d); /* idempotent */
+    assert_null(d.m);
+}
+
+/* A member with an id or address longer than the key holds is cut the same
+ * way on both sides: unchanged, it does not count. */
+static void test_members_long_values(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    static char id[FTI_REPLICA_ID_SIZE + 40], addr[FTI_ADDRESS_SIZE + 40];
+    memset(id, 'i', sizeof(id) - 1);
+    memset(addr, 'a', sizeof(addr) - 1);
+    int idx[1] = {0};
+    int64_t steps[1] = {0};
+    quorum_build(&t, 1, 1, idx, steps);
+    t.members[0].replica_id = id;
+    t.members[0].address = addr;
+    fti_members_t a, b;
+    assert_int_equal(fti_members_of(&t.q, &a), FT_SUCCESS);
+    assert_int_equal(fti_members_of(&t.q, &b), FT_SUCCESS);
+    assert_int_equal(strlen(a.m[0].replica_id), FTI_REPLICA_ID_SIZE - 1);
+    assert_false(fti_members_lost(&a, &b));
+    fti_members_free(&a);
+    fti_members_free(&b);
+}
+
+/* Failure counting, compact replies: the lighthouse's count of dropped
+ * members counts once per new quorum, never for the first one. */
+static void test_members_dropped(void **state)
+{
+    (void)state;
+    assert_true(fti_members_dropped(1, true, true));
+    assert_true(fti_members_dropped(3, true, true));
+    assert_false(fti_members_dropped(1, true, false)); /* first quorum seen */
+    assert_false(fti_members_dropped(1, false, true)); /* the same quorum again */
+    assert_false(fti_members_dropped(0, true, true));
+    assert_false(fti_members_dropped(-1, true, true));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_m1_commit_is_and),
+        cmocka_unit_test(test_commit_vote),
         cmocka_unit_test(test_m2_first_step_init_sync),
         cmocka_unit_test(test_m3_first_step_no_init_sync),
         cmocka_unit_test(test_m4_five_groups),
@@ -619,6 +688,9 @@ int main(void)
         cmocka_unit_test(test_world_ranks),
         cmocka_unit_test(test_index_equals_compute),
         cmocka_unit_test(test_from_msg_rejects),
+        cmocka_unit_test(test_members_lost),
+        cmocka_unit_test(test_members_long_values),
+        cmocka_unit_test(test_members_dropped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

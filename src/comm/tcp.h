@@ -1,0 +1,41 @@
+/*
+ * tcp.h - the `tcp` data plane (DESIGN section 5): a ring of TCP
+ * connections in replica-rank order.  The table entry fti_backend_tcp
+ * (comm.h) builds it through the quorum's store (slice.h); the calls below
+ * build one from addresses known some other way (tests, benchmarks).
+ */
+#ifndef FTI_TCP_H
+#define FTI_TCP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm.h"
+
+/* A listening socket a rank opens before the rendezvous, on bind_host
+ * (NULL or "" = 127.0.0.1) and an ephemeral port; its address is
+ * "bind_host:port" ("[v6]:port"), so bind a host the peers can reach.
+ * Release with fti_tcp_listener_destroy (once the ring is built or
+ * abandoned). */
+typedef struct fti_tcp_listener *fti_tcp_listener_h;
+int fti_tcp_listener_create(const char *bind_host, fti_tcp_listener_h *l_p);
+const char *fti_tcp_listener_address(fti_tcp_listener_h l); /* "host:port" */
+void fti_tcp_listener_destroy(fti_tcp_listener_h l);
+
+/* Builds the ring: connects to next_addr (the listener of rank (rank+1)%size)
+ * and accepts one connection from rank (rank-1+size)%size on l, before
+ * deadline_ms.  size == 1 needs no addresses (allreduce is a no-op copy).
+ * chunk_bytes is the pipeline chunk.  Failures are logged here.  Release
+ * with fti_comm_destroy. */
+int fti_tcp_ring_create(fti_tcp_listener_h l, int rank, int size, const char *next_addr,
+                        size_t chunk_bytes, int64_t deadline_ms, fti_comm_h *comm_p);
+
+/* Tuning for tests and benchmarks: an allreduce of bytes with
+ * bytes * (size-1) <= small_max (default 64 KiB) gathers whole buffers
+ * around the ring and reduces them locally in rank order (size-1 hops);
+ * larger ones run the ring reduce-scatter + all-gather (2(size-1) hops).
+ * 0 sends everything through the ring.  Every rank must use the same value.
+ * No-op on a comm that is not tcp. */
+void fti_tcp_set_small_max(fti_comm_h comm, size_t small_max);
+
+#endif

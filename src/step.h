@@ -1,0 +1,116 @@
+/*
+ * step.h - the process-global state behind the FT_ calls (DESIGN sections
+ * 2 and 4-8) and the step's parts that ft.c, the API facade, calls:
+ * setting up and tearing down (step_init.c), the quorum round, the slice
+ * and healing (step_quorum.c).
+ *
+ * One replica group = the ranks of the group communicator (mode A:
+ * MPI_COMM_WORLD; mode B: its split into groups of FTMPI_GROUP_SIZE ranks,
+ * modeb.h; duplicated either way).  Group rank 0 is the manager
+ * (control/manager.h).
+ *
+ * Threads: every FT_ call runs on the application's thread (ftmpi.h), so
+ * the state needs no lock; the background threads (rank server,
+ * heartbeats) keep their own state.
+ */
+#ifndef FTI_STEP_H
+#define FTI_STEP_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "event_log.h"
+#include "group.h"
+#include "heal.h"
+#include "manager.h"
+#include "modeb.h"
+#include "rank_server.h"
+#include "results.h"
+#include "settings.h"
+#include "sizes.h"
+
+struct fti_step {
+    bool initialized;
+    fti_config_t cfg;
+    fti_group_h group;
+    int group_rank, group_size;
+    char replica_id[FTI_REPLICA_ID_SIZE];
+    char my_addr[FTI_ADDRESS_SIZE]; /* this rank's RPC server */
+    fti_heal_h heal;
+    fti_rank_server_h server;
+    fti_manager_h manager;          /* group rank 0 only */
+    fti_event_log_h elog;           /* NULL when FTMPI_EVENT_LOG is empty */
+
+    int64_t step;                   /* committed steps */
+    bool in_step;                   /* between FT_Quorum and FT_Commit */
+    int latched;                    /* first error of the step */
+    bool have_quorum;               /* res holds a quorum (the last one received) */
+    bool quorum_ok;                 /* this step's FT_Quorum got one */
+    fti_quorum_result_t res;
+    int64_t slice_quorum_id;        /* quorum the slice was built for, -1 none */
+    fti_comm_h slice;
+    int64_t commit_failures;        /* failed commits since the last quorum */
+    bool killed;                    /* a MANAGER_KILL reached the group */
+    fti_members_t prev_members;     /* the previous quorum's (full replies) */
+
+    bool mode_b;
+    fti_modeb_t mb;                 /* mode B only */
+    const struct fti_comm_backend *backend; /* resolved (fti_mode_resolve) */
+    MPI_Comm app_comm;              /* ftmpi_group_comm: mode A a dup of the world, mode B mb.split */
+    bool lost;                      /* mode B: this group lost a rank */
+    char member_data[16];           /* mode B: QuorumMember.data (first world rank) */
+    size_t member_data_len;
+};
+
+/* ---- step_init.c ---------------------------------------------------------- */
+
+/* FT_Init's work on a zeroed state: configuration agreed on by every world
+ * rank, mode B's split (on the lighthouse rank it does not return) or
+ * mode A's duplicate of the world, the group, the replica id, the rank
+ * server, the manager, FT_AVG.  On failure the caller runs
+ * fti_step_teardown. */
+int fti_step_setup(struct fti_step *s);
+
+/* Frees whatever fti_step_setup created (also after it failed). */
+void fti_step_teardown(struct fti_step *s);
+
+/* Tells the lighthouse that this group leaves (LIGHTHOUSE_FINALIZE): the
+ * manager through its client, any other rank (mode B: its manager may be
+ * the rank that died) through a client of its own. */
+void fti_step_leave(struct fti_step *s);
+
+/* Mode B: the group is gone as a whole (fti_mode_group_failure said so):
+ * the first call logs why, marks the group lost and leaves.  Returns
+ * FT_ERR_GROUP_LOST. */
+int fti_step_group_lost(struct fti_step *s, int why);
+
+/* ---- step_quorum.c -------------------------------------------------------- */
+
+/* The group's quorum exchange (every rank runs it in every FT_Quorum, in
+ * the same order): the ranks' asks gathered to group rank 0, its manager
+ * round, the broadcast of the response or of the status it ended with.
+ * On success *resp_p has a quorum (free with
+ * ftmpi__lighthouse_quorum_response__free_unpacked). */
+int fti_step_exchange(struct fti_step *s, int flags, Ftmpi__LighthouseQuorumResponse **resp_p);
+
+/* This rank's results of the response (compact, or computed from the
+ * members), spares applied.  FT_ERR_QUORUM (logged) when the quorum has no
+ * place for this group. */
+int fti_step_results(const struct fti_step *s, const Ftmpi__LighthouseQuorumResponse *resp,
+                     fti_quorum_result_t *res_p);
+
+/* Whether the quorum just received (results res) counts as a failure the
+ * job survived; remembers what the next quorum is compared with. */
+bool fti_step_count_failure(struct fti_step *s, const Ftmpi__LighthouseQuorumResponse *resp,
+                            const fti_quorum_result_t *res);
+
+/* Builds the slice of s->res through the backend's rendezvous; the old one
+ * is destroyed first.  Failures are logged where they are seen. */
+int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q);
+
+/* Heals this rank from its source (s->res). */
+int fti_step_heal(struct fti_step *s);
+
+#endif

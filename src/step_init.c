@@ -1,0 +1,304 @@
+/*
+ * step_init.c - setting the step's state up at FT_Init and tearing it down
+ * at FT_Finalize (see step.h).  The blocking MPI collectives here run only
+ * while every rank of the job is alive.
+ */
+#include "step.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftmpi.h"
+#include "lighthouse_client.h"
+#include "log.h"
+#include "util.h"
+
+/* How long telling the lighthouse that the group leaves may take: it must
+ * not hold FT_Finalize up for long when the lighthouse is gone. */
+#define LEAVE_TIMEOUT_MAX_MS 2000
+
+/* Loads the configuration and resolves the mode and the backend.  Every
+ * rank runs it; the caller agrees on the outcome. */
+static int init_config(struct fti_step *s)
+{
+    char err[512] = "";
+    int rc = fti_config_load(&s->cfg, err, sizeof(err));
+    if (rc != FT_SUCCESS) {
+        FTI_ERROR("%s", err);
+        return FT_ERR_CONFIG;
+    }
+    fti_log_init("ftmpi", s->cfg.log_level);
+    if (strcmp(s->cfg.bind_host, "hostname") == 0) {
+        /* multi-node jobs: each rank binds and advertises its node's name */
+        char host[sizeof(s->cfg.bind_host)];
+        if (gethostname(host, sizeof(host)) != 0) {
+            FTI_ERROR("FTMPI_BIND_HOST=hostname: gethostname: %m");
+            return FT_ERR_SYSTEM;
+        }
+        host[sizeof(host) - 1] = '\0';
+        memcpy(s->cfg.bind_host, host, sizeof(host));
+    }
+    return fti_mode_resolve(&s->cfg, &s->mode_b, &s->backend);
+}
+
+/* The smallest (worst) code over comm; every rank learns it.  A blocking
+ * collective: FT_Init only, while every rank is alive. */
+static int agree_on(MPI_Comm comm, int rc)
+{
+    int all = rc;
+    if (MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+        return FT_ERR_MPI;
+    return rc != FT_SUCCESS ? rc : all;
+}
+
+/* The settings that shape the job must be the same on every world rank
+ * (mpirun -x passes them to all). */
+static int check_uniform(const struct fti_step *s)
+{
+    int v[5] = {s->cfg.group_size, s->cfg.lighthouse[0] == '\0', s->cfg.backend,
+                s->cfg.world_mode, s->cfg.min_replicas};
+    int lo[5], hi[5];
+    if (MPI_Allreduce(v, lo, 5, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS ||
+        MPI_Allreduce(v, hi, 5, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return FT_ERR_MPI;
+    if (memcmp(lo, hi, sizeof(lo)) != 0) {
+        int wr = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+        if (wr == 0)
+            FTI_ERROR("FTMPI_GROUP_SIZE, FTMPI_LIGHTHOUSE, FTMPI_BACKEND, FTMPI_WORLD_SIZE_MODE "
+                      "and FTMPI_MIN_REPLICAS must be the same on every rank (pass them with "
+                      "mpirun -x)");
+        return FT_ERR_CONFIG;
+    }
+    return FT_SUCCESS;
+}
+
+/* The thread level FT_Init needs.  The library's own threads (RPC server,
+ * heartbeats, heal checksums, the lighthouse's) never call MPI; every MPI
+ * call is made by the thread that makes the FT_ calls.  So: from the
+ * thread that initialised MPI, any level (MPI_THREAD_SINGLE included:
+ * Open MPI and MPICH treat it as FUNNELED, which states it exactly); from
+ * another thread, MPI_THREAD_SERIALIZED at least. */
+static int check_thread_level(void)
+{
+    int provided = MPI_THREAD_SINGLE, is_main = 1;
+    if (MPI_Query_thread(&provided) != MPI_SUCCESS || MPI_Is_thread_main(&is_main) != MPI_SUCCESS)
+        return FT_ERR_MPI;
+    if (!is_main && provided < MPI_THREAD_SERIALIZED) {
+        FTI_ERROR("FT_Init: called from a thread other than the one that initialised MPI, "
+                  "which granted %s: the FT_ calls make MPI calls, so make them from that "
+                  "thread, or initialise MPI with MPI_Init_thread(MPI_THREAD_SERIALIZED)",
+                  provided == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED");
+        return FT_ERR_CONFIG;
+    }
+    if (provided == MPI_THREAD_SINGLE)
+        FTI_DEBUG("FT_Init: MPI granted MPI_THREAD_SINGLE; the library's threads never call "
+                  "MPI (MPI_THREAD_FUNNELED says so exactly)");
+    return FT_SUCCESS;
+}
+
+/* The job-wide part: configuration agreed on by every world rank, then
+ * mode B's split (on the lighthouse rank it does not return) or mode A's
+ * duplicate of the world for the application. */
+static int init_world(struct fti_step *s)
+{
+    int cfg_rc = init_config(s);
+    if (cfg_rc == FT_SUCCESS)
+        cfg_rc = check_thread_level();
+    int rc = agree_on(MPI_COMM_WORLD, cfg_rc);
+    if (rc == FT_SUCCESS)
+        rc = check_uniform(s);
+    if (rc != FT_SUCCESS)
+        return rc;
+    if (s->mode_b) {
+        rc = fti_modeb_init(&s->cfg, &s->mb);
+        if (rc != FT_SUCCESS)
+            return rc;
+        fti_strlcpy(s->cfg.lighthouse, s->mb.lighthouse, sizeof(s->cfg.lighthouse));
+        s->app_comm = s->mb.split;
+        s->member_data_len = fti_results_world_rank_data(s->mb.first_world_rank, s->member_data,
+                                                         sizeof(s->member_data));
+        return FT_SUCCESS;
+    }
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &s->app_comm) != MPI_SUCCESS) {
+        FTI_ERROR("FT_Init: MPI_Comm_dup of the world failed");
+        s->app_comm = MPI_COMM_NULL;
+        return FT_ERR_MPI;
+    }
+    return FT_SUCCESS;
+}
+
+static int init_replica_id(struct fti_step *s)
+{
+    char id[FTI_REPLICA_ID_SIZE] = "";
+    if (s->mode_b) {
+        fti_modeb_replica_id(s->cfg.replica_id, s->mb.group_index, s->mb.n_groups, id,
+                             sizeof(id));
+    } else if (s->cfg.replica_id[0] != '\0') {
+        fti_strlcpy(id, s->cfg.replica_id, sizeof(id));
+    } else if (s->group_rank == 0) {
+        char host[FTI_HOST_SIZE] = "host";
+        gethostname(host, sizeof(host));
+        host[sizeof(host) - 1] = '\0';
+        /* the host name is cut so that '-' and any pid still fit */
+        snprintf(id, sizeof(id), "%.*s-%ld", (int)sizeof(id) - 17, host, (long)getpid());
+    }
+    /* blocking MPI is fine at init: the group is whole */
+    if (MPI_Bcast(id, (int)sizeof(id), MPI_CHAR, 0, fti_group_comm(s->group)) != MPI_SUCCESS)
+        return FT_ERR_MPI;
+    id[sizeof(id) - 1] = '\0';
+    fti_strlcpy(s->replica_id, id, sizeof(s->replica_id));
+    fti_log_set_replica_id(id);
+    return FT_SUCCESS;
+}
+
+/* Every rank's server address, so the manager can name the heal server
+ * of each group rank. */
+static int init_peers(struct fti_step *s)
+{
+    char *all = calloc((size_t)s->group_size, FTI_ADDRESS_SIZE);
+    const char **ptrs = calloc((size_t)s->group_size, sizeof(*ptrs));
+    int rc = FT_SUCCESS;
+    if (all == NULL || ptrs == NULL)
+        rc = FT_ERR_NO_MEMORY;
+    rc = agree_on(fti_group_comm(s->group), rc);
+    if (rc == FT_SUCCESS &&
+        MPI_Allgather(s->my_addr, FTI_ADDRESS_SIZE, MPI_CHAR, all, FTI_ADDRESS_SIZE, MPI_CHAR,
+                      fti_group_comm(s->group)) != MPI_SUCCESS)
+        rc = FT_ERR_MPI;
+    if (rc == FT_SUCCESS && s->group_rank == 0) {
+        for (int i = 0; i < s->group_size; i++) {
+            all[(size_t)i * FTI_ADDRESS_SIZE + FTI_ADDRESS_SIZE - 1] = '\0';
+            ptrs[i] = all + (size_t)i * FTI_ADDRESS_SIZE;
+        }
+        rc = fti_rank_server_set_peers(s->server, ptrs, s->group_size);
+    }
+    free(ptrs);
+    free(all);
+    return rc;
+}
+
+/* FT_AVG as an MPI handle: sums, so that MPI accepts it; FT_Allreduce
+ * divides by the participants itself. */
+static void avg_kernel(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    if (*dt == MPI_FLOAT) {
+        for (int i = 0; i < *len; i++)
+            ((float *)inout)[i] += ((const float *)in)[i];
+    } else if (*dt == MPI_DOUBLE) {
+        for (int i = 0; i < *len; i++)
+            ((double *)inout)[i] += ((const double *)in)[i];
+    }
+}
+
+/* The rank's own services: healing, the event log, the rank server. */
+static int init_services(struct fti_step *s)
+{
+    int rc = fti_heal_create(&s->heal);
+    if (rc == FT_SUCCESS && s->cfg.event_log[0] != '\0')
+        rc = fti_event_log_open(s->cfg.event_log, s->replica_id, s->group_rank, &s->elog);
+    if (rc == FT_SUCCESS)
+        rc = fti_rank_server_start(s->cfg.bind_host, (size_t)s->cfg.max_frame_bytes,
+                                   s->group_rank == 0, s->heal, &s->server);
+    if (rc == FT_SUCCESS)
+        fti_strlcpy(s->my_addr, fti_rank_server_address(s->server), sizeof(s->my_addr));
+    return rc;
+}
+
+int fti_step_setup(struct fti_step *s)
+{
+    /* every world rank takes part, whatever its config */
+    int rc = init_world(s);
+    if (rc == FT_SUCCESS)
+        rc = fti_group_create(s->mode_b ? s->mb.split : MPI_COMM_WORLD, &s->group);
+    if (rc != FT_SUCCESS)
+        return rc;
+    s->group_rank = fti_group_rank(s->group);
+    s->group_size = fti_group_size(s->group);
+    fti_log_ctx.group_rank = s->group_rank;
+    rc = init_replica_id(s);
+    if (rc == FT_SUCCESS)
+        rc = init_services(s);
+    rc = agree_on(fti_group_comm(s->group), rc);
+    if (rc == FT_SUCCESS)
+        rc = init_peers(s);
+    /* every rank learns whether rank 0 made its manager */
+    int mrc = rc;
+    if (rc == FT_SUCCESS && s->group_rank == 0)
+        mrc = fti_manager_create(s->cfg.lighthouse, s->replica_id, s->cfg.connect_timeout_ms,
+                                 s->cfg.heartbeat_ms, &s->manager);
+    if (MPI_Bcast(&mrc, 1, MPI_INT, 0, fti_group_comm(s->group)) != MPI_SUCCESS)
+        mrc = FT_ERR_MPI;
+    rc = rc != FT_SUCCESS ? rc : mrc;
+    if (rc == FT_SUCCESS && MPI_Op_create(avg_kernel, 1, &ftmpi_op_avg) != MPI_SUCCESS) {
+        FTI_ERROR("FT_Init: MPI_Op_create failed");
+        rc = FT_ERR_MPI;
+    }
+    return agree_on(fti_group_comm(s->group), rc);
+}
+
+void fti_step_teardown(struct fti_step *s)
+{
+    fti_manager_destroy(s->manager);
+    s->manager = NULL;
+    fti_rank_server_stop(s->server); /* no handler runs after this */
+    s->server = NULL;
+    fti_comm_destroy(s->slice);
+    s->slice = NULL;
+    fti_heal_destroy(s->heal);
+    s->heal = NULL;
+    fti_event_log_close(s->elog);
+    s->elog = NULL;
+    fti_members_free(&s->prev_members);
+    if (s->lost)
+        fti_group_mark_lost(s->group);
+    fti_group_destroy(s->group);
+    s->group = NULL;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (s->mode_b)
+        fti_modeb_release(&s->mb, s->lost);
+    else if (s->app_comm != MPI_COMM_NULL && !finalized)
+        MPI_Comm_free(&s->app_comm);
+    s->app_comm = MPI_COMM_NULL;
+    if (ftmpi_op_avg != MPI_OP_NULL && !finalized)
+        MPI_Op_free(&ftmpi_op_avg);
+    ftmpi_op_avg = MPI_OP_NULL;
+    s->initialized = false;
+    fti_log_ctx.step = -1;
+    fti_log_ctx.quorum_id = -1;
+}
+
+void fti_step_leave(struct fti_step *s)
+{
+    int timeout_ms = FTI_MIN(s->cfg.connect_timeout_ms, LEAVE_TIMEOUT_MAX_MS);
+    if (s->manager != NULL) {
+        (void)fti_manager_leave(s->manager, timeout_ms); /* logs its failure */
+        return;
+    }
+    if (!s->mode_b || s->cfg.lighthouse[0] == '\0')
+        return;
+    fti_lighthouse_client_h c = NULL;
+    int rc = fti_lighthouse_client_create(s->cfg.lighthouse, timeout_ms, &c);
+    if (rc == FT_SUCCESS)
+        rc = fti_lighthouse_finalize(c, s->replica_id, timeout_ms);
+    fti_lighthouse_client_destroy(c);
+    if (rc != FT_SUCCESS)
+        FTI_INFO("telling the lighthouse that %s leaves failed: %s", s->replica_id,
+                 FT_Error_string(rc));
+}
+
+int fti_step_group_lost(struct fti_step *s, int why)
+{
+    if (!s->lost) {
+        s->lost = true;
+        FTI_WARN("this group lost a rank (%s): it leaves; FT calls return FT_ERR_GROUP_LOST "
+                 "from now on (call FT_Finalize)",
+                 FT_Error_string(why));
+        fti_group_mark_lost(s->group);
+        fti_step_leave(s);
+    }
+    return FT_ERR_GROUP_LOST;
+}

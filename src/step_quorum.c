@@ -1,0 +1,220 @@
+/*
+ * step_quorum.c - the parts of FT_Quorum (DESIGN section 4, see step.h):
+ * the group's quorum exchange around its manager's round, this rank's
+ * results, failure counting, the slice through the backend table and
+ * healing.
+ */
+#include "step.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "ftmpi.h"
+#include "log.h"
+#include "slice.h"
+#include "util.h"
+
+/* Mode B: a group rank waiting for its manager's quorum broadcast gives it
+ * this much longer than the manager's own deadlines add up to, so that
+ * only a dead manager makes the group lost. */
+#define MODEB_SLACK_MS 1000
+
+/* Compact replies (the group's own results, one per group rank, instead of
+ * every member) keep a reply from growing with the number of groups; a
+ * backend that builds its slice from the members' world ranks needs them
+ * all, and so does mode B's results. */
+static bool want_compact(const struct fti_step *s)
+{
+    return !s->mode_b && !(s->backend->needs & FTI_COMM_NEEDS_WORLD);
+}
+
+/* Group rank 0: gathers the group's asks and runs the manager's round.
+ * Returns the status to broadcast; *buf_p and *len_p hold the packed
+ * response on success. */
+static int manager_round(struct fti_step *s, const fti_quorum_ask_t *mine, void **buf_p,
+                         size_t *len_p)
+{
+    fti_quorum_ask_t *all = calloc((size_t)s->group_size, sizeof(*all));
+    if (all == NULL)
+        return FT_ERR_NO_MEMORY;
+    int rc = fti_group_gather(s->group, mine, sizeof(*mine), all,
+                              fti_now_ms() + s->cfg.timeout_ms);
+    if (rc != FT_SUCCESS) {
+        /* a rank that does not show up: the broadcast tells the others
+         * what that means (mode B: the group is lost) */
+        rc = fti_mode_group_failure(s->mode_b, rc);
+    } else {
+        fti_manager_round_t r = {
+            .address = s->my_addr,
+            .commit_failures = s->commit_failures,
+            .data = s->member_data,
+            .data_len = s->member_data_len,
+            .compact = want_compact(s),
+            .init_sync = s->cfg.init_sync != 0,
+            .timeout_ms = s->cfg.quorum_timeout_ms,
+            .server = s->server,
+        };
+        rc = fti_manager_round(s->manager, all, s->group_size, &r, buf_p, len_p);
+    }
+    free(all);
+    return rc;
+}
+
+int fti_step_exchange(struct fti_step *s, int flags, Ftmpi__LighthouseQuorumResponse **resp_p)
+{
+    fti_quorum_ask_t mine = {s->step, (flags & FT_QUORUM_SHRINK_ONLY) != 0};
+    void *got = NULL;
+    size_t got_len = 0;
+    int status, rc;
+
+    if (s->group_rank == 0) {
+        void *buf = NULL;
+        size_t len = 0;
+        status = manager_round(s, &mine, &buf, &len);
+        rc = fti_group_bcast(s->group, status, buf, status == FT_SUCCESS ? len : 0, &status, &got,
+                             &got_len, fti_now_ms() + s->cfg.timeout_ms);
+        free(buf);
+    } else {
+        int grc = fti_group_gather(s->group, &mine, sizeof(mine), NULL, 0);
+        /* the broadcast also after a failed send: the group's sequence of
+         * operations must not depend on local outcomes */
+        rc = fti_group_bcast(s->group, 0, NULL, 0, &status, &got, &got_len,
+                             fti_now_ms() + s->cfg.quorum_timeout_ms + s->cfg.timeout_ms +
+                                 (s->mode_b ? MODEB_SLACK_MS : 0));
+        if (grc != FT_SUCCESS) {
+            if (rc == FT_SUCCESS)
+                free(got);
+            rc = grc;
+        }
+    }
+    int why = rc;
+    if (rc != FT_SUCCESS) {
+        rc = fti_mode_group_failure(s->mode_b, rc);
+    } else if (status != FT_SUCCESS) {
+        free(got);
+        rc = why = status;
+    }
+    if (rc == FT_ERR_GROUP_LOST)
+        return fti_step_group_lost(s, why);
+    if (rc != FT_SUCCESS)
+        return rc;
+    rc = fti_quorum_unpack(got, got_len, resp_p);
+    free(got);
+    return rc;
+}
+
+int fti_step_results(const struct fti_step *s, const Ftmpi__LighthouseQuorumResponse *resp,
+                     fti_quorum_result_t *res_p)
+{
+    const Ftmpi__Quorum *q = resp->quorum;
+    /* compact: the lighthouse computed the results of each group rank; a
+     * lighthouse that does not know compact replies sent the members */
+    bool compact = resp->n_results > 0;
+    fti_quorum_result_t res;
+    int rc;
+    if (compact && (size_t)s->group_rank >= resp->n_results)
+        rc = FT_ERR_BAD_MESSAGE;
+    else if (compact)
+        rc = fti_results_from_msg(resp->results[s->group_rank], &res);
+    else
+        rc = fti_results_compute(q, s->replica_id, s->group_rank, s->cfg.init_sync != 0, &res);
+    if (rc == FT_SUCCESS && compact && res.quorum_id != q->quorum_id)
+        rc = FT_ERR_BAD_MESSAGE;
+    if (rc != FT_SUCCESS) {
+        FTI_WARN("FT_Quorum: quorum %" PRId64 " has no place for this group: %s", q->quorum_id,
+                 FT_Error_string(rc));
+        return FT_ERR_QUORUM;
+    }
+    fti_results_apply_spares(&res, s->cfg.world_mode == FTI_WORLD_FIXED_WITH_SPARES
+                                       ? s->cfg.min_replicas
+                                       : 0);
+    *res_p = res;
+    return FT_SUCCESS;
+}
+
+bool fti_step_count_failure(struct fti_step *s, const Ftmpi__LighthouseQuorumResponse *resp,
+                            const fti_quorum_result_t *res)
+{
+    bool changed = !s->have_quorum || res->quorum_id != s->res.quorum_id;
+    if (resp->n_results > 0) {
+        /* compact: the lighthouse counted; no member list is kept */
+        fti_members_free(&s->prev_members);
+        return fti_members_dropped(resp->dropped, changed, s->have_quorum);
+    }
+    fti_members_t cur;
+    if (fti_members_of(resp->quorum, &cur) != FT_SUCCESS)
+        return false; /* keeps the old list */
+    bool lost = fti_members_lost(&s->prev_members, &cur);
+    fti_members_free(&s->prev_members);
+    s->prev_members = cur;
+    return lost;
+}
+
+int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
+{
+    unsigned needs = s->backend->needs;
+    fti_comm_destroy(s->slice);
+    s->slice = NULL;
+    s->slice_quorum_id = s->res.quorum_id;
+    fti_comm_rendezvous_t r = {
+        .quorum_id = s->res.quorum_id,
+        .group_rank = s->group_rank,
+        .replica_rank = s->res.replica_rank,
+        .size = s->res.replica_world_size,
+        .chunk_bytes = (size_t)s->cfg.chunk_bytes,
+        .store_address = s->res.store_address,
+        .bind_host = s->cfg.bind_host,
+        .connect_timeout_ms = s->cfg.connect_timeout_ms,
+        .world_ctx = s->mb.mpi,
+    };
+    int *ranks = NULL, rc = FT_SUCCESS;
+    if (needs & FTI_COMM_NEEDS_WORLD) {
+        ranks = malloc((size_t)r.size * sizeof(*ranks));
+        rc = ranks == NULL ? FT_ERR_NO_MEMORY : fti_results_world_ranks(q, s->group_rank, ranks);
+        r.world_ranks = ranks;
+    }
+    if (rc == FT_SUCCESS)
+        rc = fti_comm_create(s->backend, &r, fti_now_ms() + s->cfg.timeout_ms, &s->slice);
+    free(ranks);
+    if (rc != FT_SUCCESS) {
+        s->slice = NULL;
+        FTI_DEBUG("quorum %" PRId64 ": %s slice of %d not built: %s", r.quorum_id,
+                  s->backend->name, r.size, FT_Error_string(rc));
+    }
+    /* the manager drops the rendezvous keys of every older quorum from its
+     * own store, whether their builds (or this one) failed or not */
+    if ((needs & FTI_COMM_NEEDS_STORE) && s->group_rank == 0)
+        (void)fti_slice_forget_older(s->my_addr, s->res.quorum_id, s->cfg.connect_timeout_ms,
+                                     s->cfg.timeout_ms);
+    return rc;
+}
+
+/* Each rank installs the step it healed on its own, without asking the
+ * group: when a rank of the group failed, the commit vote fails the step
+ * and the next quorum request carries the group's lowest step, so the
+ * whole group heals again. */
+int fti_step_heal(struct fti_step *s)
+{
+    fti_heal_opts_t o = {
+        .connect_timeout_ms = s->cfg.connect_timeout_ms,
+        .max_reply = (size_t)s->cfg.max_frame_bytes,
+        .chunk_bytes = 0,
+    };
+    fti_heal_stats_t hs;
+    int rc = fti_heal_fetch(s->heal, s->res.recover_src_manager_address, s->group_rank,
+                            s->res.max_step, &o, fti_now_ms() + s->cfg.heal_timeout_ms, &hs);
+    fti_event_heal(s->elog, s->step, s->res.max_step, hs.bytes, hs.ms, hs.source, rc);
+    if (rc != FT_SUCCESS) {
+        /* the registered memory may be half overwritten: serve nothing.
+         * heal.c logged the failure. */
+        fti_heal_set_step(s->heal, s->step, false);
+        FTI_DEBUG("heal from %s (%s) failed: %s; the step stays %" PRId64,
+                  s->res.recover_src_replica_id, hs.source, FT_Error_string(rc), s->step);
+        return rc;
+    }
+    FTI_INFO("healed step %" PRId64 " from %s (%s): %" PRIu64 " bytes in %" PRId64 " ms",
+             s->res.max_step, s->res.recover_src_replica_id, hs.source, hs.bytes, hs.ms);
+    s->step = s->res.max_step;
+    fti_heal_set_step(s->heal, s->step, true);
+    return FT_SUCCESS;
+}
