@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -538,10 +539,21 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
     evtimer_add(s->accept_ev, &tv);
 }
 
+/* The default connection cap: what the descriptor limit leaves (rpc.h). */
+static size_t default_max_conns(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 1u << 20;
+    if (rl.rlim_cur < FTI_RPC_FD_RESERVE + FTI_RPC_MIN_MAX_CONNS)
+        return FTI_RPC_MIN_MAX_CONNS;
+    return (size_t)rl.rlim_cur - FTI_RPC_FD_RESERVE;
+}
+
 void fti_rpc_server_config_init(fti_rpc_server_config_t *cfg, size_t max_frame)
 {
     cfg->max_frame = max_frame;
-    cfg->max_conns = FTI_RPC_DEFAULT_MAX_CONNS;
+    cfg->max_conns = default_max_conns();
     cfg->out_high_water = FTI_RPC_DEFAULT_OUT_HIGH_WATER;
     cfg->out_low_water = FTI_RPC_DEFAULT_OUT_LOW_WATER;
     cfg->max_calls = FTI_RPC_DEFAULT_MAX_CALLS;

@@ -100,7 +100,13 @@ typedef struct fti_rpc_stats {
 } fti_rpc_stats_t;
 
 /* Defaults of fti_rpc_server_config_t (see the comment at the top). */
-#define FTI_RPC_DEFAULT_MAX_CONNS 4096
+/* Open connections: the soft RLIMIT_NOFILE when the config is made, less
+ * FTI_RPC_FD_RESERVE for the process's other files (at least
+ * FTI_RPC_MIN_MAX_CONNS).  The cap guards against running out of
+ * descriptors, so it follows the limit: a lighthouse that raised it to
+ * serve 10,000 groups gets them. */
+#define FTI_RPC_FD_RESERVE 64
+#define FTI_RPC_MIN_MAX_CONNS 64
 #define FTI_RPC_DEFAULT_OUT_HIGH_WATER (4u << 20)
 #define FTI_RPC_DEFAULT_OUT_LOW_WATER (1u << 20)
 #define FTI_RPC_DEFAULT_MAX_CALLS 64
