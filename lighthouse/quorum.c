@@ -402,18 +402,20 @@ static int decision_fill_members(const struct fti_quorum_state *st, int64_t now_
     return FT_SUCCESS;
 }
 
-int fti_quorum_compute(fti_quorum_state_h st, int64_t now_ms, fti_qdecision_t *d_p)
-{
-    if (!st || !d_p)
-        return FT_ERR_ARG;
-    fti_qdecision_t *d = d_p;
-    memset(d, 0, sizeof(*d));
-    d->join_wait_ms = -1;
+/* What rules 3, 4 and 7 need from the table, counted in one pass. */
+struct table_pass {
+    size_t req_in_prev;   /* requesters that are members of prev */
+    bool any_shrink;      /* a requester asks for shrink_only */
+    int64_t first_joined; /* the oldest pending request (now_ms if none) */
+};
 
-    /* rules 1-2, and what rules 3-4 need, in one pass */
-    size_t req_in_prev = 0;
-    bool any_shrink = false;
-    int64_t first_joined = now_ms;
+/* Rules 1-2: counts the healthy groups and the requesters into d. */
+static void table_pass(const struct fti_quorum_state *st, int64_t now_ms, fti_qdecision_t *d,
+                       struct table_pass *p)
+{
+    p->req_in_prev = 0;
+    p->any_shrink = false;
+    p->first_joined = now_ms;
     for (size_t i = 0; i < st->n_groups; i++) {
         const qgroup_t *g = st->groups[i];
         if (!group_healthy(st, g, now_ms))
@@ -423,12 +425,27 @@ int fti_quorum_compute(fti_quorum_state_h st, int64_t now_ms, fti_qdecision_t *d
             continue;
         d->n_requesters++;
         if (g->in_prev)
-            req_in_prev++;
+            p->req_in_prev++;
         if (g->member.shrink_only)
-            any_shrink = true;
-        if (g->joined_ms < first_joined)
-            first_joined = g->joined_ms;
+            p->any_shrink = true;
+        if (g->joined_ms < p->first_joined)
+            p->first_joined = g->joined_ms;
     }
+}
+
+int fti_quorum_compute(fti_quorum_state_h st, int64_t now_ms, fti_qdecision_t *d_p)
+{
+    if (!st || !d_p)
+        return FT_ERR_ARG;
+    fti_qdecision_t *d = d_p;
+    memset(d, 0, sizeof(*d));
+    d->join_wait_ms = -1;
+
+    struct table_pass tp;
+    table_pass(st, now_ms, d, &tp);
+    size_t req_in_prev = tp.req_in_prev;
+    bool any_shrink = tp.any_shrink;
+    int64_t first_joined = tp.first_joined;
 
     /* rule 3: shrink_only keeps previous members only */
     const fti_quorum_t *prev = st->prev;
