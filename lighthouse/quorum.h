@@ -41,8 +41,10 @@
  * An issued quorum is never empty and never smaller than min_replicas.
  *
  * Typical use by the server (one state, on its event loop thread):
- *   on Heartbeat:  fti_quorum_heartbeat(st, id, now)
- *   on Quorum:     fti_quorum_request(st, &member, now); then evaluate
+ *   on Heartbeat:  fti_quorum_note_seen(st, max_quorum_id);
+ *                  fti_quorum_heartbeat(st, id, now)
+ *   on Quorum:     fti_quorum_note_seen(st, max_quorum_id);
+ *                  fti_quorum_request(st, &member, now); then evaluate
  *   on tick:       fti_quorum_expire(st, now); evaluate
  *   on a requester's connection closing: fti_quorum_withdraw(st, id)
  *   evaluate:      fti_quorum_compute(st, now, &d);
