@@ -14,7 +14,22 @@
  * that lost a rank): the lighthouse forgets them at once (their pending
  * request is answered with FT_ERR_GROUP_LOST) and ignores their later
  * heartbeats; a later quorum request under the same id (a restarted
- * group) brings the group back.
+ * group) brings the group back.  The ids of finalized groups are kept up
+ * to max_finalized; past it the oldest finalize is forgotten (its group
+ * then reads UNKNOWN, and a heartbeat that comes that late would add it
+ * back as a silent group that expires like any other).
+ *
+ * Bounds on what requests make the lighthouse keep (each refused or
+ * evicted with a clear error, never grown without limit):
+ *   - groups in the table: FTI_QUORUM_MAX_GROUPS (quorum.h), expired after
+ *     FTI_QUORUM_EXPIRE_FACTOR heartbeat timeouts of silence;
+ *   - a member's data: FTI_QUORUM_MAX_DATA bytes (quorum.h); a larger
+ *     request is answered FT_ERR_ARG "member data of N bytes over the cap";
+ *   - pending quorum calls per group: max_waiters_per_group; a newer call
+ *     ends the oldest with FT_ERR_TIMEOUT ("superseded");
+ *   - finalized ids: max_finalized (oldest evicted);
+ *   - kill RPCs in flight: 16 in a process (one more is refused with
+ *     FT_ERR_SYSTEM and a warning).
  */
 #ifndef FTI_LIGHTHOUSE_H
 #define FTI_LIGHTHOUSE_H
@@ -23,10 +38,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sizes.h"
+
 struct event_base;
 
+#define FTI_LH_MAX_FINALIZED 10000        /* default max_finalized */
+#define FTI_LH_MAX_WAITERS_PER_GROUP 4    /* default max_waiters_per_group */
+
 typedef struct fti_lighthouse_opts {
-    char bind[128];              /* "host:port" of the RPC server */
+    char bind[FTI_ADDRESS_SIZE]; /* "host:port" of the RPC server */
     int min_replicas;            /* >= 1 */
     int64_t join_timeout_ms;     /* default 60000 */
     int64_t quorum_tick_ms;      /* default 100 */
@@ -34,7 +54,13 @@ typedef struct fti_lighthouse_opts {
     size_t max_frame;            /* RPC frame cap, default 4 MiB */
     int64_t initial_quorum_id;   /* the first quorum gets this + 1; -1 (default) =
                                   * the wall clock in ms, so a restarted
-                                  * lighthouse never repeats an id */
+                                  * lighthouse never repeats an id (groups also
+                                  * report the highest id they saw: a new id
+                                  * is always above it, whatever the clock) */
+    size_t max_finalized;        /* finalized ids kept, >= 1 (default
+                                  * FTI_LH_MAX_FINALIZED); oldest evicted */
+    size_t max_waiters_per_group;/* pending quorum calls of one replica id,
+                                  * >= 1 (default FTI_LH_MAX_WAITERS_PER_GROUP) */
 } fti_lighthouse_opts_t;
 
 void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o);
@@ -71,7 +97,8 @@ fti_lh_group_status_t fti_lighthouse_group_status(fti_lighthouse_h lh, const cha
  * first to ask.  Loop thread, or before the loop runs. */
 int fti_lighthouse_expect_group(fti_lighthouse_h lh, const char *replica_id);
 
-/* Groups that sent LIGHTHOUSE_FINALIZE (and did not ask again). */
+/* Groups that sent LIGHTHOUSE_FINALIZE (and did not ask again), at most
+ * max_finalized. */
 size_t fti_lighthouse_n_finalized(fti_lighthouse_h lh);
 
 /* ---- read-only view for the dashboard and /metrics ---------------------- */
@@ -82,8 +109,8 @@ size_t fti_lighthouse_n_finalized(fti_lighthouse_h lh);
 extern const double fti_lh_hist_bounds_ms[FTI_LH_HIST_BUCKETS - 1];
 
 typedef struct fti_lh_member_view {
-    char replica_id[64];
-    char address[128];
+    char replica_id[FTI_REPLICA_ID_SIZE];
+    char address[FTI_ADDRESS_SIZE];
     int64_t step;
     uint64_t world_size;
     int64_t heartbeat_age_ms;  /* -1 if never */
@@ -98,7 +125,7 @@ typedef struct fti_lh_snapshot {
     int64_t quorum_created_ms; /* wall clock */
     int64_t max_step;
     int min_replicas;
-    char waiting_reason[256];  /* why the next quorum is not issued yet */
+    char waiting_reason[FTI_REASON_SIZE]; /* why the next quorum is not issued yet */
     size_t n_members;          /* quorum members first, then the others */
     fti_lh_member_view_t *members;
     /* counters */

@@ -27,6 +27,7 @@ struct fti_quorum_state {
     size_t n_groups, cap_groups;
     fti_quorum_t *prev; /* NULL before the first quorum */
     int64_t last_id;
+    int64_t max_seen; /* highest quorum id a group reported, 0 if none */
 };
 
 /* At most this many names in a reason's list, then "+N more". */
@@ -244,7 +245,8 @@ int fti_quorum_request(fti_quorum_state_h st, const fti_qmember_t *m, int64_t no
 {
     if (!st || !m || !fits(m->replica_id, sizeof(m->replica_id)) ||
         !id_valid(m->replica_id) || !fits(m->address, sizeof(m->address)) ||
-        !fits(m->store_address, sizeof(m->store_address)) || (m->data_len > 0 && !m->data))
+        !fits(m->store_address, sizeof(m->store_address)) || (m->data_len > 0 && !m->data) ||
+        m->data_len > FTI_QUORUM_MAX_DATA)
         return FT_ERR_ARG;
     fti_qmember_t copy;
     if (fti_qmember_copy(&copy, m) != FT_SUCCESS)
@@ -263,6 +265,12 @@ int fti_quorum_request(fti_quorum_state_h st, const fti_qmember_t *m, int64_t no
         g->joined_ms = now_ms;
     }
     return FT_SUCCESS;
+}
+
+void fti_quorum_note_seen(fti_quorum_state_h st, int64_t id)
+{
+    if (st && id > st->max_seen && id <= FTI_QUORUM_ID_MAX)
+        st->max_seen = id;
 }
 
 int fti_quorum_withdraw(fti_quorum_state_h st, const char *replica_id)
@@ -394,18 +402,20 @@ static int decision_fill_members(const struct fti_quorum_state *st, int64_t now_
     return FT_SUCCESS;
 }
 
-int fti_quorum_compute(fti_quorum_state_h st, int64_t now_ms, fti_qdecision_t *d_p)
-{
-    if (!st || !d_p)
-        return FT_ERR_ARG;
-    fti_qdecision_t *d = d_p;
-    memset(d, 0, sizeof(*d));
-    d->join_wait_ms = -1;
+/* What rules 3, 4 and 7 need from the table, counted in one pass. */
+struct table_pass {
+    size_t req_in_prev;   /* requesters that are members of prev */
+    bool any_shrink;      /* a requester asks for shrink_only */
+    int64_t first_joined; /* the oldest pending request (now_ms if none) */
+};
 
-    /* rules 1-2, and what rules 3-4 need, in one pass */
-    size_t req_in_prev = 0;
-    bool any_shrink = false;
-    int64_t first_joined = now_ms;
+/* Rules 1-2: counts the healthy groups and the requesters into d. */
+static void table_pass(const struct fti_quorum_state *st, int64_t now_ms, fti_qdecision_t *d,
+                       struct table_pass *p)
+{
+    p->req_in_prev = 0;
+    p->any_shrink = false;
+    p->first_joined = now_ms;
     for (size_t i = 0; i < st->n_groups; i++) {
         const qgroup_t *g = st->groups[i];
         if (!group_healthy(st, g, now_ms))
@@ -415,12 +425,27 @@ int fti_quorum_compute(fti_quorum_state_h st, int64_t now_ms, fti_qdecision_t *d
             continue;
         d->n_requesters++;
         if (g->in_prev)
-            req_in_prev++;
+            p->req_in_prev++;
         if (g->member.shrink_only)
-            any_shrink = true;
-        if (g->joined_ms < first_joined)
-            first_joined = g->joined_ms;
+            p->any_shrink = true;
+        if (g->joined_ms < p->first_joined)
+            p->first_joined = g->joined_ms;
     }
+}
+
+int fti_quorum_compute(fti_quorum_state_h st, int64_t now_ms, fti_qdecision_t *d_p)
+{
+    if (!st || !d_p)
+        return FT_ERR_ARG;
+    fti_qdecision_t *d = d_p;
+    memset(d, 0, sizeof(*d));
+    d->join_wait_ms = -1;
+
+    struct table_pass tp;
+    table_pass(st, now_ms, d, &tp);
+    size_t req_in_prev = tp.req_in_prev;
+    bool any_shrink = tp.any_shrink;
+    int64_t first_joined = tp.first_joined;
 
     /* rule 3: shrink_only keeps previous members only */
     const fti_quorum_t *prev = st->prev;
@@ -501,14 +526,28 @@ void fti_qdecision_clear(fti_qdecision_t *d)
 
 /* ---- commit ----------------------------------------------------------- */
 
+/* Whether the sorted (replica_id, incarnation) pairs equal prev's. */
 static bool ids_equal(const fti_quorum_t *prev, const fti_qmember_t *m, size_t n)
 {
     if (!prev || prev->n_members != n)
         return false;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(prev->members[i].replica_id, m[i].replica_id) != 0)
+        if (strcmp(prev->members[i].replica_id, m[i].replica_id) != 0 ||
+            prev->members[i].incarnation != m[i].incarnation)
             return false;
     return true;
+}
+
+/* Rule 8: the id of a quorum of members m[0..n). */
+static int64_t next_id(const struct fti_quorum_state *st, const fti_qmember_t *m, size_t n)
+{
+    bool failures = false;
+    for (size_t i = 0; i < n; i++)
+        if (m[i].commit_failures > 0)
+            failures = true;
+    if (ids_equal(st->prev, m, n) && !failures && st->max_seen <= st->last_id)
+        return st->last_id;
+    return FTI_MAX(st->last_id, st->max_seen) + 1;
 }
 
 int fti_quorum_commit(fti_quorum_state_h st, fti_qdecision_t *d, int64_t now_ms,
@@ -517,14 +556,7 @@ int fti_quorum_commit(fti_quorum_state_h st, fti_qdecision_t *d, int64_t now_ms,
     if (!st || !d || !q_p || !d->issue || d->n_members == 0 || !d->members)
         return FT_ERR_ARG;
 
-    /* rule 8: the id */
-    bool failures = false;
-    for (size_t i = 0; i < d->n_members; i++)
-        if (d->members[i].commit_failures > 0)
-            failures = true;
-    int64_t id = st->last_id;
-    if (!ids_equal(st->prev, d->members, d->n_members) || failures)
-        id++;
+    int64_t id = next_id(st, d->members, d->n_members);
 
     /* allocate everything first: on failure nothing changes */
     fti_quorum_t *q = calloc(1, sizeof(*q));

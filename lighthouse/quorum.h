@@ -27,17 +27,24 @@
  *      request of a requester is younger than join_timeout_ms: wait for
  *      those stragglers.
  *   8. otherwise issue the candidates.
- * On issue, fti_quorum_commit assigns the quorum id: previous id + 1 when
- * there is no previous quorum, when the sorted member ids differ from the
- * previous quorum's, or when any member reports commit_failures > 0;
- * otherwise the previous id (a change of address, store address or step
- * alone keeps the id).
+ * On issue, fti_quorum_commit assigns the quorum id.  A new id is issued
+ * when there is no previous quorum, when the sorted (replica_id,
+ * incarnation) pairs differ from the previous quorum's (a member joined,
+ * left, or was restarted under the same id), when any member reports
+ * commit_failures > 0, or when a member has reported a quorum id above the
+ * last one issued here (fti_quorum_note_seen: a restarted lighthouse);
+ * otherwise the previous id is kept (a change of address, store address or
+ * step alone keeps the id).  A new id is max(last id, highest id reported
+ * by any group) + 1: ids only grow, within one lighthouse's life and
+ * across restarts as long as one member that saw the old ids asks.
  *
  * An issued quorum is never empty and never smaller than min_replicas.
  *
  * Typical use by the server (one state, on its event loop thread):
- *   on Heartbeat:  fti_quorum_heartbeat(st, id, now)
- *   on Quorum:     fti_quorum_request(st, &member, now); then evaluate
+ *   on Heartbeat:  fti_quorum_note_seen(st, max_quorum_id);
+ *                  fti_quorum_heartbeat(st, id, now)
+ *   on Quorum:     fti_quorum_note_seen(st, max_quorum_id);
+ *                  fti_quorum_request(st, &member, now); then evaluate
  *   on tick:       fti_quorum_expire(st, now); evaluate
  *   on a requester's connection closing: fti_quorum_withdraw(st, id)
  *   evaluate:      fti_quorum_compute(st, now, &d);
@@ -67,9 +74,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FTI_QID_MAX 64     /* replica_id buffer, with its NUL */
-#define FTI_QADDR_MAX 128  /* address buffers, with their NUL */
-#define FTI_QREASON_MAX 256
+#include "sizes.h"
+
+#define FTI_QID_MAX FTI_REPLICA_ID_SIZE /* replica_id buffer, with its NUL */
+#define FTI_QADDR_MAX FTI_ADDRESS_SIZE  /* address buffers, with their NUL */
+#define FTI_QREASON_MAX FTI_REASON_SIZE
+
+/* Largest QuorumMember.data accepted (bytes): a group's opaque data is
+ * kept in the table, in the previous quorum and in every reply, so it
+ * stays small (libftmpi itself sends at most 16 bytes). */
+#define FTI_QUORUM_MAX_DATA 4096
+
+/* Quorum ids above this are not believed when members report them (see
+ * fti_quorum_note_seen), so no member can push the ids to overflow. */
+#define FTI_QUORUM_ID_MAX (INT64_MAX / 2)
 
 /* Expire drops groups whose last heartbeat is older than this many
  * heartbeat timeouts. */
@@ -88,7 +106,8 @@ typedef struct fti_qmember {
     uint64_t world_size;
     bool shrink_only;
     int64_t commit_failures;
-    uint8_t *data;
+    uint64_t incarnation;              /* the manager process, see above */
+    uint8_t *data;                     /* at most FTI_QUORUM_MAX_DATA bytes */
     size_t data_len;
 } fti_qmember_t;
 
@@ -156,8 +175,14 @@ int fti_quorum_heartbeat(fti_quorum_state_h st, const char *replica_id, int64_t 
  * pending request.  A repeated request replaces the details (m is copied,
  * data included) but keeps the time of the first pending request, which
  * rule 7 measures from.  Errors as fti_quorum_heartbeat (FT_ERR_ARG also
- * for address fields without a NUL); on error the state is unchanged. */
+ * for address fields without a NUL and for data over FTI_QUORUM_MAX_DATA
+ * bytes); on error the state is unchanged. */
 int fti_quorum_request(fti_quorum_state_h st, const fti_qmember_t *m, int64_t now_ms);
+
+/* Records that a group reported having seen quorum id `id` (the
+ * max_quorum_id of a request or heartbeat): the next new id is above it.
+ * Ids <= 0 or above FTI_QUORUM_ID_MAX are ignored. */
+void fti_quorum_note_seen(fti_quorum_state_h st, int64_t id);
 
 /* Drops replica_id's pending request (its RPC went away); the heartbeat
  * stays.  FT_ERR_NOT_FOUND if it has none. */

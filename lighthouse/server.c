@@ -28,6 +28,7 @@
 #include <event2/event.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +42,10 @@
 #include "util.h"
 
 #define LH_KILL_TIMEOUT_MS 5000
+#define LH_KILLS_MAX 16 /* kill RPCs in flight at most (one thread each) */
 #define LH_LOG_NAMES 16 /* membership changes listed by name up to this many */
 #define LH_COMPACT_MAX_RANKS 4096 /* group ranks a compact reply lists at most */
+#define LH_MIN_FRAME 64 /* smallest max_frame accepted: a header and a short message */
 
 const double fti_lh_hist_bounds_ms[FTI_LH_HIST_BUCKETS - 1] = {
     1, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000};
@@ -57,6 +60,8 @@ void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o)
     o->heartbeat_timeout_ms = 5000;
     o->max_frame = 4u << 20;
     o->initial_quorum_id = -1;
+    o->max_finalized = FTI_LH_MAX_FINALIZED;
+    o->max_waiters_per_group = FTI_LH_MAX_WAITERS_PER_GROUP;
 }
 
 /* ---- waiters: deferred quorum calls, by replica id ----------------------- */
@@ -66,6 +71,7 @@ struct waiter {
     bool compact;   /* wants its results, not the member list */
     bool init_sync; /* the results' step-0 rule (compact only) */
     uint64_t hash;
+    uint64_t seq;        /* order of arrival */
     struct waiter *next; /* bucket chain */
     char replica_id[FTI_QID_MAX];
 };
@@ -76,6 +82,7 @@ struct waiters {
     size_t n;          /* waiters */
     size_t n_ids;      /* distinct replica ids among them (= pending groups) */
     size_t n_prev_ids; /* ... of which members of the current quorum */
+    uint64_t seq;      /* waiters added so far */
 };
 
 static uint64_t id_hash(const char *s)
@@ -118,6 +125,7 @@ static void waiters_add(struct waiters *w, struct waiter *x)
     if (w->n >= w->mask + 1)
         waiters_grow(w);
     x->hash = id_hash(x->replica_id);
+    x->seq = w->seq++;
     x->next = w->buckets[x->hash & w->mask];
     w->buckets[x->hash & w->mask] = x;
     w->n++;
@@ -151,6 +159,34 @@ static bool waiters_has(const struct waiters *w, const char *replica_id)
     return false;
 }
 
+/* Waiters of replica_id; *oldest_p gets the one added first (NULL if none). */
+static size_t waiters_count(const struct waiters *w, const char *replica_id,
+                            struct waiter **oldest_p)
+{
+    uint64_t h = id_hash(replica_id);
+    size_t n = 0;
+    *oldest_p = NULL;
+    for (struct waiter *x = w->buckets[h & w->mask]; x; x = x->next)
+        if (x->hash == h && strcmp(x->replica_id, replica_id) == 0) {
+            n++;
+            if (*oldest_p == NULL || x->seq < (*oldest_p)->seq)
+                *oldest_p = x;
+        }
+    return n;
+}
+
+/* Unlinks one waiter (in the table). */
+static void waiters_unlink(struct waiters *w, struct waiter *x)
+{
+    struct waiter **pp = &w->buckets[x->hash & w->mask];
+    while (*pp && *pp != x)
+        pp = &(*pp)->next;
+    if (*pp) {
+        *pp = x->next;
+        w->n--;
+    }
+}
+
 /* ---- the server ----------------------------------------------------------- */
 
 /* One packed LighthouseQuorumResponse shared by every waiter it answers
@@ -180,16 +216,23 @@ struct fti_lighthouse {
     uint64_t hist_count;
     int64_t round_first_req_ms; /* first request since the last quorum, -1 none */
     int64_t round_last_req_ms;
-    /* groups that finalized, sorted (strcmp) for binary search */
-    char (*finalized)[FTI_QID_MAX];
+    /* groups that finalized, sorted (strcmp) for binary search; at most
+     * opts.max_finalized, the oldest (lowest seq) evicted first */
+    struct fin_entry *finalized;
     size_t n_finalized, cap_finalized;
+    uint64_t fin_seq; /* finalizes so far */
 };
 
 /* ---- finalized groups (under lh->mu) -------------------------------------- */
 
+struct fin_entry {
+    char id[FTI_QID_MAX];
+    uint64_t seq; /* order of the finalize: the lowest is evicted first */
+};
+
 static const char *fin_key(const void *finalized, size_t i)
 {
-    return ((const char (*)[FTI_QID_MAX])finalized)[i];
+    return ((const struct fin_entry *)finalized)[i].id;
 }
 
 static size_t fin_search(const struct fti_lighthouse *lh, const char *id, bool *found)
@@ -204,6 +247,25 @@ static bool fin_has(const struct fti_lighthouse *lh, const char *id)
     return found;
 }
 
+static void fin_del_at(struct fti_lighthouse *lh, size_t at)
+{
+    memmove(&lh->finalized[at], &lh->finalized[at + 1],
+            (lh->n_finalized - at - 1) * sizeof(*lh->finalized));
+    lh->n_finalized--;
+}
+
+/* Forgets the oldest finalize (O(n), only when the list is full). */
+static void fin_evict_oldest(struct fti_lighthouse *lh)
+{
+    size_t old = 0;
+    for (size_t i = 1; i < lh->n_finalized; i++)
+        if (lh->finalized[i].seq < lh->finalized[old].seq)
+            old = i;
+    FTI_DEBUG("finalized ids: %zu kept at most, forgetting %s", lh->opts.max_finalized,
+              lh->finalized[old].id);
+    fin_del_at(lh, old);
+}
+
 /* id must fit FTI_QID_MAX. */
 static int fin_add(struct fti_lighthouse *lh, const char *id)
 {
@@ -211,9 +273,13 @@ static int fin_add(struct fti_lighthouse *lh, const char *id)
     size_t at = fin_search(lh, id, &found);
     if (found)
         return FT_SUCCESS;
+    if (lh->n_finalized >= lh->opts.max_finalized) {
+        fin_evict_oldest(lh);
+        at = fin_search(lh, id, &found);
+    }
     if (lh->n_finalized == lh->cap_finalized) {
         size_t cap = lh->cap_finalized ? 2 * lh->cap_finalized : 16;
-        char(*f)[FTI_QID_MAX] = realloc(lh->finalized, cap * sizeof(*f));
+        struct fin_entry *f = realloc(lh->finalized, cap * sizeof(*f));
         if (f == NULL)
             return FT_ERR_NO_MEMORY;
         lh->finalized = f;
@@ -221,7 +287,8 @@ static int fin_add(struct fti_lighthouse *lh, const char *id)
     }
     memmove(&lh->finalized[at + 1], &lh->finalized[at],
             (lh->n_finalized - at) * sizeof(*lh->finalized));
-    fti_strlcpy(lh->finalized[at], id, FTI_QID_MAX);
+    fti_strlcpy(lh->finalized[at].id, id, FTI_QID_MAX);
+    lh->finalized[at].seq = lh->fin_seq++;
     lh->n_finalized++;
     return FT_SUCCESS;
 }
@@ -230,11 +297,8 @@ static void fin_del(struct fti_lighthouse *lh, const char *id)
 {
     bool found;
     size_t at = fin_search(lh, id, &found);
-    if (!found)
-        return;
-    memmove(&lh->finalized[at], &lh->finalized[at + 1],
-            (lh->n_finalized - at - 1) * sizeof(*lh->finalized));
-    lh->n_finalized--;
+    if (found)
+        fin_del_at(lh, at);
 }
 
 static void reply_release(void *arg)
@@ -292,6 +356,7 @@ static int view_init(struct quorum_view *v, const fti_quorum_t *q, int64_t creat
         pm[i].world_size = m->world_size;
         pm[i].shrink_only = m->shrink_only;
         pm[i].commit_failures = m->commit_failures;
+        pm[i].incarnation = m->incarnation;
         pm[i].data.data = m->data;
         pm[i].data.len = m->data_len;
         pp[i] = &pm[i];
@@ -391,8 +456,9 @@ static struct shared_reply *view_compact(struct quorum_view *v, const char *repl
     return r;
 }
 
-/* Members of prev missing from the sorted members[0..n) or there with
- * another manager address (a restarted group).  O(n + prev). */
+/* Members of prev missing from the sorted members[0..n) or there as
+ * another incarnation or with another manager address (a restarted
+ * group).  O(n + prev). */
 static int64_t count_dropped(const fti_quorum_t *prev, const fti_qmember_t *members, size_t n)
 {
     int64_t dropped = 0;
@@ -404,7 +470,8 @@ static int64_t count_dropped(const fti_quorum_t *prev, const fti_qmember_t *memb
         int c = 1;
         while (j < n && (c = strcmp(members[j].replica_id, p->replica_id)) < 0)
             j++;
-        if (j >= n || c != 0 || strcmp(members[j].address, p->address) != 0)
+        if (j >= n || c != 0 || members[j].incarnation != p->incarnation ||
+            strcmp(members[j].address, p->address) != 0)
             dropped++;
     }
     return dropped;
@@ -555,18 +622,20 @@ static void hist_add(struct fti_lighthouse *lh, double ms)
     lh->hist_count++;
 }
 
-/* Applies the rules; issues and answers a quorum if they say so. */
-static void evaluate(struct fti_lighthouse *lh)
+/* What one evaluation issued, for the log and the replies. */
+struct issued {
+    fti_quorum_t *q; /* NULL when nothing was issued */
+    char change[512];
+    int64_t now, first_ms, last_ms, dropped, created_wall;
+};
+
+/* Applies the rules under lh->mu; on issue commits the quorum into out. */
+static void decide(struct fti_lighthouse *lh, struct issued *out)
 {
     fti_qdecision_t d;
-    fti_quorum_t *q = NULL;
-    char change[512] = "";
-    int64_t first_ms = -1, last_ms = -1, now;
-
-    sweep_dead(lh);
     pthread_mutex_lock(&lh->mu);
-    now = fti_now_ms();
-    int rc = fti_quorum_compute(lh->st, now, &d);
+    out->now = fti_now_ms();
+    int rc = fti_quorum_compute(lh->st, out->now, &d);
     if (rc != FT_SUCCESS) {
         pthread_mutex_unlock(&lh->mu);
         FTI_ERROR("quorum evaluation failed: %s", FT_Error_string(rc));
@@ -576,38 +645,54 @@ static void evaluate(struct fti_lighthouse *lh)
         snprintf(lh->reason, sizeof(lh->reason), "idle: no healthy group waits for a quorum");
     else
         fti_strlcpy(lh->reason, d.reason, sizeof(lh->reason));
-    int64_t dropped = 0;
     if (d.issue) {
-        membership_change(fti_quorum_prev(lh->st), &d, change, sizeof(change));
-        dropped = count_dropped(fti_quorum_prev(lh->st), d.members, d.n_members);
-        rc = fti_quorum_commit(lh->st, &d, now, &q);
+        membership_change(fti_quorum_prev(lh->st), &d, out->change, sizeof(out->change));
+        out->dropped = count_dropped(fti_quorum_prev(lh->st), d.members, d.n_members);
+        rc = fti_quorum_commit(lh->st, &d, out->now, &out->q);
         if (rc == FT_SUCCESS) {
-            first_ms = lh->round_first_req_ms;
-            last_ms = lh->round_last_req_ms;
+            out->first_ms = lh->round_first_req_ms;
+            out->last_ms = lh->round_last_req_ms;
             lh->quorums_issued++;
             lh->quorum_created_wall = fti_wall_ms();
-            hist_add(lh, first_ms >= 0 ? (double)(now - first_ms) : 0.0);
+            hist_add(lh, out->first_ms >= 0 ? (double)(out->now - out->first_ms) : 0.0);
             /* requests left pending start the next round now */
-            lh->round_first_req_ms = fti_quorum_n_waiting(lh->st) > 0 ? now : -1;
+            lh->round_first_req_ms = fti_quorum_n_waiting(lh->st) > 0 ? out->now : -1;
             lh->round_last_req_ms = lh->round_first_req_ms;
         } else {
             FTI_ERROR("quorum commit failed: %s", FT_Error_string(rc));
         }
     }
     fti_qdecision_clear(&d);
-    int64_t created_wall = lh->quorum_created_wall;
+    out->created_wall = lh->quorum_created_wall;
     pthread_mutex_unlock(&lh->mu);
-    if (q == NULL)
-        return;
+}
 
-    fti_log_ctx.quorum_id = q->quorum_id;
-    FTI_INFO("quorum %" PRId64 ": %zu members%s%s; formed %" PRId64 " ms after the first request, "
-             "%" PRId64 " ms after the last",
-             q->quorum_id, q->n_members, change[0] ? ", " : "", change,
-             first_ms >= 0 ? now - first_ms : 0, last_ms >= 0 ? now - last_ms : 0);
+/* Answers one waiter of the issued quorum (view v, NULL when it could not
+ * be built); true if a reply was queued. */
+static bool answer_one(struct waiter *x, struct quorum_view *v)
+{
+    int rc = FT_ERR_NO_MEMORY;
+    struct shared_reply *r = NULL;
+    if (v && x->compact) {
+        r = view_compact(v, x->replica_id, x->init_sync, &rc);
+    } else if (v && (r = view_full(v)) != NULL) {
+        r->refs++;
+    }
+    if (r == NULL) {
+        fti_rpc_reply_error(x->call, rc,
+                            rc == FT_ERR_ARG ? "world_size too large for a compact reply"
+                                             : "lighthouse out of memory");
+        return false;
+    }
+    return fti_rpc_reply_ref(x->call, r->data, r->len, reply_release, r) == FT_SUCCESS;
+}
 
+/* Sends the issued quorum to every waiting call of its members. */
+static void answer_waiters(struct fti_lighthouse *lh, const struct issued *is)
+{
+    const fti_quorum_t *q = is->q;
     struct quorum_view v;
-    bool have_view = view_init(&v, q, created_wall, dropped) == FT_SUCCESS;
+    bool have_view = view_init(&v, q, is->created_wall, is->dropped) == FT_SUCCESS;
     size_t answered = 0, failed = 0;
     for (size_t i = 0; i < q->n_members; i++) {
         struct waiter *x = waiters_take(&lh->waiters, q->members[i].replica_id), *next;
@@ -615,22 +700,10 @@ static void evaluate(struct fti_lighthouse *lh)
             lh->waiters.n_ids--;
         for (; x; x = next) {
             next = x->next;
-            int rc2 = FT_ERR_NO_MEMORY;
-            struct shared_reply *r = NULL;
-            if (have_view && x->compact) {
-                r = view_compact(&v, x->replica_id, x->init_sync, &rc2);
-            } else if (have_view && (r = view_full(&v)) != NULL) {
-                r->refs++;
-            }
-            if (r == NULL) {
-                failed++;
-                fti_rpc_reply_error(x->call, rc2,
-                                    rc2 == FT_ERR_ARG ? "world_size too large for a compact reply"
-                                                      : "lighthouse out of memory");
-            } else if (fti_rpc_reply_ref(x->call, r->data, r->len, reply_release, r) ==
-                       FT_SUCCESS) {
+            if (answer_one(x, have_view ? &v : NULL))
                 answered++;
-            }
+            else
+                failed++;
             free(x);
         }
     }
@@ -641,7 +714,26 @@ static void evaluate(struct fti_lighthouse *lh)
     if (have_view)
         view_clear(&v);
     FTI_DEBUG("quorum %" PRId64 " sent to %zu waiting calls", q->quorum_id, answered);
-    fti_quorum_free(q);
+}
+
+/* Applies the rules; issues and answers a quorum if they say so. */
+static void evaluate(struct fti_lighthouse *lh)
+{
+    struct issued is;
+    memset(&is, 0, sizeof(is));
+    is.first_ms = is.last_ms = -1;
+    sweep_dead(lh);
+    decide(lh, &is);
+    if (is.q == NULL)
+        return;
+    fti_log_ctx.quorum_id = is.q->quorum_id;
+    FTI_INFO("quorum %" PRId64 ": %zu members%s%s; formed %" PRId64 " ms after the first request, "
+             "%" PRId64 " ms after the last",
+             is.q->quorum_id, is.q->n_members, is.change[0] ? ", " : "", is.change,
+             is.first_ms >= 0 ? is.now - is.first_ms : 0,
+             is.last_ms >= 0 ? is.now - is.last_ms : 0);
+    answer_waiters(lh, &is);
+    fti_quorum_free(is.q);
 }
 
 static void eval_cb(evutil_socket_t fd, short what, void *arg)
@@ -679,7 +771,7 @@ static ProtobufCMessage *unpack_request(struct fti_lighthouse *lh, fti_rpc_call_
 {
     ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, payload);
     if (m == NULL) {
-        char msg[64];
+        char msg[FTI_REASON_SIZE];
         FTI_WARN("%s from %s does not decode", what, fti_rpc_call_peer(call));
         snprintf(msg, sizeof(msg), "%s does not decode", what);
         fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, msg);
@@ -696,6 +788,7 @@ static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len
     if (req == NULL)
         return;
     pthread_mutex_lock(&lh->mu);
+    fti_quorum_note_seen(lh->st, req->max_quorum_id);
     /* a finalized group's last heartbeats do not bring it back */
     int rc = req->replica_id && fin_has(lh, req->replica_id)
                  ? FT_SUCCESS
@@ -714,57 +807,47 @@ static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len
 }
 
 /* Copies a QuorumMember message into m (data by reference).  FT_ERR_ARG
- * when a field does not fit. */
-static int member_from_msg(const Ftmpi__QuorumMember *pm, fti_qmember_t *m)
+ * with why (a reason for the reply) when a field does not fit. */
+static int member_from_msg(const Ftmpi__QuorumMember *pm, fti_qmember_t *m, char *why,
+                           size_t why_len)
 {
     memset(m, 0, sizeof(*m));
-    if (pm->replica_id == NULL || pm->replica_id[0] == '\0' ||
+    if (pm == NULL || pm->replica_id == NULL || pm->replica_id[0] == '\0' ||
         fti_strlcpy(m->replica_id, pm->replica_id, sizeof(m->replica_id)) != 0 ||
         fti_strlcpy(m->address, pm->address ? pm->address : "", sizeof(m->address)) != 0 ||
         fti_strlcpy(m->store_address, pm->store_address ? pm->store_address : "",
-                    sizeof(m->store_address)) != 0)
+                    sizeof(m->store_address)) != 0) {
+        snprintf(why, why_len, "requester missing, replica_id empty, or a field too long");
         return FT_ERR_ARG;
+    }
+    if (pm->data.len > FTI_QUORUM_MAX_DATA) {
+        snprintf(why, why_len, "member data of %zu bytes over the cap of %d bytes",
+                 pm->data.len, FTI_QUORUM_MAX_DATA);
+        return FT_ERR_ARG;
+    }
     m->step = pm->step;
     m->world_size = pm->world_size;
     m->shrink_only = pm->shrink_only;
     m->commit_failures = pm->commit_failures;
+    m->incarnation = pm->incarnation;
     m->data = pm->data.data;
     m->data_len = pm->data.len;
     return FT_SUCCESS;
 }
 
-static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
+/* Records the request of m in the state (under lh->mu). */
+static int record_request(struct fti_lighthouse *lh, const fti_qmember_t *m, int64_t seen,
+                          int64_t *now_p)
 {
-    struct fti_lighthouse *lh = arg;
-    fti_qmember_t m;
-    Ftmpi__LighthouseQuorumRequest *req = (Ftmpi__LighthouseQuorumRequest *)unpack_request(
-        lh, call, &ftmpi__lighthouse_quorum_request__descriptor, "quorum request", payload, len);
-    if (req == NULL)
-        return;
-    bool compact = req->compact, init_sync = req->init_sync;
-    if (req->requester == NULL || member_from_msg(req->requester, &m) != FT_SUCCESS) {
-        FTI_WARN("quorum request from %s: requester missing or a field too long",
-                 fti_rpc_call_peer(call));
-        fti_rpc_reply_error(call, FT_ERR_ARG,
-                            "requester missing, replica_id empty, or a field too long");
-        ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL);
-        return;
-    }
-    struct waiter *x = calloc(1, sizeof(*x));
-    if (x == NULL) {
-        FTI_ERROR("out of memory for a quorum request");
-        fti_rpc_reply_error(call, FT_ERR_NO_MEMORY, "lighthouse out of memory");
-        ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL);
-        return;
-    }
     pthread_mutex_lock(&lh->mu);
     int64_t now = fti_now_ms();
-    if (fin_has(lh, m.replica_id)) {
+    fti_quorum_note_seen(lh->st, seen);
+    if (fin_has(lh, m->replica_id)) {
         FTI_INFO("%s asks for a quorum again after it finalized: back in the table",
-                 m.replica_id);
-        fin_del(lh, m.replica_id);
+                 m->replica_id);
+        fin_del(lh, m->replica_id);
     }
-    int rc = fti_quorum_request(lh->st, &m, now);
+    int rc = fti_quorum_request(lh->st, m, now);
     if (rc == FT_SUCCESS) {
         lh->quorum_requests++;
         if (lh->round_first_req_ms < 0)
@@ -772,25 +855,70 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
         lh->round_last_req_ms = now;
     }
     pthread_mutex_unlock(&lh->mu);
-    ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL);
+    *now_p = now;
+    return rc;
+}
+
+/* Adds x to the waiters.  A group with max_waiters_per_group calls
+ * waiting already has its oldest call ended first (a client that gave up
+ * on it and asked again). */
+static void waiter_add(struct fti_lighthouse *lh, struct waiter *x)
+{
+    struct waiters *w = &lh->waiters;
+    struct waiter *old = NULL;
+    size_t n = waiters_count(w, x->replica_id, &old);
+    if (n >= lh->opts.max_waiters_per_group) {
+        waiters_unlink(w, old);
+        FTI_WARN("quorum request of %s: %zu calls wait already, ending the oldest",
+                 x->replica_id, n);
+        fti_rpc_reply_error(old->call, FT_ERR_TIMEOUT,
+                            "superseded by a newer quorum request of the same group");
+        free(old);
+        n--;
+    }
+    if (n == 0) {
+        w->n_ids++;
+        if (in_quorum(lh, x->replica_id))
+            w->n_prev_ids++;
+    }
+    waiters_add(w, x);
+}
+
+static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
+{
+    struct fti_lighthouse *lh = arg;
+    fti_qmember_t m;
+    char why[FTI_REASON_SIZE];
+    int64_t now;
+    Ftmpi__LighthouseQuorumRequest *req = (Ftmpi__LighthouseQuorumRequest *)unpack_request(
+        lh, call, &ftmpi__lighthouse_quorum_request__descriptor, "quorum request", payload, len);
+    if (req == NULL)
+        return;
+    if (member_from_msg(req->requester, &m, why, sizeof(why)) != FT_SUCCESS) {
+        FTI_WARN("quorum request from %s refused: %s", fti_rpc_call_peer(call), why);
+        fti_rpc_reply_error(call, FT_ERR_ARG, why);
+        ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL);
+        return;
+    }
+    struct waiter *x = calloc(1, sizeof(*x));
+    int rc = x ? record_request(lh, &m, req->max_quorum_id, &now) : FT_ERR_NO_MEMORY;
+    if (rc == FT_SUCCESS) {
+        x->call = call;
+        x->compact = req->compact;
+        x->init_sync = req->init_sync;
+        memcpy(x->replica_id, m.replica_id, sizeof(x->replica_id));
+    }
+    ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL); /* m.data pointed in */
     if (rc != FT_SUCCESS) {
         FTI_WARN("quorum request of %s refused: %s", m.replica_id, FT_Error_string(rc));
-        fti_rpc_reply_error(call, rc, "lighthouse cannot track the group");
+        fti_rpc_reply_error(call, rc, rc == FT_ERR_NO_MEMORY ? "lighthouse out of memory"
+                                                             : "lighthouse cannot track the group");
         free(x);
         return;
     }
-    FTI_DEBUG("quorum request of %s (step %" PRId64 ") from %s", m.replica_id, m.step,
+    FTI_DEBUG("quorum request of %s (step %" PRId64 ") from %s", x->replica_id, m.step,
               fti_rpc_call_peer(call));
-    x->call = call;
-    x->compact = compact;
-    x->init_sync = init_sync;
-    memcpy(x->replica_id, m.replica_id, sizeof(x->replica_id));
-    if (!waiters_has(&lh->waiters, x->replica_id)) {
-        lh->waiters.n_ids++;
-        if (in_quorum(lh, x->replica_id))
-            lh->waiters.n_prev_ids++;
-    }
-    waiters_add(&lh->waiters, x);
+    waiter_add(lh, x);
     if (worth_evaluating(lh, now))
         event_active(lh->eval_ev, EV_TIMEOUT, 0);
 }
@@ -878,7 +1006,7 @@ int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *
 {
     if (base == NULL || o == NULL || lh_p == NULL || o->min_replicas < 1 ||
         o->join_timeout_ms < 0 || o->quorum_tick_ms < 1 || o->heartbeat_timeout_ms < 1 ||
-        o->max_frame < 64)
+        o->max_frame < LH_MIN_FRAME || o->max_finalized < 1 || o->max_waiters_per_group < 1)
         return FT_ERR_ARG;
     struct fti_lighthouse *lh = calloc(1, sizeof(*lh));
     if (lh == NULL)
@@ -967,10 +1095,13 @@ const char *fti_lighthouse_address(fti_lighthouse_h lh)
 
 /* ---- kill ---------------------------------------------------------------- */
 
+/* Kill threads running in this process (they may outlive a lighthouse). */
+static _Atomic int kills_in_flight;
+
 struct kill_job {
     char replica_id[FTI_QID_MAX];
     char address[FTI_QADDR_MAX];
-    char msg[256];
+    char msg[FTI_REASON_SIZE];
 };
 
 static void *kill_thread(void *arg)
@@ -992,6 +1123,7 @@ static void *kill_thread(void *arg)
     }
     fti_rpc_client_destroy(c);
     free(j);
+    atomic_fetch_sub(&kills_in_flight, 1);
     return NULL;
 }
 
@@ -1019,6 +1151,12 @@ int fti_lighthouse_kill(fti_lighthouse_h lh, const char *replica_id, const char 
     fti_strlcpy(j->msg, msg ? msg : "killed by the lighthouse", sizeof(j->msg));
     FTI_INFO("sending kill to %s at %s: %s", j->replica_id, j->address, j->msg);
 
+    if (atomic_fetch_add(&kills_in_flight, 1) >= LH_KILLS_MAX) {
+        atomic_fetch_sub(&kills_in_flight, 1);
+        FTI_WARN("kill of %s refused: %d kills in flight already", j->replica_id, LH_KILLS_MAX);
+        free(j);
+        return FT_ERR_SYSTEM;
+    }
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -1026,6 +1164,7 @@ int fti_lighthouse_kill(fti_lighthouse_h lh, const char *replica_id, const char 
     int err = pthread_create(&t, &attr, kill_thread, j);
     pthread_attr_destroy(&attr);
     if (err != 0) {
+        atomic_fetch_sub(&kills_in_flight, 1);
         FTI_ERROR("cannot start the kill thread: %s", strerror(err));
         free(j);
         return FT_ERR_SYSTEM;

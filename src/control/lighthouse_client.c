@@ -1,17 +1,55 @@
 /* lighthouse_client.c - blocking lighthouse client (see lighthouse_client.h). */
 #include "lighthouse_client.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "rpc.h"
+#include "util.h"
 
 #define LH_MAX_REPLY (64u << 20) /* a quorum of 10,000+ groups fits */
 
 struct fti_lighthouse_client {
     fti_rpc_client_h rpc;
+    uint64_t incarnation; /* nonzero, drawn at create */
 };
+
+/* The highest quorum id any client of this process received (0 = none). */
+static _Atomic int64_t max_quorum_id;
+
+static void note_quorum_id(int64_t id)
+{
+    int64_t cur = atomic_load(&max_quorum_id);
+    while (id > cur && !atomic_compare_exchange_weak(&max_quorum_id, &cur, id))
+        ;
+}
+
+int64_t fti_lighthouse_max_quorum_id(void)
+{
+    return atomic_load(&max_quorum_id);
+}
+
+/* A random nonzero 64-bit number; without getrandom (old kernel, no
+ * entropy yet) the clock, the pid and the address of c mixed. */
+static uint64_t draw_incarnation(const void *c)
+{
+    uint64_t x = 0;
+    if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
+            ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)c;
+        x ^= x >> 33; /* splitmix64's finaliser spreads the bits */
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+    }
+    return x ? x : 1;
+}
 
 int fti_lighthouse_client_create(const char *addr, int connect_timeout_ms,
                                  fti_lighthouse_client_h *client_p)
@@ -24,8 +62,14 @@ int fti_lighthouse_client_create(const char *addr, int connect_timeout_ms,
         free(c);
         return rc;
     }
+    c->incarnation = draw_incarnation(c);
     *client_p = c;
     return FT_SUCCESS;
+}
+
+uint64_t fti_lighthouse_client_incarnation(fti_lighthouse_client_h c)
+{
+    return c->incarnation;
 }
 
 void fti_lighthouse_client_destroy(fti_lighthouse_client_h c)
@@ -42,9 +86,13 @@ int fti_lighthouse_quorum_resp(fti_lighthouse_client_h c, const Ftmpi__QuorumMem
 {
     Ftmpi__LighthouseQuorumRequest req = FTMPI__LIGHTHOUSE_QUORUM_REQUEST__INIT;
     Ftmpi__LighthouseQuorumResponse *resp = NULL;
-    req.requester = (Ftmpi__QuorumMember *)me;
+    Ftmpi__QuorumMember mine = *me; /* shallow: adds this process's fields */
+    if (mine.incarnation == 0)
+        mine.incarnation = c->incarnation;
+    req.requester = &mine;
     req.compact = compact;
     req.init_sync = init_sync;
+    req.max_quorum_id = fti_lighthouse_max_quorum_id();
     int rc = fti_rpc_call_msg(c->rpc, FTMPI__METHOD__LIGHTHOUSE_QUORUM, &req.base,
                               &ftmpi__lighthouse_quorum_response__descriptor, timeout_ms,
                               (ProtobufCMessage **)&resp);
@@ -55,6 +103,7 @@ int fti_lighthouse_quorum_resp(fti_lighthouse_client_h c, const Ftmpi__QuorumMem
         ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
         return FT_ERR_BAD_MESSAGE;
     }
+    note_quorum_id(resp->quorum->quorum_id);
     *resp_p = resp;
     return FT_SUCCESS;
 }
@@ -89,6 +138,7 @@ int fti_lighthouse_heartbeat(fti_lighthouse_client_h c, const char *replica_id, 
 {
     Ftmpi__LighthouseHeartbeatRequest req = FTMPI__LIGHTHOUSE_HEARTBEAT_REQUEST__INIT;
     req.replica_id = (char *)replica_id;
+    req.max_quorum_id = fti_lighthouse_max_quorum_id();
     return call_no_reply(c, FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, &req.base,
                          &ftmpi__lighthouse_heartbeat_response__descriptor, timeout_ms);
 }

@@ -1,11 +1,22 @@
 /*
  * lighthouse_client.h - blocking client of the lighthouse (used by the
  * manager's thread and by tests).  Thread-safe: calls are serialised.
+ *
+ * Incarnation: each client draws a random nonzero number when created and
+ * sends it as QuorumMember.incarnation (unless the caller set one), so a
+ * group restarted under the same replica id (a new manager process, a new
+ * client) gets a new quorum id.
+ *
+ * Quorum ids seen: the highest quorum id any client of this process
+ * received is kept process-wide and sent with every quorum request and
+ * heartbeat (max_quorum_id), so a restarted lighthouse whose clock is
+ * behind never issues a new id at or below it.
  */
 #ifndef FTI_LIGHTHOUSE_CLIENT_H
 #define FTI_LIGHTHOUSE_CLIENT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "proto/ftmpi.pb-c.h"
 
@@ -15,6 +26,13 @@ typedef struct fti_lighthouse_client *fti_lighthouse_client_h;
 int fti_lighthouse_client_create(const char *addr, int connect_timeout_ms,
                                  fti_lighthouse_client_h *client_p);
 void fti_lighthouse_client_destroy(fti_lighthouse_client_h client);
+
+/* The client's incarnation (nonzero). */
+uint64_t fti_lighthouse_client_incarnation(fti_lighthouse_client_h client);
+
+/* The highest quorum id received by any client of this process, 0 if none.
+ * Any thread. */
+int64_t fti_lighthouse_max_quorum_id(void);
 
 /* Asks for a quorum that includes `me`; waits up to timeout_ms.  On success
  * *quorum_p is set; free it with ftmpi__quorum__free_unpacked(q, NULL). */

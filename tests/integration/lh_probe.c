@@ -14,9 +14,11 @@
  *       undecodable  LIGHTHOUSE_QUORUM payload that is not protobuf
  *                                              -> error reply, connection kept
  *       Exit 0 when the lighthouse answered as listed, 1 otherwise.
- *   lh_probe quorum ADDR REPLICA_ID [STEP [TIMEOUT_MS]]
+ *   lh_probe quorum ADDR REPLICA_ID [STEP [TIMEOUT_MS [INCARNATION]]]
  *       asks for a quorum with the library's lighthouse client; prints
- *       "quorum ID members N [a b c]".
+ *       "quorum ID members N [a b c]".  Each run is a new process, so a
+ *       new incarnation (a restarted group) unless INCARNATION (nonzero)
+ *       plays the same one again.
  *   lh_probe heartbeat ADDR REPLICA_ID
  *
  * Every wait has a deadline (5 s, or TIMEOUT_MS).
@@ -286,6 +288,7 @@ static int cmd_quorum(int argc, char **argv)
     me.store_address = "127.0.0.1:2";
     me.step = argc > 2 ? atoll(argv[2]) : 0;
     me.world_size = 1;
+    me.incarnation = argc > 4 ? strtoull(argv[4], NULL, 10) : 0; /* 0: the client's own */
     int rc = fti_lighthouse_client_create(argv[0], 2000, &c);
     if (rc == FT_SUCCESS)
         rc = fti_lighthouse_quorum(c, &me, timeout, &q);

@@ -1,5 +1,6 @@
 /* test_quorum.c - the lighthouse quorum rules (DESIGN.md sections 6 and 9,
- * scenarios L1-L8), on the pure functions of lighthouse/quorum.h. */
+ * scenarios L1-L8, incarnations, ids above those the groups saw, the data
+ * cap), on the pure functions of lighthouse/quorum.h. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -446,6 +447,115 @@ static void test_L8_commit_failures(void **state)
     fti_quorum_state_destroy(st);
 }
 
+/* A group restarted under the same replica id (a new manager process: a
+ * new incarnation) gets a new quorum id, with or without other changes;
+ * the same incarnation with a new address and step keeps it (L6). */
+static void test_incarnation_changes_id(void **state)
+{
+    (void)state;
+    fti_quorum_state_h st = make_state(1, 60000, 5000);
+    fti_qmember_t a = member("g0", 0), b = member("g1", 0);
+    a.incarnation = 11;
+    b.incarnation = 21;
+    assert_int_equal(fti_quorum_request(st, &a, 0), FT_SUCCESS);
+    assert_int_equal(fti_quorum_request(st, &b, 0), FT_SUCCESS);
+    issue_and_free(st, 0, "issue", "g0,g1", 1);
+
+    /* same incarnations, new address and step: the id stays (L6) */
+    a.step = 5;
+    snprintf(a.address, sizeof(a.address), "moved:1");
+    assert_int_equal(fti_quorum_request(st, &a, 100), FT_SUCCESS);
+    assert_int_equal(fti_quorum_request(st, &b, 100), FT_SUCCESS);
+    issue_and_free(st, 100, "fast quorum", "g0,g1", 1);
+
+    /* g1 restarted at once: same id, same address, step 0, new incarnation */
+    b.incarnation = 22;
+    assert_int_equal(fti_quorum_request(st, &a, 200), FT_SUCCESS);
+    assert_int_equal(fti_quorum_request(st, &b, 200), FT_SUCCESS);
+    fti_quorum_t *q = expect_issue(st, 200, "fast quorum", "g0,g1", 2);
+    assert_int_equal(q->members[1].incarnation, 22);
+    fti_quorum_free(q);
+
+    /* and it stays while nothing changes */
+    assert_int_equal(fti_quorum_request(st, &a, 300), FT_SUCCESS);
+    assert_int_equal(fti_quorum_request(st, &b, 300), FT_SUCCESS);
+    issue_and_free(st, 300, "fast quorum", "g0,g1", 2);
+
+    /* 0 (an older client) is compared like any other value */
+    a.incarnation = 0;
+    assert_int_equal(fti_quorum_request(st, &a, 400), FT_SUCCESS);
+    assert_int_equal(fti_quorum_request(st, &b, 400), FT_SUCCESS);
+    issue_and_free(st, 400, "fast quorum", "g0,g1", 3);
+    assert_int_equal(fti_quorum_request(st, &a, 500), FT_SUCCESS);
+    assert_int_equal(fti_quorum_request(st, &b, 500), FT_SUCCESS);
+    issue_and_free(st, 500, "fast quorum", "g0,g1", 3);
+    fti_quorum_state_destroy(st);
+}
+
+/* A lighthouse restarted with a clock behind (initial id below what the
+ * groups saw) issues ids above the highest id a group reported; ids
+ * reported below the last issued one change nothing; absurd ones are
+ * ignored. */
+static void test_ids_above_seen(void **state)
+{
+    (void)state;
+    fti_quorum_opts_t o;
+    fti_quorum_opts_default(&o);
+    o.initial_quorum_id = 5; /* the restarted lighthouse's clock is behind */
+    fti_quorum_state_h st = NULL;
+    assert_int_equal(fti_quorum_state_create(&o, &st), FT_SUCCESS);
+
+    fti_quorum_note_seen(st, 1000); /* a survivor's heartbeat */
+    request(st, "g0", 0);
+    issue_and_free(st, 0, "issue", "g0", 1001);
+    /* the same member again: the id stays */
+    request(st, "g0", 100);
+    issue_and_free(st, 100, "fast quorum", "g0", 1001);
+
+    /* a survivor that saw a higher id (from another lighthouse) asks:
+     * even with the same members, the id moves above it */
+    fti_quorum_note_seen(st, 2000);
+    request(st, "g0", 200);
+    issue_and_free(st, 200, "fast quorum", "g0", 2001);
+
+    /* lower or equal reports change nothing; neither do absurd ones */
+    fti_quorum_note_seen(st, 2001);
+    fti_quorum_note_seen(st, 7);
+    fti_quorum_note_seen(st, -3);
+    fti_quorum_note_seen(st, FTI_QUORUM_ID_MAX + 1);
+    fti_quorum_note_seen(NULL, 9);
+    request(st, "g0", 300);
+    issue_and_free(st, 300, "fast quorum", "g0", 2001);
+
+    /* a new member: last id + 1 as usual (strictly increasing) */
+    request(st, "g0", 400);
+    request(st, "g1", 400);
+    issue_and_free(st, 400, "1 new (g1)", "g0,g1", 2002);
+    fti_quorum_state_destroy(st);
+}
+
+/* Member data is capped at FTI_QUORUM_MAX_DATA bytes: a larger request is
+ * refused and leaves the state unchanged. */
+static void test_data_cap(void **state)
+{
+    (void)state;
+    fti_quorum_state_h st = make_state(1, 60000, 5000);
+    uint8_t *blob = calloc(FTI_QUORUM_MAX_DATA + 1, 1);
+    assert_non_null(blob);
+    fti_qmember_t m = member("g0", 0);
+    m.data = blob;
+    m.data_len = FTI_QUORUM_MAX_DATA + 1;
+    assert_int_equal(fti_quorum_request(st, &m, 0), FT_ERR_ARG);
+    assert_int_equal(fti_quorum_n_groups(st), 0);
+    m.data_len = FTI_QUORUM_MAX_DATA;
+    assert_int_equal(fti_quorum_request(st, &m, 0), FT_SUCCESS);
+    fti_quorum_t *q = expect_issue(st, 0, "issue", "g0", 1);
+    assert_int_equal(q->members[0].data_len, FTI_QUORUM_MAX_DATA);
+    fti_quorum_free(q);
+    free(blob);
+    fti_quorum_state_destroy(st);
+}
+
 /* Members and the table are sorted by replica_id in strcmp order. */
 static void test_sort_order(void **state)
 {
@@ -647,6 +757,9 @@ int main(void)
         cmocka_unit_test(test_L6_id_ignores_address_and_step),
         cmocka_unit_test(test_L7_joiner_during_shrink),
         cmocka_unit_test(test_L8_commit_failures),
+        cmocka_unit_test(test_incarnation_changes_id),
+        cmocka_unit_test(test_ids_above_seen),
+        cmocka_unit_test(test_data_cap),
         cmocka_unit_test(test_sort_order),
         cmocka_unit_test(test_inputs_and_ownership),
         cmocka_unit_test(test_remove),
