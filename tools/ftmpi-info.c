@@ -2,7 +2,8 @@
  * ftmpi-info - what this libftmpi was built with and how the FTMPI_*
  * environment configures it (after ucx_info and ompi_info).
  *
- *     ftmpi-info                 version, build options, the FTMPI_* table with
+ *     ftmpi-info                 version, build options (prefix, configure
+ *                                line, MPI library, backends), the FTMPI_* table with
  *                                the current values; exit 2 on a bad value
  *     ftmpi-info --env-markdown  the page doc/ENVIRONMENT.md holds (generated
  *                                from src/base/settings.c; independent of the
@@ -17,8 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "settings.h"
+#include "sizes.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
@@ -30,9 +33,10 @@ static void usage(FILE *out)
     fprintf(out,
             "Usage: %s [--env-markdown | --version | --help]\n"
             "\n"
-            "Without options: prints the libftmpi version, its build options and every\n"
-            "FTMPI_* environment variable with its default and current value (exits 2,\n"
-            "naming the variable, when a value is refused).\n"
+            "Without options: prints the libftmpi version, how it was built (install\n"
+            "prefix, configure arguments, the MPI library, the data-plane backends) and\n"
+            "every FTMPI_* environment variable with its default and current value\n"
+            "(exits 2, naming the variable, when a value is refused).\n"
             "  --env-markdown   print the environment-variable page (doc/ENVIRONMENT.md)\n"
             "  --version        print the version\n",
             prog);
@@ -40,25 +44,58 @@ static void usage(FILE *out)
 
 /* ---- the current configuration --------------------------------------- */
 
+/* The path of this program (not its symlink), "?" when unknown. */
+static void self_path(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0)
+        n = (ssize_t)snprintf(buf, len, "?");
+    buf[n] = '\0';
+}
+
+/* The prefix: where this program is installed when it runs as
+ * <prefix>/bin/ftmpi-info (`make install prefix=DIR` installs without
+ * rebuilding, so the compiled-in prefix may be another), else the configured
+ * one. */
+static void print_prefix(const char *self)
+{
+    char dir[FTI_PATH_SIZE];
+    char *slash;
+
+    snprintf(dir, sizeof(dir), "%s", self);
+    slash = strrchr(dir, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    slash = strrchr(dir, '/');
+    if (slash == NULL || strcmp(slash, "/bin") != 0) {
+        printf("  %-14s %s (configured; this program runs from the build tree)\n", "prefix",
+               FTMPI_PREFIX);
+        return;
+    }
+    *slash = '\0';
+    if (strcmp(dir, FTMPI_PREFIX) == 0)
+        printf("  %-14s %s\n", "prefix", dir);
+    else
+        printf("  %-14s %s (installed there; configured for %s)\n", "prefix", dir, FTMPI_PREFIX);
+}
+
+/* What configure and make recorded: see configure.ac ("what ftmpi-info
+ * reports") and tools/Makefile.inc. */
 static void print_build(void)
 {
+    char self[FTI_PATH_SIZE];
+
+    self_path(self, sizeof(self));
     printf("libftmpi %s\n\n", PACKAGE_VERSION);
     printf("Build options:\n");
-#ifdef FTMPI_MPICC
+    print_prefix(self);
+    printf("  %-14s %s\n", "program", self);
+    printf("  %-14s %s\n", "configure", FTMPI_CONFIGURE_ARGS[0] ? FTMPI_CONFIGURE_ARGS : "(no arguments)");
     printf("  %-14s %s\n", "MPI compiler", FTMPI_MPICC);
-#else
-    printf("  %-14s %s\n", "MPI compiler", "(not recorded)");
-#endif
-#ifdef FTMPI_HAVE_CUDA
-    printf("  %-14s %s\n", "CUDA", "on");
-#else
-    printf("  %-14s %s\n", "CUDA", "off");
-#endif
-#ifdef FTMPI_HAVE_NCCL
-    printf("  %-14s %s\n", "NCCL", "on");
-#else
-    printf("  %-14s %s\n", "NCCL", "off");
-#endif
+    printf("  %-14s %s (MPI standard %s)\n", "MPI library", FTMPI_MPI_LIBRARY, FTMPI_MPI_STANDARD);
+    printf("  %-14s %s\n", "backends", "tcp, mpi");
+    printf("  %-14s %s\n", "CUDA", FTMPI_CUDA_SUMMARY);
+    printf("  %-14s %s\n", "NCCL", FTMPI_NCCL_SUMMARY);
 }
 
 /* Text of a value for the table: strings quoted so that empty shows. */

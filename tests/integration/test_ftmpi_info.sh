@@ -25,9 +25,29 @@ done <"$T/names"
 version=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$top_builddir/ftmpi_config.h")
 [ -n "$version" ] || die "no PACKAGE_VERSION in $top_builddir/ftmpi_config.h"
 grep -q "^libftmpi $version\$" "$T/out" || die "ftmpi-info does not print version $version"
-grep -Eq '^  CUDA +(on|off)$' "$T/out" || die "no CUDA build option"
-grep -Eq '^  NCCL +(on|off)$' "$T/out" || die "no NCCL build option"
+# the build report: what configure recorded (ftmpi_config.h) is what it says
+cfg=$top_builddir/ftmpi_config.h
+cdef() { sed -n "s/^#define $1 \"\(.*\)\"\$/\1/p" "$cfg"; }
 grep -Eq '^  MPI compiler +[^ ]' "$T/out" || die "no MPI compiler"
+mpilib=$(cdef FTMPI_MPI_LIBRARY)
+[ -n "$mpilib" ] || die "no FTMPI_MPI_LIBRARY in $cfg"
+grep -Fq "  MPI library    $mpilib (MPI standard $(cdef FTMPI_MPI_STANDARD))" "$T/out" ||
+    die "MPI library not shown as '$mpilib': $(grep 'MPI library' "$T/out")"
+if [ -n "$MPIRUN" ] && "$MPIRUN" --version 2>/dev/null | grep -q 'Open MPI'; then
+    v=$("$MPIRUN" --version | sed -n 's/.*(Open MPI) \([0-9.]*\).*/\1/p')
+    [ "$mpilib" = "Open MPI $v" ] || die "built with '$mpilib', but mpirun is Open MPI $v"
+fi
+grep -Eq '^  prefix +/' "$T/out" || die "no install prefix"
+grep -Eq '^  configure +[^ ]' "$T/out" || die "no configure line"
+grep -Eq '^  backends +tcp, mpi$' "$T/out" || die "backends not 'tcp, mpi': $(grep backends "$T/out")"
+# CUDA and NCCL: nothing uses them yet, so never "on"
+grep -Eq '^  CUDA +(off|not found in .*|detected .*, not used yet)$' "$T/out" ||
+    die "CUDA shown as: $(grep '^  CUDA' "$T/out")"
+grep -Eq '^  NCCL +(off|not found in .*|detected .*, not used yet)$' "$T/out" ||
+    die "NCCL shown as: $(grep '^  NCCL' "$T/out")"
+if grep -q '^#define FTMPI_HAVE_CUDA 1' "$cfg"; then
+    grep -Eq '^  CUDA +detected ' "$T/out" || die "configure found CUDA, ftmpi-info does not say so"
+fi
 
 # the current value comes from the environment, marked with *
 FTMPI_TIMEOUT_MS=1234 FTMPI_BACKEND=TCP timeout 10 "$INFO" >"$T/out2" 2>&1 || die "ftmpi-info failed with good values"
