@@ -71,6 +71,16 @@ while read -r name; do
     grep -q "^| \`$name\` |" "$T/md" || die "--env-markdown does not list $name"
 done <"$T/names"
 
+# --topology: an invented node (hwloc's HWLOC_SYNTHETIC), then this one
+HWLOC_SYNTHETIC='pack:2 core:3 pu:2' timeout 10 "$INFO" --topology >"$T/topo" 2>&1 ||
+    die "--topology failed: $(cat "$T/topo")"
+grep -Eq '^  machine +2 packages, [0-9]+ NUMA nodes, 6 cores, 12 PUs$' "$T/topo" ||
+    die "--topology on a synthetic 2x3x2 node: $(cat "$T/topo")"
+grep -Eq '^  bound to +' "$T/topo" || die "--topology shows no binding"
+timeout 10 "$INFO" --topology >"$T/topo2" 2>&1 || die "--topology failed here: $(cat "$T/topo2")"
+grep -Eq '^  machine +[0-9]+ packages, [0-9]+ NUMA nodes, [1-9][0-9]* cores, [1-9][0-9]* PUs$' "$T/topo2" ||
+    die "--topology here: $(cat "$T/topo2")"
+
 timeout 10 "$INFO" --version | grep -q "(libftmpi) $version\$" || die "--version"
 timeout 10 "$INFO" --bogus >/dev/null 2>&1
 rc=$?
