@@ -2,8 +2,13 @@
  * ftmpi-info - what this libftmpi was built with and how the FTMPI_*
  * environment configures it (after ucx_info and ompi_info).
  *
- *     ftmpi-info                 version, build options, the FTMPI_* table with
+ *     ftmpi-info                 version, build options (prefix, configure
+ *                                line, MPI library, backends), the FTMPI_* table with
  *                                the current values; exit 2 on a bad value
+ *     ftmpi-info --topology      this node as hwloc sees it: packages, NUMA
+ *                                nodes, cores, PUs, this process's binding,
+ *                                GPUs and network devices with their locality
+ *                                (HWLOC_XMLFILE / HWLOC_SYNTHETIC apply)
  *     ftmpi-info --env-markdown  the page doc/ENVIRONMENT.md holds (generated
  *                                from src/base/settings.c; independent of the
  *                                environment)
@@ -13,12 +18,15 @@
  */
 #include "ftmpi_config.h"
 
+#include <hwloc.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "settings.h"
+#include "sizes.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
@@ -28,11 +36,15 @@ static const char *prog = "ftmpi-info";
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: %s [--env-markdown | --version | --help]\n"
+            "Usage: %s [--topology | --env-markdown | --version | --help]\n"
             "\n"
-            "Without options: prints the libftmpi version, its build options and every\n"
-            "FTMPI_* environment variable with its default and current value (exits 2,\n"
-            "naming the variable, when a value is refused).\n"
+            "Without options: prints the libftmpi version, how it was built (install\n"
+            "prefix, configure arguments, the MPI library, the data-plane backends) and\n"
+            "every FTMPI_* environment variable with its default and current value\n"
+            "(exits 2, naming the variable, when a value is refused).\n"
+            "  --topology       print this node as hwloc sees it: packages, NUMA nodes, cores,\n"
+            "                   PUs, this process's binding, GPUs and network devices with\n"
+            "                   the PUs near them\n"
             "  --env-markdown   print the environment-variable page (doc/ENVIRONMENT.md)\n"
             "  --version        print the version\n",
             prog);
@@ -40,25 +52,58 @@ static void usage(FILE *out)
 
 /* ---- the current configuration --------------------------------------- */
 
+/* The path of this program (not its symlink), "?" when unknown. */
+static void self_path(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0)
+        n = (ssize_t)snprintf(buf, len, "?");
+    buf[n] = '\0';
+}
+
+/* The prefix: where this program is installed when it runs as
+ * <prefix>/bin/ftmpi-info (`make install prefix=DIR` installs without
+ * rebuilding, so the compiled-in prefix may be another), else the configured
+ * one. */
+static void print_prefix(const char *self)
+{
+    char dir[FTI_PATH_SIZE];
+    char *slash;
+
+    snprintf(dir, sizeof(dir), "%s", self);
+    slash = strrchr(dir, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    slash = strrchr(dir, '/');
+    if (slash == NULL || strcmp(slash, "/bin") != 0) {
+        printf("  %-14s %s (configured; this program runs from the build tree)\n", "prefix",
+               FTMPI_PREFIX);
+        return;
+    }
+    *slash = '\0';
+    if (strcmp(dir, FTMPI_PREFIX) == 0)
+        printf("  %-14s %s\n", "prefix", dir);
+    else
+        printf("  %-14s %s (installed there; configured for %s)\n", "prefix", dir, FTMPI_PREFIX);
+}
+
+/* What configure and make recorded: see configure.ac ("what ftmpi-info
+ * reports") and tools/Makefile.inc. */
 static void print_build(void)
 {
+    char self[FTI_PATH_SIZE];
+
+    self_path(self, sizeof(self));
     printf("libftmpi %s\n\n", PACKAGE_VERSION);
     printf("Build options:\n");
-#ifdef FTMPI_MPICC
+    print_prefix(self);
+    printf("  %-14s %s\n", "program", self);
+    printf("  %-14s %s\n", "configure", FTMPI_CONFIGURE_ARGS[0] ? FTMPI_CONFIGURE_ARGS : "(no arguments)");
     printf("  %-14s %s\n", "MPI compiler", FTMPI_MPICC);
-#else
-    printf("  %-14s %s\n", "MPI compiler", "(not recorded)");
-#endif
-#ifdef FTMPI_HAVE_CUDA
-    printf("  %-14s %s\n", "CUDA", "on");
-#else
-    printf("  %-14s %s\n", "CUDA", "off");
-#endif
-#ifdef FTMPI_HAVE_NCCL
-    printf("  %-14s %s\n", "NCCL", "on");
-#else
-    printf("  %-14s %s\n", "NCCL", "off");
-#endif
+    printf("  %-14s %s (MPI standard %s)\n", "MPI library", FTMPI_MPI_LIBRARY, FTMPI_MPI_STANDARD);
+    printf("  %-14s %s\n", "backends", "tcp, mpi");
+    printf("  %-14s %s\n", "CUDA", FTMPI_CUDA_SUMMARY);
+    printf("  %-14s %s\n", "NCCL", FTMPI_NCCL_SUMMARY);
 }
 
 /* Text of a value for the table: strings quoted so that empty shows. */
@@ -108,6 +153,93 @@ static int print_config(void)
                f->doc);
     }
     return 0;
+}
+
+/* ---- the node's topology (hwloc) -------------------------------------- */
+
+/* Kind of an OS device in words; NULL for the kinds not shown. */
+static const char *osdev_kind(hwloc_obj_t dev)
+{
+    switch (dev->attr->osdev.type) {
+    case HWLOC_OBJ_OSDEV_GPU:
+        return "GPU";
+    case HWLOC_OBJ_OSDEV_COPROC:
+        return "GPU (compute)";
+    case HWLOC_OBJ_OSDEV_NETWORK:
+        return "NIC";
+    case HWLOC_OBJ_OSDEV_OPENFABRICS:
+        return "NIC (verbs)";
+    default:
+        return NULL;
+    }
+}
+
+/* Prints "  LABEL  TEXT PUs LIST" for a cpuset (list form, e.g. 0-7,16-23). */
+static void print_cpuset(const char *label, const char *text, hwloc_const_bitmap_t set)
+{
+    char *list = NULL;
+
+    if (set == NULL || hwloc_bitmap_list_asprintf(&list, set) < 0) {
+        printf("  %-14s %s(unknown PUs)\n", label, text);
+        return;
+    }
+    printf("  %-14s %sPUs %s\n", label, text, list);
+    free(list);
+}
+
+/* GPUs and network devices, each with the PUs of its first non-I/O
+ * ancestor (where a rank using it would best run). */
+static void print_osdevs(hwloc_topology_t topo)
+{
+    int n = 0;
+
+    for (hwloc_obj_t d = hwloc_get_next_osdev(topo, NULL); d; d = hwloc_get_next_osdev(topo, d)) {
+        const char *kind = osdev_kind(d);
+        hwloc_obj_t near = hwloc_get_non_io_ancestor_obj(topo, d);
+        const char *sub = d->subtype ? d->subtype : "";
+        char text[FTI_HOST_SIZE + 32];
+
+        if (kind == NULL)
+            continue;
+        snprintf(text, sizeof(text), "%s%s%s%s, near ", d->name ? d->name : "?", sub[0] ? " (" : "",
+                 sub, sub[0] ? ")" : "");
+        print_cpuset(kind, text, near ? near->cpuset : NULL);
+        n++;
+    }
+    if (n == 0)
+        printf("  %-14s %s\n", "devices", "no GPU or network device found");
+}
+
+static int print_topology(void)
+{
+    hwloc_topology_t topo;
+    hwloc_bitmap_t bound;
+    unsigned v = hwloc_get_api_version();
+
+    if (hwloc_topology_init(&topo) != 0) {
+        fprintf(stderr, "%s: hwloc_topology_init: %m\n", prog);
+        return 1;
+    }
+    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(topo) != 0) {
+        fprintf(stderr, "%s: hwloc_topology_load: %m\n", prog);
+        hwloc_topology_destroy(topo);
+        return 1;
+    }
+    printf("Topology (hwloc API %u.%u):\n", v >> 16, (v >> 8) & 0xff);
+    printf("  %-14s %d packages, %d NUMA nodes, %d cores, %d PUs\n", "machine",
+           hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE),
+           hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE),
+           hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE), hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU));
+    bound = hwloc_bitmap_alloc();
+    if (bound != NULL && hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) == 0)
+        print_cpuset("bound to", "", bound);
+    else
+        printf("  %-14s %s\n", "bound to", "(unknown)");
+    hwloc_bitmap_free(bound);
+    print_osdevs(topo);
+    hwloc_topology_destroy(topo);
+    return fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* ---- the generated page ------------------------------------------------ */
@@ -191,6 +323,8 @@ int main(int argc, char **argv)
         print_markdown();
         return fflush(stdout) == 0 ? 0 : 1;
     }
+    if (argc == 2 && strcmp(argv[1], "--topology") == 0)
+        return print_topology();
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("%s (libftmpi) %s\n", prog, PACKAGE_VERSION);
         return 0;

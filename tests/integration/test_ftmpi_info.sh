@@ -25,9 +25,29 @@ done <"$T/names"
 version=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$top_builddir/ftmpi_config.h")
 [ -n "$version" ] || die "no PACKAGE_VERSION in $top_builddir/ftmpi_config.h"
 grep -q "^libftmpi $version\$" "$T/out" || die "ftmpi-info does not print version $version"
-grep -Eq '^  CUDA +(on|off)$' "$T/out" || die "no CUDA build option"
-grep -Eq '^  NCCL +(on|off)$' "$T/out" || die "no NCCL build option"
+# the build report: what configure recorded (ftmpi_config.h) is what it says
+cfg=$top_builddir/ftmpi_config.h
+cdef() { sed -n "s/^#define $1 \"\(.*\)\"\$/\1/p" "$cfg"; }
 grep -Eq '^  MPI compiler +[^ ]' "$T/out" || die "no MPI compiler"
+mpilib=$(cdef FTMPI_MPI_LIBRARY)
+[ -n "$mpilib" ] || die "no FTMPI_MPI_LIBRARY in $cfg"
+grep -Fq "  MPI library    $mpilib (MPI standard $(cdef FTMPI_MPI_STANDARD))" "$T/out" ||
+    die "MPI library not shown as '$mpilib': $(grep 'MPI library' "$T/out")"
+if [ -n "$MPIRUN" ] && "$MPIRUN" --version 2>/dev/null | grep -q 'Open MPI'; then
+    v=$("$MPIRUN" --version | sed -n 's/.*(Open MPI) \([0-9.]*\).*/\1/p')
+    [ "$mpilib" = "Open MPI $v" ] || die "built with '$mpilib', but mpirun is Open MPI $v"
+fi
+grep -Eq '^  prefix +/' "$T/out" || die "no install prefix"
+grep -Eq '^  configure +[^ ]' "$T/out" || die "no configure line"
+grep -Eq '^  backends +tcp, mpi$' "$T/out" || die "backends not 'tcp, mpi': $(grep backends "$T/out")"
+# CUDA and NCCL: nothing uses them yet, so never "on"
+grep -Eq '^  CUDA +(off|not found in .*|detected .*, not used yet)$' "$T/out" ||
+    die "CUDA shown as: $(grep '^  CUDA' "$T/out")"
+grep -Eq '^  NCCL +(off|not found in .*|detected .*, not used yet)$' "$T/out" ||
+    die "NCCL shown as: $(grep '^  NCCL' "$T/out")"
+if grep -q '^#define FTMPI_HAVE_CUDA 1' "$cfg"; then
+    grep -Eq '^  CUDA +detected ' "$T/out" || die "configure found CUDA, ftmpi-info does not say so"
+fi
 
 # the current value comes from the environment, marked with *
 FTMPI_TIMEOUT_MS=1234 FTMPI_BACKEND=TCP timeout 10 "$INFO" >"$T/out2" 2>&1 || die "ftmpi-info failed with good values"
@@ -50,6 +70,16 @@ timeout 10 "$INFO" --env-markdown >"$T/md" || die "--env-markdown failed"
 while read -r name; do
     grep -q "^| \`$name\` |" "$T/md" || die "--env-markdown does not list $name"
 done <"$T/names"
+
+# --topology: an invented node (hwloc's HWLOC_SYNTHETIC), then this one
+HWLOC_SYNTHETIC='pack:2 core:3 pu:2' timeout 10 "$INFO" --topology >"$T/topo" 2>&1 ||
+    die "--topology failed: $(cat "$T/topo")"
+grep -Eq '^  machine +2 packages, [0-9]+ NUMA nodes, 6 cores, 12 PUs$' "$T/topo" ||
+    die "--topology on a synthetic 2x3x2 node: $(cat "$T/topo")"
+grep -Eq '^  bound to +' "$T/topo" || die "--topology shows no binding"
+timeout 10 "$INFO" --topology >"$T/topo2" 2>&1 || die "--topology failed here: $(cat "$T/topo2")"
+grep -Eq '^  machine +[0-9]+ packages, [0-9]+ NUMA nodes, [1-9][0-9]* cores, [1-9][0-9]* PUs$' "$T/topo2" ||
+    die "--topology here: $(cat "$T/topo2")"
 
 timeout 10 "$INFO" --version | grep -q "(libftmpi) $version\$" || die "--version"
 timeout 10 "$INFO" --bogus >/dev/null 2>&1
