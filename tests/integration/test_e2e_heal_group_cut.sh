@@ -74,6 +74,9 @@ ev=$TEST_TMPDIR/g1.events
 grep '"event":"heal"' "$ev" >&2
 grep '"event":"heal"' "$ev" | grep '"group_rank":1' | grep -q -v '"error":0' ||
     e2e_fail "g1's rank 1 heal did not fail: the stop came too late - nothing was tested"
+full=$(((E2E_HEAL_MIB + 1) * 1048576))
+grep '"event":"heal"' "$ev" | grep '"group_rank":0' | grep -q "\"bytes\":$full," ||
+    e2e_fail "g1's rank 0 did not fetch its whole copy ($full bytes): nothing was tested"
 lim=$((FTMPI_HEAL_TIMEOUT_MS + 2 * FTMPI_TIMEOUT_MS + 1000))
 heal_max=$(sed -n 's/.*"event":"heal".*"heal_ms":\([0-9]*\).*/\1/p' "$ev" | sort -n | tail -n 1)
 [ "$heal_max" -le "$lim" ] || e2e_fail "a heal took $heal_max ms (bound $lim ms)"
