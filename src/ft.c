@@ -179,9 +179,10 @@ static int quorum_apply(const Ftmpi__LighthouseQuorumResponse *resp,
     if (st.slice == NULL || st.slice_quorum_id != res->quorum_id)
         rc = fti_step_rebuild_slice(&st, resp->quorum);
     if (res->heal) {
-        /* also when the slice failed: the group's other ranks heal anyway */
+        /* also when the slice failed: every rank of the group takes part
+         * in the group's decision on the heal */
         int hrc = fti_step_heal(&st);
-        rc = rc != FT_SUCCESS ? rc : hrc;
+        rc = rc != FT_SUCCESS && hrc != FT_ERR_GROUP_LOST ? rc : hrc;
     }
     *changed_p = changed;
     return rc;

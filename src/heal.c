@@ -822,21 +822,23 @@ static int heal_open(struct fti_heal *h, const char *src_manager, int group_rank
     return FT_SUCCESS;
 }
 
-int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
-                   const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_stats_t *stats)
-{
-    int64_t t0 = fti_now_ms();
-    fti_heal_stats_t st = {0, 0, 0, ""};
-    fti_rpc_client_h c = NULL;
-    Ftmpi__HealMetadataResponse *m = NULL;
-    struct heal_stage *stage = NULL;
-    size_t chunk = opts->chunk_bytes ? opts->chunk_bytes : FTI_HEAL_CHUNK_BYTES;
+/* A complete, verified copy waiting for fti_heal_install (see heal.h). */
+struct fti_heal_staged {
+    struct heal_stage *stage; /* n entries, in the source's metadata order */
+    size_t n;
+};
 
-    int rc = heal_open(h, src_manager, group_rank, step, opts, deadline_ms, &st, &c, &m);
-    if (rc == FT_SUCCESS)
-        rc = stage_alloc(h, m, &stage);
+/* Fetches and verifies every buffer of m into staging memory (*stage_p,
+ * released with stage_free(*stage_p, m->n_buffers), also set on failure
+ * when it was allocated). */
+static int heal_fetch_all(struct fti_heal *h, fti_rpc_client_h c,
+                          const Ftmpi__HealMetadataResponse *m, int64_t step, size_t chunk,
+                          int64_t deadline_ms, uint64_t *bytes, struct heal_stage **stage_p)
+{
+    int rc = stage_alloc(h, m, stage_p);
+    struct heal_stage *stage = *stage_p;
     for (size_t i = 0; rc == FT_SUCCESS && i < m->n_buffers; i++)
-        rc = heal_buffer(c, &stage[i], step, chunk, deadline_ms, &st.bytes);
+        rc = heal_buffer(c, &stage[i], step, chunk, deadline_ms, bytes);
     if (rc == FT_SUCCESS && m->sums_deferred) {
         Ftmpi__HealMetadataResponse *s = NULL;
         rc = heal_sums(c, step, deadline_ms, &s);
@@ -847,13 +849,32 @@ int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_
     } else if (rc == FT_SUCCESS) {
         rc = heal_verify(c, m, m, stage);
     }
+    return rc;
+}
+
+int fti_heal_stage(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
+                   const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_staged_h *staged_p,
+                   fti_heal_stats_t *stats)
+{
+    int64_t t0 = fti_now_ms();
+    fti_heal_stats_t st = {0, 0, 0, ""};
+    fti_rpc_client_h c = NULL;
+    Ftmpi__HealMetadataResponse *m = NULL;
+    struct heal_stage *stage = NULL;
+    struct fti_heal_staged *staged = NULL;
+    size_t chunk = opts->chunk_bytes ? opts->chunk_bytes : FTI_HEAL_CHUNK_BYTES;
+
+    int rc = heal_open(h, src_manager, group_rank, step, opts, deadline_ms, &st, &c, &m);
+    if (rc == FT_SUCCESS)
+        rc = heal_fetch_all(h, c, m, step, chunk, deadline_ms, &st.bytes, &stage);
     fti_rpc_client_destroy(c);
+    if (rc == FT_SUCCESS && (staged = malloc(sizeof(*staged))) == NULL) {
+        FTI_ERROR("heal: out of memory keeping the staged copy");
+        rc = FT_ERR_NO_MEMORY;
+    }
     if (rc == FT_SUCCESS) {
-        /* every buffer arrived and matched its checksum: only now does
-         * the registered memory change */
-        int64_t t1 = fti_now_ms();
-        heal_install(h, stage, m->n_buffers);
-        st.install_ms = fti_now_ms() - t1;
+        *staged = (struct fti_heal_staged){stage, m->n_buffers};
+        stage = NULL;
     }
     if (m != NULL) {
         stage_free(stage, m->n_buffers);
@@ -861,10 +882,46 @@ int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_
     }
     rc = heal_code(rc);
     st.ms = fti_now_ms() - t0;
-    if (rc == FT_SUCCESS)
+    if (rc == FT_SUCCESS) {
+        FTI_DEBUG("heal: step %" PRId64 " staged from %s: %" PRIu64 " bytes in %" PRId64 " ms",
+                  step, st.source, st.bytes, st.ms);
+        *staged_p = staged;
+    }
+    if (stats != NULL)
+        *stats = st;
+    return rc;
+}
+
+int64_t fti_heal_install(fti_heal_h h, fti_heal_staged_h staged)
+{
+    int64_t t0 = fti_now_ms();
+    heal_install(h, staged->stage, staged->n);
+    fti_heal_discard(staged);
+    return fti_now_ms() - t0;
+}
+
+void fti_heal_discard(fti_heal_staged_h staged)
+{
+    if (staged == NULL)
+        return;
+    stage_free(staged->stage, staged->n);
+    free(staged);
+}
+
+int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
+                   const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_stats_t *stats)
+{
+    int64_t t0 = fti_now_ms();
+    fti_heal_staged_h staged = NULL;
+    fti_heal_stats_t st;
+    int rc = fti_heal_stage(h, src_manager, group_rank, step, opts, deadline_ms, &staged, &st);
+    if (rc == FT_SUCCESS) {
+        st.install_ms = fti_heal_install(h, staged);
+        st.ms = fti_now_ms() - t0;
         FTI_INFO("heal: step %" PRId64 " healed from %s: %" PRIu64 " bytes in %" PRId64
                  " ms (install %" PRId64 " ms)",
                  step, st.source, st.bytes, st.ms, st.install_ms);
+    }
     if (stats != NULL)
         *stats = st;
     return rc;

@@ -15,16 +15,20 @@
  * are the raw bytes of [offset, offset+length), sent zero-copy from the
  * registered memory.
  *
- * Fetching: fti_heal_fetch asks the source group's manager which address
+ * Fetching, in two phases so that a replica group heals as a whole or not
+ * at all: fti_heal_stage asks the source group's manager which address
  * serves the same group rank, checks the source's buffers against this
  * rank's registrations (each registered buffer exactly once, same
- * lengths), streams each buffer in chunks into staging memory, verifies
+ * lengths), streams each buffer in chunks into staging memory and verifies
  * its checksum piece by piece on a helper thread while the next chunk
- * streams in, and copies the staged state into the registered memory only
- * once all of it arrived intact (see fti_heal_fetch).
+ * streams in; the registered memory is not touched.  The caller then
+ * learns whether every rank of its group staged its copy (ft.c, with the
+ * group's decision) and calls fti_heal_install (a local copy that cannot
+ * fail) or fti_heal_discard.  fti_heal_fetch is both phases for one rank
+ * alone.
  *
- * Threads: fti_heal_register, fti_heal_set_step and fti_heal_fetch run on
- * the application thread; fti_heal_handle on the RPC server's loop thread.
+ * Threads: fti_heal_register, fti_heal_set_step and the fetching calls
+ * run on the application thread; fti_heal_handle on the RPC server's loop thread.
  * A mutex guards the buffer list and the served step; the buffers'
  * contents are read without it (the application does not change them
  * while the step is open), also by the summing thread, which the loop
@@ -96,18 +100,21 @@ typedef struct fti_heal_stats {
     char source[FTI_ADDRESS_SIZE]; /* heal address of the source rank */
 } fti_heal_stats_t;
 
-/* Copies the state of step `step` from the rank with group rank
- * `group_rank` of the group whose manager is src_manager, before
- * deadline_ms.
+/* A complete, verified copy of a source's state in staging memory (as
+ * large as the whole registered state), waiting to be installed. */
+typedef struct fti_heal_staged *fti_heal_staged_h;
+
+/* Phase 1 of a heal: copies the state of step `step` from the rank with
+ * group rank `group_rank` of the group whose manager is src_manager into
+ * staging memory, before deadline_ms, and verifies it.  Nothing of this
+ * rank changes: the registered memory, the served step and whether it is
+ * served are exactly as before the call, whatever its outcome.
  *
- * All or nothing: the bytes stream into staging memory (malloc'ed for the
- * heal, as large as the whole registered state, freed before the call
- * returns) and are copied into the registered buffers only once every
- * buffer arrived and matched its checksum; serving is closed just before
- * that copy (the caller then sets the healed step with
- * fti_heal_set_step).  On any failure the registered memory, the served
- * step and whether it is served are exactly as before the call: the rank
- * still holds its old state and can heal again.
+ * On success *staged_p is a complete copy whose every buffer matched its
+ * checksum; the caller owns it and passes it to exactly one of
+ * fti_heal_install or fti_heal_discard (both free it), with no
+ * fti_heal_register in between.  On failure nothing is left to free and
+ * *staged_p is not set.
  *
  * The source's metadata must list every registered buffer exactly once,
  * with its length, and nothing else.  FT_ERR_TIMEOUT on the deadline,
@@ -115,7 +122,26 @@ typedef struct fti_heal_stats {
  * when the source's buffers differ from the registered ones (a repeated
  * name included), FT_ERR_NO_MEMORY when the staging memory cannot be had,
  * FT_ERR_PROC_FAILED for any other failure of the source.  Each failure is
- * logged once, here.  *stats (may be NULL) is filled in every case. */
+ * logged once, here.  *stats (may be NULL) is filled in every case
+ * (install_ms 0). */
+int fti_heal_stage(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
+                   const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_staged_h *staged_p,
+                   fti_heal_stats_t *stats);
+
+/* Phase 2, the group agreed: closes serving (the old state is about to
+ * change: requests for it are refused from now on), copies every staged
+ * buffer into its registered memory and frees staged.  Cannot fail.  The
+ * caller then sets the healed step with fti_heal_set_step.  Returns the
+ * milliseconds the copy took. */
+int64_t fti_heal_install(fti_heal_h h, fti_heal_staged_h staged);
+
+/* Phase 2, the group did not agree: frees staged (NULL: nothing); the
+ * rank keeps its state, its step and its serving. */
+void fti_heal_discard(fti_heal_staged_h staged);
+
+/* A heal of this rank alone: fti_heal_stage, then fti_heal_install on
+ * success (same codes; stats also carry install_ms).  On failure nothing
+ * of this rank changed. */
 int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
                    const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_stats_t *stats);
 

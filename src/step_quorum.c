@@ -189,10 +189,22 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
     return rc;
 }
 
-/* Each rank installs the step it healed on its own, without asking the
- * group: when a rank of the group failed, the commit vote fails the step
- * and the next quorum request carries the group's lowest step, so the
- * whole group heals again. */
+/* Heals the group from its sources, every rank or none: each rank fetches
+ * and verifies its copy into staging memory (fti_heal_stage; its state is
+ * untouched), the group decides whether every rank staged its copy (group
+ * rank 0's decision, fti_group_decide: an AND of the ranks' votes) and
+ * only then does every rank install its copy (a local copy that cannot
+ * fail); otherwise every rank discards its copy and keeps its state, its
+ * step and its serving, and the group, still behind, heals again at the
+ * next quorum.  res.heal is the group's, so every rank of a healing group
+ * comes here exactly once per FT_Quorum and the group's operations stay
+ * matched.  Deadlines: rank 0 takes the votes until one window after its
+ * own heal deadline, the others wait for the decision two windows after
+ * theirs (the ranks may start up to a window apart).  A rank that gets no
+ * decision cannot know whether rank 0 installed (both modes, as in
+ * FT_Commit): it installs nothing and the group is lost; mode B: a vote
+ * that missed rank 0's deadline means a dead rank, the group is lost.
+ * heal.c logged a failure of this rank's own transfer. */
 int fti_step_heal(struct fti_step *s)
 {
     fti_heal_opts_t o = {
@@ -201,19 +213,40 @@ int fti_step_heal(struct fti_step *s)
         .chunk_bytes = 0,
     };
     fti_heal_stats_t hs;
-    int rc = fti_heal_fetch(s->heal, s->res.recover_src_manager_address, s->group_rank,
-                            s->res.max_step, &o, fti_now_ms() + s->cfg.heal_timeout_ms, &hs);
+    fti_heal_staged_h staged = NULL;
+    int64_t t0 = fti_now_ms(), deadline = t0 + s->cfg.heal_timeout_ms, win = s->cfg.timeout_ms;
+    int rc = fti_heal_stage(s->heal, s->res.recover_src_manager_address, s->group_rank,
+                            s->res.max_step, &o, deadline, &staged, &hs);
+    int decision = FT_ERR_ABORTED;
+    int drc = fti_group_decide(s->group, rc == FT_SUCCESS, deadline + win, deadline + 2 * win,
+                               &decision);
+    bool lost = drc != FT_SUCCESS ||
+                (decision == FT_ERR_TIMEOUT &&
+                 fti_mode_group_failure(s->mode_b, decision) == FT_ERR_GROUP_LOST);
+    if (rc == FT_SUCCESS && !lost && decision == FT_SUCCESS)
+        hs.install_ms = fti_heal_install(s->heal, staged);
+    else
+        fti_heal_discard(staged);
+    hs.ms = fti_now_ms() - t0;
+    if (rc == FT_SUCCESS && drc != FT_SUCCESS)
+        rc = drc;
+    else if (rc == FT_SUCCESS && decision != FT_SUCCESS)
+        rc = decision; /* another rank failed, a vote came late, or rank 0's own error */
     fti_event_heal(s->elog, s->step, s->res.max_step, hs.bytes, hs.ms, hs.source, rc);
+    if (lost)
+        return fti_step_group_lost(s, drc != FT_SUCCESS ? drc : decision);
     if (rc != FT_SUCCESS) {
-        /* the registered memory may be half overwritten: serve nothing.
-         * heal.c logged the failure. */
-        fti_heal_set_step(s->heal, s->step, false);
-        FTI_DEBUG("heal from %s (%s) failed: %s; the step stays %" PRId64,
-                  s->res.recover_src_replica_id, hs.source, FT_Error_string(rc), s->step);
+        /* staged only: the registered memory still holds s->step, served as before */
+        FTI_DEBUG("heal from %s (%s) failed: %s (the group's decision: %s); the step stays "
+                  "%" PRId64,
+                  s->res.recover_src_replica_id, hs.source, FT_Error_string(rc),
+                  FT_Error_string(decision), s->step);
         return rc;
     }
-    FTI_INFO("healed step %" PRId64 " from %s (%s): %" PRIu64 " bytes in %" PRId64 " ms",
-             s->res.max_step, s->res.recover_src_replica_id, hs.source, hs.bytes, hs.ms);
+    FTI_INFO("healed step %" PRId64 " from %s (%s): %" PRIu64 " bytes in %" PRId64
+             " ms (install %" PRId64 " ms)",
+             s->res.max_step, s->res.recover_src_replica_id, hs.source, hs.bytes, hs.ms,
+             hs.install_ms);
     s->step = s->res.max_step;
     fti_heal_set_step(s->heal, s->step, true);
     return FT_SUCCESS;

@@ -2,11 +2,13 @@
  * e2e_heal_torn.c - the state a rank commits is never a mix of two
  * states (issue 10 item 1; test_e2e_heal_kill_mid.sh runs it).
  *
- *   e2e_heal_torn --mib M --value V --steps N [--sleep-ms S]
+ *   e2e_heal_torn --mib M --value V --steps N [--sleep-ms S] [--max-s T]
  *
  * Each rank registers two buffers of floats, "w" (M MiB) and "m" (1 MiB),
  * both filled with V, and runs steps (FT_Quorum, a 1-element FT_Allreduce,
- * FT_Commit) until FT_Step() reaches N, sleeping S ms after each.  The
+ * FT_Commit) until FT_Step() reaches N, sleeping S ms after each; with T,
+ * it also stops once T seconds have passed (a rank whose group can no
+ * longer commit still ends and reports).  The
  * state itself never changes here: only a heal can change it.  After every
  * committed step and at the end each rank scans both buffers and prints
  *
@@ -63,11 +65,12 @@ struct opts {
     long mib, steps;
     float value;
     int sleep_ms;
+    long max_s; /* 0: no limit */
 };
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-    o->mib = 0, o->steps = 0, o->value = 0.0f, o->sleep_ms = 0;
+    o->mib = 0, o->steps = 0, o->value = 0.0f, o->sleep_ms = 0, o->max_s = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--mib") == 0)
             o->mib = strtol(argv[i + 1], NULL, 10);
@@ -77,6 +80,8 @@ static int parse(int argc, char **argv, struct opts *o)
             o->steps = strtol(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--sleep-ms") == 0)
             o->sleep_ms = (int)strtol(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--max-s") == 0)
+            o->max_s = strtol(argv[i + 1], NULL, 10);
         else
             return -1;
     }
@@ -101,7 +106,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (parse(argc, argv, &o) != 0) {
-        fprintf(stderr, "usage: e2e_heal_torn --mib M --value V --steps N [--sleep-ms S]\n");
+        fprintf(stderr, "usage: e2e_heal_torn --mib M --value V --steps N [--sleep-ms S] [--max-s T]\n");
         MPI_Finalize();
         return 2;
     }
@@ -124,8 +129,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "e2e_heal_torn: setup: %s\n", FT_Error_string(rc));
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    double q_max = 0, c_max = 0;
-    while (FT_Step() < o.steps) {
+    double q_max = 0, c_max = 0, start = now_ms();
+    while (FT_Step() < o.steps && (o.max_s == 0 || now_ms() - start < o.max_s * 1e3)) {
         double t0 = now_ms();
         (void)FT_Quorum(0);
         double t1 = now_ms();

@@ -14,7 +14,8 @@
 #   - every rank of g1 ends at the same step with the same state;
 #   - no call past its deadline + 1 s: the failed heal within
 #     FTMPI_HEAL_TIMEOUT_MS, FT_Commit within FTMPI_TIMEOUT_MS, FT_Quorum
-#     within the quorum wait, the slice build and the heal.
+#     within the quorum wait, the slice build, the heal and the group's
+#     decision on it.
 # Before the fix (heal straight into the registered memory) g1 committed
 # steps holding some 7.0 and some 1.0.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
@@ -76,7 +77,9 @@ finals=$(awk '/^final step/ { print $3, $7, $9, $11 }' "$out" | sort -u)
 set -- $finals
 [ "$1" -eq $g1_steps ] || e2e_fail "g1 ended at step $1, not $g1_steps"
 [ "$3" -eq 0 ] || e2e_fail "g1 holds 7.0s although its only heal failed: $finals"
-q_lim=$((FTMPI_QUORUM_TIMEOUT_MS + 2 * FTMPI_TIMEOUT_MS + FTMPI_HEAL_TIMEOUT_MS + 1000))
+# FT_Quorum: the exchange and the slice (quorum wait + 2 windows), the heal
+# and the group's decision on it (2 windows)
+q_lim=$((FTMPI_QUORUM_TIMEOUT_MS + 4 * FTMPI_TIMEOUT_MS + FTMPI_HEAL_TIMEOUT_MS + 1000))
 c_lim=$((FTMPI_TIMEOUT_MS + 1000))
 awk -v q="$q_lim" -v c="$c_lim" '/^final step/ && ($13 > q || $15 > c) { bad = 1; print }
     END { exit bad }' "$out" >&2 ||

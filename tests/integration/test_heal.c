@@ -5,8 +5,10 @@
  * registry fetches them.  Covers chunked fetches, the step and open
  * checks, registrations that differ, a stale checksum (also in a buffer of
  * several checksum pieces), the count of
- * complete copies a source waits for, the manager's kill flag and a source
- * that is gone.
+ * complete copies a source waits for, the manager's kill flag, a source
+ * that is gone, and the two phases of a heal (fti_heal_stage changes
+ * nothing of the healer, fti_heal_discard keeps it so, fti_heal_install
+ * copies the state into place and closes serving of the old step).
  *
  * A fake source (a thread with its own listening socket on 127.0.0.1 that
  * speaks the frames of rpc.h by hand) plays what a real rank server never
@@ -119,6 +121,120 @@ static void test_heal_ok(void **state)
     assert_memory_equal(f->b_dst, f->b_src, sizeof(f->b_src));
     assert_int_equal(st.bytes, sizeof(f->a_src) + N_B);
     assert_string_equal(st.source, fti_rank_server_address(f->srv));
+}
+
+/* A rank server of its own for f->dst (the healer), so that a third
+ * registry can check what the healer serves; *reg_p is that registry
+ * (with "a" and "b" registered), both released by third_stop. */
+struct third {
+    fti_rank_server_h srv;
+    fti_heal_h reg;
+    double a[N_A];
+    unsigned char b[N_B];
+};
+
+static struct third *third_start(struct fixture *f)
+{
+    struct third *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, f->dst, &t->srv),
+                     FT_SUCCESS);
+    const char *peers[] = {fti_rank_server_address(t->srv)};
+    assert_int_equal(fti_rank_server_set_peers(t->srv, peers, 1), FT_SUCCESS);
+    assert_int_equal(fti_heal_create(&t->reg), FT_SUCCESS);
+    assert_int_equal(fti_heal_register(t->reg, "a", t->a, sizeof(t->a)), FT_SUCCESS);
+    assert_int_equal(fti_heal_register(t->reg, "b", t->b, sizeof(t->b)), FT_SUCCESS);
+    return t;
+}
+
+static void third_stop(struct third *t)
+{
+    fti_rank_server_stop(t->srv);
+    fti_heal_destroy(t->reg);
+    free(t);
+}
+
+/* fti_heal_fetch from the healer's own server into the third registry. */
+static int third_fetch(struct fixture *f, struct third *t, int64_t step)
+{
+    fti_heal_stats_t st;
+    int rc = fti_heal_fetch(t->reg, fti_rank_server_address(t->srv), 0, step, &f->opts,
+                            fti_now_ms() + 5000, &st);
+    if (rc == FT_SUCCESS) {
+        assert_memory_equal(t->a, f->a_dst, sizeof(t->a));
+        assert_memory_equal(t->b, f->b_dst, sizeof(t->b));
+    }
+    return rc;
+}
+
+/* Phase 1 changes nothing of the healer: its memory stays bitwise as it
+ * was and it goes on serving its own step; fti_heal_discard keeps it so. */
+static void test_stage_then_discard(void **state)
+{
+    struct fixture *f = *state;
+    struct third *t = third_start(f);
+    memset(f->a_dst, 0x5a, sizeof(f->a_dst));
+    memset(f->b_dst, 0xa5, sizeof(f->b_dst));
+    double a0[N_A];
+    unsigned char b0[N_B];
+    memcpy(a0, f->a_dst, sizeof(a0));
+    memcpy(b0, f->b_dst, sizeof(b0));
+    fti_heal_set_step(f->src, 42, true);
+    fti_heal_set_step(f->dst, 3, true);
+
+    fti_heal_staged_h staged = NULL;
+    fti_heal_stats_t st;
+    assert_int_equal(fti_heal_stage(f->dst, fti_rank_server_address(f->srv), 0, 42, &f->opts,
+                                    fti_now_ms() + 5000, &staged, &st),
+                     FT_SUCCESS);
+    assert_non_null(staged);
+    assert_int_equal(st.bytes, sizeof(f->a_src) + N_B);
+    assert_int_equal(st.install_ms, 0);
+    assert_memory_equal(f->a_dst, a0, sizeof(a0));
+    assert_memory_equal(f->b_dst, b0, sizeof(b0));
+    assert_int_equal(third_fetch(f, t, 3), FT_SUCCESS); /* still serves step 3 */
+    fti_heal_discard(staged);
+    assert_memory_equal(f->a_dst, a0, sizeof(a0));
+    assert_memory_equal(f->b_dst, b0, sizeof(b0));
+    assert_int_equal(third_fetch(f, t, 3), FT_SUCCESS);
+    fti_heal_discard(NULL); /* nothing */
+    third_stop(t);
+}
+
+/* Phase 2: fti_heal_install copies the staged state into place and closes
+ * serving of the old step. */
+static void test_stage_then_install(void **state)
+{
+    struct fixture *f = *state;
+    struct third *t = third_start(f);
+    fti_heal_set_step(f->src, 42, true);
+    fti_heal_set_step(f->dst, 3, true);
+    fti_heal_staged_h staged = NULL;
+    assert_int_equal(fti_heal_stage(f->dst, fti_rank_server_address(f->srv), 0, 42, &f->opts,
+                                    fti_now_ms() + 5000, &staged, NULL),
+                     FT_SUCCESS);
+    assert_int_not_equal(memcmp(f->a_dst, f->a_src, sizeof(f->a_src)), 0);
+    assert_true(fti_heal_install(f->dst, staged) >= 0);
+    assert_memory_equal(f->a_dst, f->a_src, sizeof(f->a_src));
+    assert_memory_equal(f->b_dst, f->b_src, sizeof(f->b_src));
+    assert_int_not_equal(third_fetch(f, t, 3), FT_SUCCESS); /* the old step is gone */
+    fti_heal_set_step(f->dst, 42, true);
+    assert_int_equal(third_fetch(f, t, 42), FT_SUCCESS);
+    third_stop(t);
+}
+
+/* A failed phase 1 leaves nothing to free and does not set *staged_p. */
+static void test_stage_fails(void **state)
+{
+    struct fixture *f = *state;
+    fti_heal_set_step(f->src, 42, true);
+    fti_heal_staged_h staged = (fti_heal_staged_h)&staged; /* a sentinel */
+    fti_heal_stats_t st;
+    assert_int_not_equal(fti_heal_stage(f->dst, fti_rank_server_address(f->srv), 0, 41,
+                                        &f->opts, fti_now_ms() + 5000, &staged, &st),
+                         FT_SUCCESS);
+    assert_ptr_equal(staged, (fti_heal_staged_h)&staged);
+    assert_int_equal(st.install_ms, 0);
 }
 
 static void test_wait_served(void **state)
@@ -693,6 +809,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_register, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal_ok, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_then_discard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_then_install, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_served, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_served_nothing_registered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_step_or_closed, setup, teardown),
