@@ -412,6 +412,12 @@ static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *
     ftmpi__heal_fetch_request__free_unpacked(req, NULL);
 }
 
+void fti_heal_rpc(void *h, fti_rpc_call_h call, uint16_t method, const uint8_t *payload,
+                  size_t len)
+{
+    fti_heal_handle(h, call, method, payload, len);
+}
+
 void fti_heal_handle(fti_heal_h h, fti_rpc_call_h call, uint16_t method, const uint8_t *payload,
                      size_t len)
 {

@@ -82,6 +82,11 @@ void fti_heal_set_step(fti_heal_h h, int64_t step, bool open);
  * healers are still copying. */
 int fti_heal_wait_served(fti_heal_h h, int n, int64_t deadline_ms);
 
+/* fti_heal_handle with h as a void pointer: the rank server's heal handler
+ * (fti_rank_server_start(..., fti_heal_rpc, h, ...)). */
+void fti_heal_rpc(void *h, fti_rpc_call_h call, uint16_t method, const uint8_t *payload,
+                  size_t len);
+
 /* RPC dispatch for HEAL_METADATA and HEAL_FETCH (loop thread; takes over
  * call). */
 void fti_heal_handle(fti_heal_h h, fti_rpc_call_h call, uint16_t method, const uint8_t *payload,

@@ -201,7 +201,7 @@ static int init_services(struct fti_step *s)
         rc = fti_event_log_open(s->cfg.event_log, s->replica_id, s->group_rank, &s->elog);
     if (rc == FT_SUCCESS)
         rc = fti_rank_server_start(s->cfg.bind_host, (size_t)s->cfg.max_frame_bytes,
-                                   s->group_rank == 0, s->heal, &s->server);
+                                   s->group_rank == 0, fti_heal_rpc, s->heal, &s->server);
     if (rc == FT_SUCCESS)
         fti_strlcpy(s->my_addr, fti_rank_server_address(s->server), sizeof(s->my_addr));
     return rc;

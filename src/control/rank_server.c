@@ -21,7 +21,8 @@ struct fti_rank_server {
     struct event *stop_ev;
     fti_rpc_server_h rpc;
     fti_store_server_h store; /* NULL unless manager */
-    fti_heal_h heal;
+    fti_rank_server_heal_fn heal_fn;
+    void *heal_arg;
     pthread_t thread;
     int thread_started;
     char addr[128];
@@ -52,7 +53,7 @@ static void on_store(fti_rpc_call_h call, const uint8_t *payload, size_t len, vo
 static void on_heal(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
 {
     struct fti_rank_server *s = arg;
-    fti_heal_handle(s->heal, call, fti_rpc_call_method(call), payload, len);
+    s->heal_fn(s->heal_arg, call, fti_rpc_call_method(call), payload, len);
 }
 
 static void on_kill(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
@@ -142,8 +143,8 @@ static void server_free(struct fti_rank_server *s)
     free(s);
 }
 
-int fti_rank_server_start(const char *bind_host, size_t max_frame, bool manager, fti_heal_h heal,
-                          fti_rank_server_h *s_p)
+int fti_rank_server_start(const char *bind_host, size_t max_frame, bool manager,
+                          fti_rank_server_heal_fn heal_fn, void *heal_arg, fti_rank_server_h *s_p)
 {
     static const fti_rpc_method_t all_methods[] = {
         {FTMPI__METHOD__HEAL_METADATA, on_heal},
@@ -168,7 +169,8 @@ int fti_rank_server_start(const char *bind_host, size_t max_frame, bool manager,
         return FT_ERR_NO_MEMORY;
     pthread_mutex_init(&s->mu, NULL);
     atomic_init(&s->killed, 0);
-    s->heal = heal;
+    s->heal_fn = heal_fn;
+    s->heal_arg = heal_arg;
     if (strchr(bind_host, ':') != NULL && bind_host[0] != '[')
         snprintf(bind_addr, sizeof(bind_addr), "[%s]:0", bind_host);
     else

@@ -17,15 +17,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "heal.h"
+#include <stdint.h>
+
+#include "rpc.h"
 
 typedef struct fti_rank_server *fti_rank_server_h;
 
+/* The handler of HEAL_METADATA and HEAL_FETCH: the step layer's healing
+ * (src/heal.c, fti_heal_rpc) registers itself here, so the control plane
+ * never calls up into the step.  Runs on the server's loop thread and takes
+ * over call. */
+typedef void (*fti_rank_server_heal_fn)(void *arg, fti_rpc_call_h call, uint16_t method,
+                                        const uint8_t *payload, size_t len);
+
 /* Starts the thread and the server on bind_host:0.  manager: serve the
- * store, kill and checkpoint metadata too.  heal must outlive the server.
- * Release with fti_rank_server_stop. */
-int fti_rank_server_start(const char *bind_host, size_t max_frame, bool manager, fti_heal_h heal,
-                          fti_rank_server_h *s_p);
+ * store, kill and checkpoint metadata too.  heal_fn(heal_arg, ...) serves
+ * the heal methods; heal_arg must outlive the server.  Release with
+ * fti_rank_server_stop. */
+int fti_rank_server_start(const char *bind_host, size_t max_frame, bool manager,
+                          fti_rank_server_heal_fn heal_fn, void *heal_arg, fti_rank_server_h *s_p);
 
 /* Stops the loop (from outside, through an event the loop runs), joins the
  * thread, frees the server, its store and the connections. */

@@ -70,7 +70,7 @@ static int setup(void **state)
     /* registered in the other order at the destination: matched by name */
     assert_int_equal(fti_heal_register(f->dst, "b", f->b_dst, sizeof(f->b_dst)), FT_SUCCESS);
     assert_int_equal(fti_heal_register(f->dst, "a", f->a_dst, sizeof(f->a_dst)), FT_SUCCESS);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, f->src, &f->srv),
+    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, f->src, &f->srv),
                      FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(f->srv)};
     assert_int_equal(fti_rank_server_set_peers(f->srv, peers, 1), FT_SUCCESS);
@@ -137,7 +137,7 @@ static struct third *third_start(struct fixture *f)
 {
     struct third *t = calloc(1, sizeof(*t));
     assert_non_null(t);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, f->dst, &t->srv),
+    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, f->dst, &t->srv),
                      FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(t->srv)};
     assert_int_equal(fti_rank_server_set_peers(t->srv, peers, 1), FT_SUCCESS);
@@ -261,7 +261,7 @@ static void test_wait_served_nothing_registered(void **state)
     fti_heal_stats_t st;
     assert_int_equal(fti_heal_create(&empty_src), FT_SUCCESS);
     assert_int_equal(fti_heal_create(&empty_dst), FT_SUCCESS);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, empty_src, &srv),
+    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, empty_src, &srv),
                      FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(srv)};
     assert_int_equal(fti_rank_server_set_peers(srv, peers, 1), FT_SUCCESS);
@@ -318,7 +318,7 @@ static void test_big_buffer(void **state)
     assert_int_equal(fti_heal_create(&hd), FT_SUCCESS);
     assert_int_equal(fti_heal_register(hs, "big", src, len), FT_SUCCESS);
     assert_int_equal(fti_heal_register(hd, "big", dst, len), FT_SUCCESS);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, hs, &srv), FT_SUCCESS);
+    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, hs, &srv), FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(srv)};
     assert_int_equal(fti_rank_server_set_peers(srv, peers, 1), FT_SUCCESS);
     fti_heal_opts_t o = {1000, 1 << 20, (3u << 20) + 5}; /* chunks across the pieces */
@@ -401,7 +401,7 @@ static void test_source_gone(void **state)
     assert_int_equal(fti_heal_fetch(f->dst, addr, 0, 3, &f->opts, fti_now_ms() + 2000, &st),
                      FT_ERR_PROC_FAILED);
     /* restart for teardown */
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, f->src, &f->srv),
+    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, f->src, &f->srv),
                      FT_SUCCESS);
 }
 
