@@ -45,8 +45,10 @@ typedef enum {
     FT_ERR_BAD_MESSAGE = -24,    /* malformed, truncated or oversized message */
     FT_ERR_CONNECT = -25,        /* could not connect (peer or lighthouse down) */
     FT_ERR_CHECKSUM = -26,       /* healed state failed its checksum */
-    FT_ERR_GROUP_LOST = -27,     /* (mode B) this rank's own replica group lost a member:
-                                  * every later FT_ call returns it; call FT_Finalize */
+    FT_ERR_GROUP_LOST = -27,     /* this rank's own replica group lost a member (mode B),
+                                  * or the rank did not learn its group's decision on a
+                                  * commit or a heal in time (both modes): every later FT_
+                                  * call returns it; call FT_Finalize and exit */
     FT_ERR_KILLED = -28,         /* the lighthouse asked this group to stop */
 
     /* -40..-59: local system errors */
