@@ -43,6 +43,7 @@
 #include "ftmpi.h"
 #include "comm/comm.h"
 #include "comm/mpi_backend.h"
+#include "ckpt.h"
 #include "dtype.h"
 #include "event_log.h"
 #include "group.h"
@@ -86,6 +87,7 @@ static struct ft_state {
     fti_rank_server_h server;
     fti_manager_h manager; /* group rank 0 only */
     fti_event_log_h elog;  /* NULL when FTMPI_EVENT_LOG is empty */
+    fti_ckpt_h ckpt;       /* durable checkpoints (ckpt.h) */
 
     int64_t step;            /* committed steps */
     bool in_step;            /* between FT_Quorum and FT_Commit */
@@ -206,6 +208,8 @@ static void teardown(void)
     st.server = NULL;
     fti_comm_destroy(st.slice);
     st.slice = NULL;
+    fti_ckpt_destroy(st.ckpt); /* after the writer's queued jobs */
+    st.ckpt = NULL;
     fti_heal_destroy(st.heal);
     st.heal = NULL;
     fti_event_log_close(st.elog);
@@ -452,6 +456,8 @@ FTMPI_EXPORT int FT_Init(int *argc, char ***argv)
     if (rc == FT_SUCCESS && st.cfg.event_log[0] != '\0')
         rc = fti_event_log_open(st.cfg.event_log, st.replica_id, st.group_rank, &st.elog);
     if (rc == FT_SUCCESS)
+        rc = fti_ckpt_create(&st.cfg, st.group, st.replica_id, st.elog, &st.ckpt);
+    if (rc == FT_SUCCESS)
         rc = fti_rank_server_start(st.cfg.bind_host, (size_t)st.cfg.max_frame_bytes,
                                    st.group_rank == 0, st.heal, &st.server);
     if (rc == FT_SUCCESS)
@@ -505,6 +511,7 @@ FTMPI_EXPORT int FT_Finalize(void)
     if (!st.lost) {
         if (st.mode_b)
             FTI_INFO("FT_Finalize: %s leaves at step %" PRId64, st.replica_id, st.step);
+        fti_ckpt_finish(st.ckpt); /* publishes the last checkpoint */
         tell_lighthouse_leaving();
     }
     uint64_t n = 0, bytes = 0;
@@ -840,6 +847,12 @@ FTMPI_EXPORT int FT_Quorum(int flags)
     st.have_quorum = true;
     st.quorum_ok = true;
     st.commit_failures = 0;
+    /* a fresh start (no group past step 0): the newest durable checkpoint */
+    if (fti_ckpt_load_at_start(st.ckpt, res.max_step, st.step, &st.step) == FT_SUCCESS) {
+        res.heal = st.res.heal = false;
+        st.res.n_recover_dst = 0;
+        fti_heal_set_step(st.heal, st.step, true);
+    }
     log_ctx_update();
     if (changed)
         FTI_INFO("quorum %" PRId64 ": %d groups (%d participate), replica rank %d%s, max step "
@@ -1064,6 +1077,7 @@ FTMPI_EXPORT int FT_Commit(int *committed)
         /* the application changes its state now: serve nothing until the
          * next FT_Quorum */
         fti_heal_set_step(st.heal, st.step, false);
+        (void)fti_ckpt_after_commit(st.ckpt, st.step, st.res.replica_rank == 0, false);
         rc = FT_SUCCESS;
     } else {
         st.commit_failures++;
@@ -1122,7 +1136,41 @@ FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes)
     int rc = fti_heal_register(st.heal, name, buf, bytes);
     if (rc == FT_ERR_EXISTS)
         FTI_ERROR("FT_State_register: '%s' is already registered", name);
+    if (rc == FT_SUCCESS)
+        rc = fti_ckpt_register_replicated(st.ckpt, name, buf, bytes);
     return rc;
+}
+
+FTMPI_EXPORT int FT_State_register_shard(const char *name, void *buf, MPI_Datatype datatype,
+                                         int64_t global_count, int64_t offset, int64_t count)
+{
+    if (!st.initialized)
+        return FT_ERR_NOT_INITIALIZED;
+    return fti_ckpt_register_shard(st.ckpt, st.heal, name, buf, datatype, global_count, offset,
+                                   count);
+}
+
+FTMPI_EXPORT int FT_Checkpoint(int flags)
+{
+    if (!st.initialized)
+        return FT_ERR_NOT_INITIALIZED;
+    if (flags != 0)
+        return FT_ERR_ARG;
+    if (st.lost)
+        return FT_ERR_GROUP_LOST;
+    if (st.in_step || !st.have_quorum)
+        return FT_ERR_STATE;
+    return fti_ckpt_after_commit(st.ckpt, st.step, st.res.replica_rank == 0, true);
+}
+
+FTMPI_EXPORT int ftmpi_checkpoint_stats(ftmpi_checkpoint_stats_t *stats)
+{
+    if (!st.initialized)
+        return FT_ERR_NOT_INITIALIZED;
+    if (stats == NULL)
+        return FT_ERR_ARG;
+    fti_ckpt_stats(st.ckpt, stats);
+    return FT_SUCCESS;
 }
 
 FTMPI_EXPORT int ftmpi_replica_id(char *buf, size_t len)
