@@ -464,6 +464,42 @@ static int64_t stage_mine(fti_ckpt_h c, const char *where, fti_ckpt_staged_t *s)
     return s->step;
 }
 
+/* The group's agreement on the staged steps: every rank sends its own
+ * (-1: none), group rank 0 answers the common step, the oldest one when
+ * they differ (a rank checks only the shards it reads, so a corrupt shard
+ * makes only some ranks fall back), or -1 when a rank has none.
+ * *all_same_p: whether every rank staged the answer already. */
+static int64_t agree_step(fti_ckpt_h c, int64_t mine, bool *all_same_p)
+{
+    int64_t *all = NULL, ans[2] = {-1, 0}, *got = NULL;
+    if (c->rank == 0 && (all = calloc(c->size > 0 ? (size_t)c->size : 1, sizeof(*all))) == NULL)
+        mine = -1;
+    int64_t dl = fti_now_ms() + c->cfg.timeout_ms;
+    int grc = fti_group_gather(c->g, &mine, sizeof(mine), all, dl);
+    if (c->rank == 0 && grc == FT_SUCCESS) {
+        ans[0] = all[0];
+        ans[1] = 1;
+        for (int g = 1; g < c->size; g++) {
+            ans[1] &= all[g] == all[0];
+            ans[0] = all[g] < 0 || ans[0] < 0 ? -1 : FTI_MIN(ans[0], all[g]);
+        }
+    }
+    free(all);
+    int status = 0;
+    size_t len = 0;
+    int rc = fti_group_bcast(c->g, FT_SUCCESS, ans, sizeof(ans), &status, (void **)&got, &len,
+                             dl + c->cfg.timeout_ms);
+    if (rc == FT_SUCCESS && len == sizeof(ans)) {
+        ans[0] = got[0];
+        ans[1] = got[1];
+    } else {
+        ans[0] = -1;
+    }
+    free(got);
+    *all_same_p = ans[1] != 0;
+    return ans[0];
+}
+
 int fti_ckpt_load_at_start(fti_ckpt_h c, int64_t max_step, int64_t step, int64_t *step_p)
 {
     const char *where = load_source(c);
@@ -472,24 +508,21 @@ int fti_ckpt_load_at_start(fti_ckpt_h c, int64_t max_step, int64_t step, int64_t
     c->load_tried = true;
     fti_ckpt_staged_t s;
     memset(&s, 0, sizeof(s));
-    int64_t mine = stage_mine(c, where, &s), *all = NULL, agreed = -1, *got = NULL;
-    if (c->rank == 0 && (all = calloc(c->size > 0 ? (size_t)c->size : 1, sizeof(*all))) == NULL)
-        mine = -1;
-    int64_t dl = fti_now_ms() + c->cfg.timeout_ms;
-    int grc = fti_group_gather(c->g, &mine, sizeof(mine), all, dl);
-    if (c->rank == 0 && grc == FT_SUCCESS) {
-        agreed = all[0];
-        for (int g = 1; g < c->size; g++)
-            agreed = all[g] == agreed ? agreed : -1;
+    bool same = false;
+    int64_t mine = stage_mine(c, where, &s);
+    int64_t agreed = agree_step(c, mine, &same);
+    if (agreed >= 0 && !same) {
+        /* a second round: every rank loads the oldest step any rank staged */
+        char dir[FTI_PATH_SIZE * 2];
+        fti_ckpt_step_dir(where, agreed, dir, sizeof(dir));
+        FTI_WARN("checkpoint: the group's ranks staged different steps: all load %s", dir);
+        if (mine != agreed) {
+            fti_ckpt_staged_free(&s);
+            mine = stage_mine(c, dir, &s);
+        }
+        agreed = agree_step(c, mine, &same);
     }
-    free(all);
-    int status = 0;
-    size_t len = 0;
-    int rc = fti_group_bcast(c->g, FT_SUCCESS, &agreed, sizeof(agreed), &status, (void **)&got,
-                             &len, dl + c->cfg.timeout_ms);
-    agreed = rc == FT_SUCCESS && len == sizeof(agreed) ? *got : -1;
-    free(got);
-    if (agreed < 0 || agreed != mine) {
+    if (agreed < 0 || agreed != mine || !same) {
         if (mine >= 0)
             FTI_WARN("checkpoint: step %" PRId64 " staged here, but the group did not agree on "
                      "one: nothing loaded", mine);
