@@ -81,6 +81,8 @@
  *     steps committed N (here H, attempts A)
  *     failures survived K
  *     state checksum 0x0123456789abcdef    FNV-1a 64 of the parameter bytes
+ *     checkpoint loaded at step N          FT_Quorum loaded a durable checkpoint
+ *                                          (printed when it happens)
  * and last, on every rank that did not lose its group:
  *     final replica=ID rank=G step=N checksum=0x0123456789abcdef
  * (G the group rank), so a test can check that every rank of every group
@@ -88,6 +90,13 @@
  * "loss" of a step line is the batch loss averaged over the participants;
  * initial and final losses are measured on the same fixed evaluation set
  * (the first --eval samples) in every group.
+ *
+ * --shard 1 registers each rank's block of the parameters with
+ * FT_State_register_shard instead of the whole vector with
+ * FT_State_register: durable checkpoints (FTMPI_CKPT_DIR) store the blocks
+ * and load them resharded into a group of another size; after FT_Quorum
+ * moved the step without a commit (a load or a heal replaced only this
+ * rank's block) the group all-gathers the blocks (step_regather).
  *
  * --dump FILE writes the raw parameter bytes at the end (rank 0 to FILE,
  * group rank g > 0 to FILE.g; in mode B FILE.<replica id> and
