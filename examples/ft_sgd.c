@@ -81,6 +81,8 @@
  *     steps committed N (here H, attempts A)
  *     failures survived K
  *     state checksum 0x0123456789abcdef    FNV-1a 64 of the parameter bytes
+ *     checkpoint loaded at step N          FT_Quorum loaded a durable checkpoint
+ *                                          (printed when it happens)
  * and last, on every rank that did not lose its group:
  *     final replica=ID rank=G step=N checksum=0x0123456789abcdef
  * (G the group rank), so a test can check that every rank of every group
@@ -88,6 +90,13 @@
  * "loss" of a step line is the batch loss averaged over the participants;
  * initial and final losses are measured on the same fixed evaluation set
  * (the first --eval samples) in every group.
+ *
+ * --shard 1 registers each rank's block of the parameters with
+ * FT_State_register_shard instead of the whole vector with
+ * FT_State_register: durable checkpoints (FTMPI_CKPT_DIR) store the blocks
+ * and load them resharded into a group of another size; after FT_Quorum
+ * moved the step without a commit (a load or a heal replaced only this
+ * rank's block) the group all-gathers the blocks (step_regather).
  *
  * --dump FILE writes the raw parameter bytes at the end (rank 0 to FILE,
  * group rank g > 0 to FILE.g; in mode B FILE.<replica id> and
@@ -136,6 +145,7 @@ struct opts {
     long group_timeout_ms;
     long die_at_step;
     long die_rank;
+    long shard; /* --shard 1: each rank registers its block of the parameters */
     int die_in_commit;
     double lr;
     uint64_t seed;
@@ -360,7 +370,11 @@ static void usage(FILE *out)
             "  --die-rank W       see --die-at-step\n"
             "  --die-where W      compute (default) or commit: die after the step's\n"
             "                     FT_Allreduce instead, while the group votes\n"
-            "  --dump FILE        write the parameter bytes at the end (rank g>0: FILE.g)\n");
+            "  --dump FILE        write the parameter bytes at the end (rank g>0: FILE.g)\n"
+            "  --shard 1          each rank registers only its block of the parameters\n"
+            "                     (FT_State_register_shard: durable checkpoints store blocks\n"
+            "                     and reshard them for another group size); after a heal\n"
+            "                     or a load the group all-gathers the blocks\n");
 }
 
 static int parse_long(const char *name, const char *s, long min, long *v_p)
@@ -393,6 +407,7 @@ static const struct long_flag {
     {"--die-at-step", offsetof(struct opts, die_at_step), 0},
     {"--die-rank", offsetof(struct opts, die_rank), 0},
     {"--group-timeout-ms", offsetof(struct opts, group_timeout_ms), 1},
+    {"--shard", offsetof(struct opts, shard), 0},
 };
 
 static void opts_default(struct opts *o)
@@ -562,6 +577,59 @@ static void my_part(long b, int r, int g, long *lo_p, long *hi_p)
     *hi_p = b * (g + 1) / r;
 }
 
+/* --shard: every rank's block of w to every rank of the group (after a
+ * heal or a checkpoint load replaced only this rank's block), polled
+ * against timeout_ms like group_sum.  0 or -1. */
+static int group_allgather(MPI_Comm comm, float *w, long total, int nranks, long timeout_ms)
+{
+    int *counts = malloc((size_t)nranks * sizeof(int)), *displs = malloc((size_t)nranks * sizeof(int));
+    MPI_Request req;
+    int done = 0, rc = -1;
+    for (int g = 0; counts && displs && g < nranks; g++) {
+        long lo, hi;
+        my_part(total, nranks, g, &lo, &hi);
+        counts[g] = (int)(hi - lo);
+        displs[g] = (int)lo;
+    }
+    if (counts && displs &&
+        MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, w, counts, displs, MPI_FLOAT, comm,
+                        &req) == MPI_SUCCESS) {
+        int64_t deadline = now_ms() + timeout_ms;
+        while (MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done &&
+               now_ms() < deadline) {
+            struct timespec ts = {0, 200000};
+            nanosleep(&ts, NULL);
+        }
+        rc = done ? 0 : -1;
+    }
+    if (rc == 0 || counts == NULL || displs == NULL) {
+        free(counts);
+        free(displs);
+    } /* else MPI may still read them */
+    return rc;
+}
+
+/* --shard: after FT_Quorum moved the step without a commit (a heal or a
+ * checkpoint load), the blocks of the group make the whole vector again.
+ * 1 when the group is lost. */
+static int step_regather(struct app *a, const struct step *s, int64_t before)
+{
+    ftmpi_checkpoint_stats_t cs;
+    if (s->step == before || s->qrc != FT_SUCCESS)
+        return 0;
+    if (a->rank == 0 && ftmpi_checkpoint_stats(&cs) == FT_SUCCESS && cs.loaded_step == s->step &&
+        before == 0)
+        printf("checkpoint loaded at step %" PRId64 "\n", s->step);
+    if (!a->o.shard || a->nranks == 1)
+        return 0;
+    if (group_allgather(a->group, a->w, a->F + 1, a->nranks, a->o.group_timeout_ms) != 0) {
+        printf("group lost at step %" PRId64 ": the in-group all-gather did not complete in "
+               "%ld ms (rank %d)\n", s->step, a->o.group_timeout_ms, a->rank);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- one process ------------------------------------------------------- */
 
 /* MPI_Init, the flags, FT_Init and the group's communicator.  Returns -1
@@ -626,7 +694,14 @@ static int model_init(struct app *a)
     for (long j = 0; j <= a->F; j++)
         a->w[j] = (float)((uniform01(&s) - 0.5) * init_scale);
 
-    int rc = FT_State_register("weights", a->w, ((size_t)a->F + 1) * sizeof(float));
+    int rc;
+    if (o->shard) {
+        long lo, hi;
+        my_part(a->F + 1, a->nranks, a->rank, &lo, &hi);
+        rc = FT_State_register_shard("weights", a->w + lo, MPI_FLOAT, a->F + 1, lo, hi - lo);
+    } else {
+        rc = FT_State_register("weights", a->w, ((size_t)a->F + 1) * sizeof(float));
+    }
     if (rc != FT_SUCCESS) {
         fprintf(stderr, "ft_sgd: FT_State_register: %s\n", FT_Error_string(rc));
         return -1;
@@ -752,8 +827,9 @@ static void step_finish(struct app *a, const struct step *s)
 static int train_step(struct app *a)
 {
     struct step s;
+    int64_t before = FT_Step();
     a->attempts++;
-    if (step_quorum(a, &s) != 0)
+    if (step_quorum(a, &s) != 0 || step_regather(a, &s, before) != 0)
         return 1;
     compute_gradient(a, &s);
     if (step_reduce(a, &s) != 0 || step_commit(a, &s) != 0)

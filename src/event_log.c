@@ -185,3 +185,16 @@ void fti_event_commit(fti_event_log_h l, int64_t step, bool committed, int parti
               committed ? "true" : "false", participants, error);
     line_end(l, &b);
 }
+
+void fti_event_checkpoint(fti_event_log_h l, int64_t step, const char *what, uint64_t bytes,
+                          int error)
+{
+    struct sbuf b = {0};
+    if (l == NULL)
+        return;
+    line_begin(l, &b, "checkpoint", step);
+    sb_printf(&b, ",\"what\":");
+    sb_json_string(&b, what);
+    sb_printf(&b, ",\"bytes\":%" PRIu64 ",\"error\":%d", bytes, error);
+    line_end(l, &b);
+}

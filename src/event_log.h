@@ -11,6 +11,7 @@
  *           quorum_ms, changed, heal, error
  *   heal:   bytes, heal_ms, source, max_step, error
  *   commit: committed, error, participants
+ *   checkpoint: what (published, loaded, dropped, write_failed), bytes, error
  * ("error" is the FT_Error code, 0 on success; "step" is the step the
  * event belongs to, before a commit advances it).
  *
@@ -38,5 +39,10 @@ void fti_event_heal(fti_event_log_h log, int64_t step, int64_t max_step, uint64_
                     int64_t heal_ms, const char *source, int error);
 void fti_event_commit(fti_event_log_h log, int64_t step, bool committed, int participants,
                       int error);
+
+/* A checkpoint of `step` was published, loaded, dropped by the group, or
+ * this rank's write failed (ckpt.c). */
+void fti_event_checkpoint(fti_event_log_h log, int64_t step, const char *what, uint64_t bytes,
+                          int error);
 
 #endif

@@ -126,6 +126,7 @@ FTMPI_EXPORT int FT_Finalize(void)
     if (!st.lost) {
         if (st.mode_b)
             FTI_INFO("FT_Finalize: %s leaves at step %" PRId64, st.replica_id, st.step);
+        fti_ckpt_finish(st.ckpt); /* publishes the last checkpoint */
         fti_step_leave(&st);
     }
     uint64_t n = 0, bytes = 0;
@@ -169,16 +170,22 @@ static int quorum_apply(const Ftmpi__LighthouseQuorumResponse *resp,
     st.have_quorum = true;
     st.quorum_ok = true;
     st.commit_failures = 0;
+    /* a fresh start (no group past step 0): the newest durable checkpoint */
+    if (fti_ckpt_load_at_start(st.ckpt, res->max_step, st.step, &st.step) == FT_SUCCESS) {
+        st.res.heal = false;
+        st.res.n_recover_dst = 0;
+        fti_heal_set_step(st.heal, st.step, true);
+    }
     log_ctx_update();
     if (changed)
         FTI_INFO("quorum %" PRId64 ": %d groups (%d participate), replica rank %d%s, max step "
                  "%" PRId64 "%s",
                  res->quorum_id, res->replica_world_size, res->participants, res->replica_rank,
-                 res->spare ? " (spare)" : "", res->max_step, res->heal ? ", healing" : "");
+                 res->spare ? " (spare)" : "", res->max_step, st.res.heal ? ", healing" : "");
     int rc = FT_SUCCESS;
     if (st.slice == NULL || st.slice_quorum_id != res->quorum_id)
         rc = fti_step_rebuild_slice(&st, resp->quorum);
-    if (res->heal) {
+    if (st.res.heal) {
         /* also when the slice failed: every rank of the group takes part
          * in the group's decision on the heal */
         int hrc = fti_step_heal(&st);
@@ -404,6 +411,7 @@ FTMPI_EXPORT int FT_Commit(int *committed)
         /* the application changes its state now: serve nothing until the
          * next FT_Quorum */
         fti_heal_set_step(st.heal, st.step, false);
+        (void)fti_ckpt_after_commit(st.ckpt, st.step, st.res.replica_rank == 0, false);
         rc = FT_SUCCESS;
     } else {
         st.commit_failures++;
@@ -462,7 +470,41 @@ FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes)
     int rc = fti_heal_register(st.heal, name, buf, bytes);
     if (rc == FT_ERR_EXISTS)
         FTI_ERROR("FT_State_register: '%s' is already registered", name);
+    if (rc == FT_SUCCESS)
+        rc = fti_ckpt_register_replicated(st.ckpt, name, buf, bytes);
     return rc;
+}
+
+FTMPI_EXPORT int FT_State_register_shard(const char *name, void *buf, MPI_Datatype datatype,
+                                         int64_t global_count, int64_t offset, int64_t count)
+{
+    if (!st.initialized)
+        return FT_ERR_NOT_INITIALIZED;
+    return fti_ckpt_register_shard(st.ckpt, st.heal, name, buf, datatype, global_count, offset,
+                                   count);
+}
+
+FTMPI_EXPORT int FT_Checkpoint(int flags)
+{
+    if (!st.initialized)
+        return FT_ERR_NOT_INITIALIZED;
+    if (flags != 0)
+        return FT_ERR_ARG;
+    if (st.lost)
+        return FT_ERR_GROUP_LOST;
+    if (st.in_step || !st.have_quorum)
+        return FT_ERR_STATE;
+    return fti_ckpt_after_commit(st.ckpt, st.step, st.res.replica_rank == 0, true);
+}
+
+FTMPI_EXPORT int ftmpi_checkpoint_stats(ftmpi_checkpoint_stats_t *stats)
+{
+    if (!st.initialized)
+        return FT_ERR_NOT_INITIALIZED;
+    if (stats == NULL)
+        return FT_ERR_ARG;
+    fti_ckpt_stats(st.ckpt, stats);
+    return FT_SUCCESS;
 }
 
 FTMPI_EXPORT int ftmpi_replica_id(char *buf, size_t len)

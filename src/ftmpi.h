@@ -140,6 +140,48 @@ FTMPI_EXPORT int64_t FT_Step(void);
  * must stay valid until FT_Finalize).  Names are unique per rank. */
 FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes);
 
+/* Registers this rank's block of a global array for durable checkpoints
+ * (and for healing, like FT_State_register): elements [offset, offset +
+ * count) of a global array of global_count elements of datatype, held at
+ * buf.  The ranks of a group together must hold every element once.  A
+ * checkpoint stores each rank's block; a group of another size loads it
+ * back resharded (each rank reads the overlapping ranges of the old
+ * blocks).  Names: [A-Za-z0-9_.:+-], at most 63 characters (buffers
+ * registered with FT_State_register under such names are checkpointed
+ * too, as replicated inside the group: stored once, loaded by every
+ * rank).  FT_ERR_ARG for a bad range or name, FT_ERR_EXISTS. */
+FTMPI_EXPORT int FT_State_register_shard(const char *name, void *buf, MPI_Datatype datatype,
+                                         int64_t global_count, int64_t offset, int64_t count);
+
+/* Durable checkpoints (doc/USER_GUIDE.md, "Checkpoints"): call after a
+ * committed FT_Commit, on every rank of the group (or set
+ * FTMPI_CKPT_EVERY).  In the quorum's replica rank 0 every rank copies its
+ * registered buffers into memory and returns; a background thread writes
+ * FTMPI_CKPT_DIR/step-<N>/, and a later FT_Commit (or FT_Finalize)
+ * publishes it once every rank of the group wrote.  Other groups do
+ * nothing.  A checkpoint due while the previous one is still being
+ * written is skipped.  A failed write is logged and counted
+ * (ftmpi_checkpoint_stats) and training goes on; the previous checkpoint
+ * stays.  flags: 0.  FT_ERR_CONFIG without FTMPI_CKPT_DIR, FT_ERR_STATE
+ * inside a step. */
+FTMPI_EXPORT int FT_Checkpoint(int flags);
+
+typedef struct ftmpi_checkpoint_stats {
+    int64_t started;        /* checkpoints this rank copied and handed to its writer */
+    int64_t published;      /* published by this rank (group rank 0 of the writing group) */
+    int64_t write_failures; /* this rank's failed writes or publishes */
+    int64_t failed;         /* checkpoints this group dropped (group rank 0) */
+    int64_t skipped;        /* due while the previous one was still being written */
+    int64_t last_step;      /* newest checkpoint this rank published, -1 none */
+    int64_t loaded_step;    /* checkpoint loaded at the start, -1 none */
+    uint64_t bytes_written; /* by this rank */
+    double last_copy_ms;    /* the copy into memory, on the step */
+    double last_write_ms;   /* the background write and fsyncs of this rank's file */
+} ftmpi_checkpoint_stats_t;
+
+/* This rank's checkpoint counters.  FT_ERR_ARG when stats is NULL. */
+FTMPI_EXPORT int ftmpi_checkpoint_stats(ftmpi_checkpoint_stats_t *stats);
+
 /* Information about this process, for logs and tooling. */
 FTMPI_EXPORT int ftmpi_replica_id(char *buf, size_t len);
 FTMPI_EXPORT int ftmpi_failures_survived(void);

@@ -25,6 +25,7 @@
 #include "group.h"
 #include "heal.h"
 #include "manager.h"
+#include "ckpt.h"
 #include "modeb.h"
 #include "rank_server.h"
 #include "results.h"
@@ -42,6 +43,7 @@ struct fti_step {
     fti_rank_server_h server;
     fti_manager_h manager;          /* group rank 0 only */
     fti_event_log_h elog;           /* NULL when FTMPI_EVENT_LOG is empty */
+    fti_ckpt_h ckpt;                /* durable checkpoints (ckpt.h) */
 
     int64_t step;                   /* committed steps */
     bool in_step;                   /* between FT_Quorum and FT_Commit */

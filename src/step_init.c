@@ -200,6 +200,8 @@ static int init_services(struct fti_step *s)
     if (rc == FT_SUCCESS && s->cfg.event_log[0] != '\0')
         rc = fti_event_log_open(s->cfg.event_log, s->replica_id, s->group_rank, &s->elog);
     if (rc == FT_SUCCESS)
+        rc = fti_ckpt_create(&s->cfg, s->group, s->replica_id, s->elog, &s->ckpt);
+    if (rc == FT_SUCCESS)
         rc = fti_rank_server_start(s->cfg.bind_host, (size_t)s->cfg.max_frame_bytes,
                                    s->group_rank == 0, fti_heal_rpc, s->heal, &s->server);
     if (rc == FT_SUCCESS)
@@ -247,6 +249,8 @@ void fti_step_teardown(struct fti_step *s)
     s->server = NULL;
     fti_comm_destroy(s->slice);
     s->slice = NULL;
+    fti_ckpt_destroy(s->ckpt); /* after the writer's queued jobs */
+    s->ckpt = NULL;
     fti_heal_destroy(s->heal);
     s->heal = NULL;
     fti_event_log_close(s->elog);

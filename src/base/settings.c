@@ -60,6 +60,14 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_BYTES, OFF(max_frame_bytes), 1024, INT64_C(1) << 31, NULL},
     {"FTMPI_RESTART_COUNT", "0", "restarts of this group so far (set by ftmpi-run)",
      FTI_CFG_INT, OFF(restart_count), 0, 1 << 30, NULL},
+    {"FTMPI_CKPT_DIR", "", "folder of durable checkpoints (step-<N>/ per checkpoint; shared by the ranks of a group); empty = none",
+     FTI_CFG_STRING, OFF(ckpt_dir), 0, 0, NULL},
+    {"FTMPI_CKPT_EVERY", "0", "write a checkpoint every N committed steps (0 = only when the program calls FT_Checkpoint)",
+     FTI_CFG_INT, OFF(ckpt_every), 0, 1 << 30, NULL},
+    {"FTMPI_CKPT_KEEP", "2", "published checkpoints kept; older ones are removed after a new one is published",
+     FTI_CFG_INT, OFF(ckpt_keep), 1, 1 << 20, NULL},
+    {"FTMPI_CKPT_LOAD", "auto", "at a fresh start (no group past step 0): auto = the newest complete checkpoint of FTMPI_CKPT_DIR, never, or a folder (a root or one step-<N>)",
+     FTI_CFG_STRING, OFF(ckpt_load), 0, 0, NULL},
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
 

@@ -39,6 +39,10 @@ typedef struct fti_config {
     int lh_join_timeout_ms;     /* mode B: the in-process lighthouse's join timeout */
     int lh_heartbeat_timeout_ms;/* mode B: ... and heartbeat timeout */
     int lh_tick_ms;             /* mode B: ... and quorum tick */
+    char ckpt_dir[FTI_PATH_SIZE];  /* durable checkpoints' folder, "" = none */
+    int ckpt_every;             /* checkpoint every N committed steps, 0 = only FT_Checkpoint */
+    int ckpt_keep;              /* published checkpoints kept */
+    char ckpt_load[FTI_PATH_SIZE]; /* auto, never, or a folder */
 } fti_config_t;
 
 enum fti_config_type { FTI_CFG_STRING, FTI_CFG_INT, FTI_CFG_BYTES, FTI_CFG_BOOL, FTI_CFG_ENUM,

@@ -1,0 +1,263 @@
+/* ckpt_io.c - checkpoint files on disk (see ckpt_io.h). */
+#include "ckpt_io.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ftmpi_errors.h"
+#include "log.h"
+#include "sizes.h"
+#include "reshard.h"
+#include "util.h"
+
+#define PATH_MAX_LEN 1024
+
+static int sys_err(char *err, size_t errlen, const char *what, const char *path)
+{
+    snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+    return FT_ERR_SYSTEM;
+}
+
+static int fsync_path(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return sys_err(err, errlen, "open", path);
+    int rc = fsync(fd) == 0 ? FT_SUCCESS : sys_err(err, errlen, "fsync", path);
+    close(fd);
+    return rc;
+}
+
+int fti_ckpt_mkdir(const char *dir, char *err, size_t errlen)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return sys_err(err, errlen, "mkdir", dir);
+    return FT_SUCCESS;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t n = write(fd, p, FTI_MIN(len, (size_t)1 << 30));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int write_file(const char *path, const void *data, size_t len, char *err, size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return sys_err(err, errlen, "open", path);
+    int rc = FT_SUCCESS;
+    if (write_all(fd, data, len) != 0)
+        rc = sys_err(err, errlen, "write", path);
+    else if (fsync(fd) != 0)
+        rc = sys_err(err, errlen, "fsync", path);
+    if (close(fd) != 0 && rc == FT_SUCCESS)
+        rc = sys_err(err, errlen, "close", path);
+    return rc;
+}
+
+int fti_ckpt_write_rank(const char *dir, int rank, const void *data, size_t len, char *err,
+                        size_t errlen)
+{
+    char path[PATH_MAX_LEN];
+    int rc = fti_ckpt_mkdir(dir, err, errlen);
+    if (rc != FT_SUCCESS)
+        return rc;
+    snprintf(path, sizeof(path), "%s/rank-%d.bin", dir, rank);
+    rc = write_file(path, data, len, err, errlen);
+    return rc != FT_SUCCESS ? rc : fsync_path(dir, err, errlen);
+}
+
+void fti_ckpt_step_dir(const char *root, int64_t step, char *path, size_t len)
+{
+    snprintf(path, len, "%s/step-%" PRId64, root, step);
+}
+
+int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m, char *err,
+                     size_t errlen)
+{
+    char path[PATH_MAX_LEN], *text = NULL;
+    size_t len = 0;
+    int rc = fti_ckpt_meta_format(m, &text, &len);
+    if (rc != FT_SUCCESS) {
+        snprintf(err, errlen, "out of memory formatting the metadata of step %" PRId64, m->step);
+        return rc;
+    }
+    snprintf(path, sizeof(path), "%s/%s", dir, FTI_CKPT_META);
+    rc = write_file(path, text, len, err, errlen);
+    free(text);
+    if (rc == FT_SUCCESS)
+        rc = fsync_path(dir, err, errlen);
+    if (rc != FT_SUCCESS)
+        return rc;
+    fti_ckpt_step_dir(root, m->step, path, sizeof(path));
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        fti_ckpt_remove_dir(dir);
+        snprintf(err, errlen, "%s is already published", path);
+        return FT_ERR_EXISTS;
+    }
+    if (rename(dir, path) != 0) {
+        int e = errno;
+        rc = sys_err(err, errlen, "rename to", path);
+        if (e == EEXIST || e == ENOTEMPTY) {
+            fti_ckpt_remove_dir(dir);
+            rc = FT_ERR_EXISTS;
+        }
+        return rc;
+    }
+    return fsync_path(root, err, errlen);
+}
+
+void fti_ckpt_remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        struct dirent *e;
+        char path[PATH_MAX_LEN];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* step-<N> (published: *tmp_p false) or step-<N>.tmp-<anything>. */
+static bool parse_step_name(const char *name, int64_t *step_p, bool *tmp_p)
+{
+    if (strncmp(name, "step-", 5) != 0)
+        return false;
+    const char *p = name + 5;
+    int64_t v = 0;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (INT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (*p - '0');
+    }
+    if (*p == '\0')
+        *tmp_p = false;
+    else if (strncmp(p, ".tmp-", 5) == 0)
+        *tmp_p = true;
+    else
+        return false;
+    *step_p = v;
+    return true;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int fti_ckpt_list(const char *root, int64_t **steps_p, size_t *n_p, char *err, size_t errlen)
+{
+    DIR *d = opendir(root);
+    if (d == NULL)
+        return sys_err(err, errlen, "opendir", root);
+    int64_t *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int64_t step;
+        bool tmp;
+        if (!parse_step_name(e->d_name, &step, &tmp) || tmp)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            int64_t *nv = realloc(v, cap * sizeof(*nv));
+            if (nv == NULL) {
+                free(v);
+                closedir(d);
+                snprintf(err, errlen, "out of memory listing %s", root);
+                return FT_ERR_NO_MEMORY;
+            }
+            v = nv;
+        }
+        v[n++] = step;
+    }
+    closedir(d);
+    if (n > 0)
+        qsort(v, n, sizeof(*v), cmp_desc);
+    *steps_p = v;
+    *n_p = n;
+    return FT_SUCCESS;
+}
+
+int fti_ckpt_prune(const char *root, int keep)
+{
+    int64_t *steps = NULL;
+    size_t n = 0;
+    char err[FTI_PATH_SIZE * 2], path[PATH_MAX_LEN];
+    int removed = 0;
+    if (keep < 1 || fti_ckpt_list(root, &steps, &n, err, sizeof(err)) != FT_SUCCESS)
+        return 0;
+    for (size_t i = (size_t)keep; i < n; i++) {
+        fti_ckpt_step_dir(root, steps[i], path, sizeof(path));
+        fti_ckpt_remove_dir(path);
+        removed++;
+    }
+    int64_t newest = n > 0 ? steps[0] : -1;
+    free(steps);
+    DIR *d = opendir(root);
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        int64_t step;
+        bool tmp;
+        if (parse_step_name(e->d_name, &step, &tmp) && tmp && step <= newest) {
+            snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
+            fti_ckpt_remove_dir(path);
+            removed++;
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+    return removed;
+}
+
+int fti_ckpt_meta_read(const char *dir, fti_ckpt_meta_t *m, char *err, size_t errlen)
+{
+    char path[PATH_MAX_LEN];
+    snprintf(path, sizeof(path), "%s/%s", dir, FTI_CKPT_META);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return sys_err(err, errlen, "open", path);
+    char *text = malloc(1 << 20);
+    size_t len = text ? fread(text, 1, 1 << 20, f) : 0;
+    fclose(f);
+    if (text == NULL) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return FT_ERR_NO_MEMORY;
+    }
+    char why[FTI_REASON_SIZE];
+    int rc = fti_ckpt_meta_parse(text, len, m, why, sizeof(why));
+    free(text);
+    if (rc != FT_SUCCESS)
+        snprintf(err, errlen, "%s: %s", path, why);
+    return rc;
+}
