@@ -60,6 +60,10 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_BYTES, OFF(max_frame_bytes), 1024, INT64_C(1) << 31, NULL},
     {"FTMPI_RESTART_COUNT", "0", "restarts of this group so far (set by ftmpi-run)",
      FTI_CFG_INT, OFF(restart_count), 0, 1 << 30, NULL},
+    {"FTMPI_AFFINITY", "1", "1: bind each rank's baby child near its GPU (hwloc) and set NCCL_IB_HCA/NCCL_SOCKET_IFNAME to the nearest NICs unless set; 0: the child inherits the rank's binding",
+     FTI_CFG_BOOL, OFF(affinity), 0, 1, bool_choices},
+    {"FTMPI_BABY_PATH", "", "the ftmpi-baby program the baby-<backend> data planes start (empty = the installed one)",
+     FTI_CFG_STRING, OFF(baby_path), 0, 0, NULL},
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
 

@@ -39,6 +39,8 @@ typedef struct fti_config {
     int lh_join_timeout_ms;     /* mode B: the in-process lighthouse's join timeout */
     int lh_heartbeat_timeout_ms;/* mode B: ... and heartbeat timeout */
     int lh_tick_ms;             /* mode B: ... and quorum tick */
+    int affinity;               /* bool: bind the baby child near its GPU */
+    char baby_path[FTI_PATH_SIZE];      /* ftmpi-baby, "" = installed one */
 } fti_config_t;
 
 enum fti_config_type { FTI_CFG_STRING, FTI_CFG_INT, FTI_CFG_BYTES, FTI_CFG_BOOL, FTI_CFG_ENUM,
