@@ -192,6 +192,15 @@ FTMPI_EXPORT const char *ftmpi_version(void);
  * clock in ms. */
 FTMPI_EXPORT int64_t ftmpi_quorum_id(void);
 
+/* Memory for buffers of FT_Allreduce that the baby-<backend> child
+ * (FTMPI_BACKEND=baby-tcp, ...) reduces in place: *ptr gets bytes (> 0)
+ * of zeroed, page-aligned memory in a shared memory region of its own.
+ * Any other buffer is copied through a staging region.  Usable with every
+ * backend and before FT_Init.  Release with ftmpi_mem_free (NULL: no-op;
+ * a pointer not from ftmpi_mem_alloc: FT_ERR_ARG).  Thread-safe. */
+FTMPI_EXPORT int ftmpi_mem_alloc(size_t bytes, void **ptr);
+FTMPI_EXPORT int ftmpi_mem_free(void *ptr);
+
 /* The group's own MPI communicator, for the application's intra-group work
  * (e.g. sharding inside a group): mode A a duplicate of MPI_COMM_WORLD,
  * mode B the group's part of the split of MPI_COMM_WORLD.  Valid from

@@ -11,6 +11,7 @@
 
 #include "ftmpi.h"
 #include "log.h"
+#include "affinity.h"
 #include "slice.h"
 #include "util.h"
 
@@ -150,6 +151,28 @@ bool fti_step_count_failure(struct fti_step *s, const Ftmpi__LighthouseQuorumRes
     return lost;
 }
 
+/* Where a child-process backend (baby-*) starts its child: FTMPI_BABY_PATH,
+ * and with FTMPI_AFFINITY the cores and NIC environment hwloc picks for
+ * this rank's node-local index (OMPI_COMM_WORLD_LOCAL_RANK, else 0).
+ * Without a GPU the child keeps the rank's binding. */
+static void child_placement(const struct fti_step *s, fti_comm_rendezvous_t *r,
+                            fti_affinity_t *aff, char env_buf[2][FTI_REASON_SIZE],
+                            const char *env[3])
+{
+    r->child_path = s->cfg.baby_path;
+    if (!s->cfg.affinity)
+        return;
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    int local_rank = lr != NULL ? atoi(lr) : 0;
+    if (fti_affinity_pick(NULL, local_rank, getenv("CUDA_VISIBLE_DEVICES"), aff) != FT_SUCCESS)
+        return;
+    r->child_cpus = aff->cpus;
+    int n = fti_affinity_env(aff, env_buf);
+    for (int i = 0; i < n && i < 2; i++)
+        env[i] = env_buf[i];
+    r->child_env = env;
+}
+
 int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
 {
     unsigned needs = s->backend->needs;
@@ -167,6 +190,11 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
         .connect_timeout_ms = s->cfg.connect_timeout_ms,
         .world_ctx = s->mb.mpi,
     };
+    fti_affinity_t aff;
+    char env_buf[2][FTI_REASON_SIZE];
+    const char *env[3] = {NULL, NULL, NULL};
+    if (needs & FTI_COMM_NEEDS_CHILD)
+        child_placement(s, &r, &aff, env_buf, env);
     int *ranks = NULL, rc = FT_SUCCESS;
     if (needs & FTI_COMM_NEEDS_WORLD) {
         ranks = malloc((size_t)r.size * sizeof(*ranks));

@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "affinity.h"
+#include "ftmpi_errors.h"
 #include "settings.h"
 #include "sizes.h"
 #include "util.h"
@@ -238,7 +240,18 @@ static int print_topology(void)
         printf("  %-14s %s\n", "bound to", "(unknown)");
     hwloc_bitmap_free(bound);
     print_osdevs(topo);
+    /* the choice of the baby child's placement, per local rank: one rank per
+     * GPU, or one when there is none (src/comm/affinity.c) */
+    int nlocal = 0;
+    for (hwloc_obj_t o = NULL; (o = hwloc_get_next_osdev(topo, o)) != NULL;)
+        nlocal += o->attr->osdev.type == HWLOC_OBJ_OSDEV_GPU ||
+                  o->attr->osdev.type == HWLOC_OBJ_OSDEV_COPROC;
     hwloc_topology_destroy(topo);
+    printf("Placement of each local rank's ftmpi-baby child (FTMPI_AFFINITY):\n");
+    fflush(stdout);
+    if (fti_affinity_report(stdout, NULL, nlocal > 0 ? nlocal : 1,
+                            getenv("CUDA_VISIBLE_DEVICES")) != FT_SUCCESS)
+        fprintf(stderr, "%s: the placement report failed\n", prog);
     return fflush(stdout) == 0 ? 0 : 1;
 }
 

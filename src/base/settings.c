@@ -13,7 +13,7 @@
 
 #define OFF(m) offsetof(fti_config_t, m), sizeof(((fti_config_t *)0)->m)
 
-static const char *const backend_choices[] = {"auto", "tcp", "mpi", NULL};
+static const char *const backend_choices[] = {"auto", "tcp", "mpi", "baby-tcp", NULL};
 static const char *const world_choices[] = {"dynamic", "fixed_with_spares", NULL};
 static const char *const bool_choices[] = {"0", "1", NULL};
 
@@ -28,7 +28,7 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_INT, OFF(group_size), 0, 1 << 20, NULL},
     {"FTMPI_MIN_REPLICAS", "1", "fewest groups that may commit a step",
      FTI_CFG_INT, OFF(min_replicas), 1, 1 << 20, NULL},
-    {"FTMPI_BACKEND", "auto", "cross-group data plane: auto, tcp or mpi",
+    {"FTMPI_BACKEND", "auto", "cross-group data plane: auto, tcp, mpi or baby-tcp (the tcp ring in an ftmpi-baby child process)",
      FTI_CFG_ENUM, OFF(backend), 0, 0, backend_choices},
     {"FTMPI_WORLD_SIZE_MODE", "dynamic", "dynamic, or fixed_with_spares (participants capped at min replicas)",
      FTI_CFG_ENUM, OFF(world_mode), 0, 0, world_choices},
@@ -68,6 +68,10 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_INT, OFF(ckpt_keep), 1, 1 << 20, NULL},
     {"FTMPI_CKPT_LOAD", "auto", "at a fresh start (no group past step 0): auto = the newest complete checkpoint of FTMPI_CKPT_DIR, never, or a folder (a root or one step-<N>)",
      FTI_CFG_STRING, OFF(ckpt_load), 0, 0, NULL},
+    {"FTMPI_AFFINITY", "1", "1: bind each rank's baby child near its GPU (hwloc) and set NCCL_IB_HCA/NCCL_SOCKET_IFNAME to the nearest NICs unless set; 0: the child inherits the rank's binding",
+     FTI_CFG_BOOL, OFF(affinity), 0, 1, bool_choices},
+    {"FTMPI_BABY_PATH", "", "the ftmpi-baby program the baby-<backend> data planes start (empty = the installed one)",
+     FTI_CFG_STRING, OFF(baby_path), 0, 0, NULL},
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
 

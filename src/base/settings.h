@@ -13,7 +13,7 @@
 
 #include "sizes.h"
 
-enum fti_backend { FTI_BACKEND_AUTO, FTI_BACKEND_TCP, FTI_BACKEND_MPI };
+enum fti_backend { FTI_BACKEND_AUTO, FTI_BACKEND_TCP, FTI_BACKEND_MPI, FTI_BACKEND_BABY_TCP };
 enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
 
 typedef struct fti_config {
@@ -43,6 +43,8 @@ typedef struct fti_config {
     int ckpt_every;             /* checkpoint every N committed steps, 0 = only FT_Checkpoint */
     int ckpt_keep;              /* published checkpoints kept */
     char ckpt_load[FTI_PATH_SIZE]; /* auto, never, or a folder */
+    int affinity;               /* bool: bind the baby child near its GPU */
+    char baby_path[FTI_PATH_SIZE];      /* ftmpi-baby, "" = installed one */
 } fti_config_t;
 
 enum fti_config_type { FTI_CFG_STRING, FTI_CFG_INT, FTI_CFG_BYTES, FTI_CFG_BOOL, FTI_CFG_ENUM,

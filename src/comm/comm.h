@@ -5,14 +5,16 @@
  * needs, reduces over it and destroys it.
  *
  * The table: FTI_BACKENDS below lists the backends; backend `x` is the
- * entry fti_backend_x, defined in src/comm/x.c.  Adding a backend is one
- * X(x) line here and that one file (and its line in src/comm/Makefile.inc);
+ * entry fti_backend_x, defined in src/comm/x.c (tcp's in slice.c, beside
+ * the store rendezvous it adds to the ring of tcp.c, so that ring-only
+ * programs link no control plane).  Adding a backend is one X(x) line here
+ * and that one file (and its line in src/comm/Makefile.inc);
  * the step (src/ft.c) picks an entry by name (FTMPI_BACKEND) and never
  * branches on a backend.  The table itself (fti_comm_backend_find,
  * backends.c) is built into libfti_comm_mpi.la, beside the mpi backend it
  * names, so that libfti_comm.la stays free of MPI: an MPI-free program (the
- * baby runner) links libfti_comm.la and uses an entry such as
- * fti_backend_tcp directly.
+ * ftmpi-baby child) links libfti_comm.la and runs the ring of tcp.h
+ * directly.
  *
  * Errors: any failure (peer closed, deadline passed) returns an FT_ERR_*
  * code, logged once by the backend where it was seen; after one the
@@ -39,6 +41,9 @@ enum fti_comm_need {
      * (mode B), with every member's data in the quorum (no compact
      * lighthouse replies). */
     FTI_COMM_NEEDS_WORLD = 1u << 1,
+    /* A child process runs the collective (baby-* backends): the program
+     * to start and where to bind it (child_path, child_cpus, child_env). */
+    FTI_COMM_NEEDS_CHILD = 1u << 2,
 };
 
 /* Everything a rendezvous may use; the fields a backend's needs do not
@@ -56,6 +61,10 @@ typedef struct fti_comm_rendezvous {
     /* FTI_COMM_NEEDS_WORLD */
     const int *world_ranks;    /* size entries, replica-rank order */
     void *world_ctx;           /* the backend's job-wide context (mpi: fti_mpi_ctx_h) */
+    /* FTI_COMM_NEEDS_CHILD */
+    const char *child_path;        /* ftmpi-baby; NULL or "": the installed one */
+    const char *child_cpus;        /* cpu list to bind the child to; NULL: inherit */
+    const char *const *child_env;  /* "NAME=value" for the child, NULL-terminated, or NULL */
 } fti_comm_rendezvous_t;
 
 /* One entry of the table. */
@@ -84,7 +93,7 @@ struct fti_comm {
 #else
 #define FTI_TEST_BACKENDS(X)
 #endif
-#define FTI_BACKENDS(X) X(tcp) X(mpi) FTI_TEST_BACKENDS(X)
+#define FTI_BACKENDS(X) X(tcp) X(mpi) X(baby_tcp) FTI_TEST_BACKENDS(X)
 
 #define FTI_BACKEND_DECLARE(x) extern const struct fti_comm_backend fti_backend_##x;
 FTI_BACKENDS(FTI_BACKEND_DECLARE)

@@ -131,3 +131,13 @@ int fti_slice_forget_older(const char *store_address, int64_t keep_id, int conne
     n_noted = j;
     return first;
 }
+
+/* The table entry of tcp (comm.h): the ring of tcp.c, built through the
+ * quorum's store (fti_slice_create above). */
+const struct fti_comm_backend fti_backend_tcp = {
+    .name = "tcp",
+    .needs = FTI_COMM_NEEDS_STORE,
+    .create = fti_slice_create,
+    .allreduce = fti_tcp_ring_allreduce,
+    .destroy = fti_tcp_ring_destroy,
+};

@@ -370,7 +370,7 @@ static void gather_reduce(const struct plan *p)
         memcpy(p->buf, acc, p->bytes);
 }
 
-static int tcp_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype dt,
+int fti_tcp_ring_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype dt,
                          enum fti_op op, int64_t deadline_ms)
 {
     struct tcp_comm *tc = (struct tcp_comm *)c;
@@ -425,7 +425,7 @@ static int tcp_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype d
     return FT_SUCCESS;
 }
 
-static void tcp_destroy(fti_comm_h c)
+void fti_tcp_ring_destroy(fti_comm_h c)
 {
     struct tcp_comm *tc = (struct tcp_comm *)c;
     tcp_close_fds(tc);
@@ -433,19 +433,20 @@ static void tcp_destroy(fti_comm_h c)
     free(tc);
 }
 
-/* The table entry (comm.h): the ring is built through the quorum's store
- * (slice.c). */
-const struct fti_comm_backend fti_backend_tcp = {
+/* The operations of a ring communicator.  The table entry fti_backend_tcp
+ * (slice.c) adds the store rendezvous; it lives there so that a program
+ * that only runs rings (ftmpi-baby) links no control plane. */
+const struct fti_comm_backend fti_tcp_ring_ops = {
     .name = "tcp",
     .needs = FTI_COMM_NEEDS_STORE,
-    .create = fti_slice_create,
-    .allreduce = tcp_allreduce,
-    .destroy = tcp_destroy,
+    .create = NULL,
+    .allreduce = fti_tcp_ring_allreduce,
+    .destroy = fti_tcp_ring_destroy,
 };
 
 void fti_tcp_set_small_max(fti_comm_h c, size_t small_max)
 {
-    if (c && c->ops == &fti_backend_tcp)
+    if (c && c->ops == &fti_tcp_ring_ops)
         ((struct tcp_comm *)c)->small_max = small_max;
 }
 
@@ -637,7 +638,7 @@ int fti_tcp_ring_create(fti_tcp_listener_h l, int rank, int size, const char *ne
     struct tcp_comm *tc = calloc(1, sizeof(*tc));
     if (tc == NULL)
         return FT_ERR_NO_MEMORY;
-    tc->base.ops = &fti_backend_tcp;
+    tc->base.ops = &fti_tcp_ring_ops;
     tc->base.rank = rank;
     tc->base.size = size;
     tc->next_fd = tc->prev_fd = -1;

@@ -38,4 +38,12 @@ int fti_tcp_ring_create(fti_tcp_listener_h l, int rank, int size, const char *ne
  * No-op on a comm that is not tcp. */
 void fti_tcp_set_small_max(fti_comm_h comm, size_t small_max);
 
+/* What a ring communicator's ops point to: allreduce and destroy of the
+ * ring (no create: fti_backend_tcp, slice.c, builds rings through the
+ * quorum's store). */
+extern const struct fti_comm_backend fti_tcp_ring_ops;
+int fti_tcp_ring_allreduce(fti_comm_h comm, void *buf, size_t count, enum fti_dtype dtype,
+                           enum fti_op op, int64_t deadline_ms);
+void fti_tcp_ring_destroy(fti_comm_h comm);
+
 #endif
