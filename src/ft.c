@@ -369,6 +369,19 @@ static void wait_healers(void)
                  st.res.n_recover_dst);
 }
 
+/* The durable checkpoint's part of a committed step (ckpt.h).  Its round is
+ * an intra-group operation with a deadline: mode B decides what its failure
+ * means (a dead member: the group is lost); in mode A the checkpoint is
+ * only abandoned (ckpt.c logged and counted it) and the step stands. */
+static int checkpoint_round(void)
+{
+    int rc = fti_ckpt_after_commit(st.ckpt, st.step, st.res.replica_rank == 0, false);
+    if ((rc == FT_ERR_TIMEOUT || rc == FT_ERR_PROC_FAILED || rc == FT_ERR_MPI) &&
+        fti_mode_group_failure(st.mode_b, rc) == FT_ERR_GROUP_LOST)
+        return fti_step_group_lost(&st, rc);
+    return FT_SUCCESS;
+}
+
 FTMPI_EXPORT int FT_Commit(int *committed)
 {
     if (committed == NULL)
@@ -411,8 +424,7 @@ FTMPI_EXPORT int FT_Commit(int *committed)
         /* the application changes its state now: serve nothing until the
          * next FT_Quorum */
         fti_heal_set_step(st.heal, st.step, false);
-        (void)fti_ckpt_after_commit(st.ckpt, st.step, st.res.replica_rank == 0, false);
-        rc = FT_SUCCESS;
+        rc = checkpoint_round();
     } else {
         st.commit_failures++;
         if (st.latched != FT_SUCCESS)
