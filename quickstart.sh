@@ -21,7 +21,7 @@ case "$verb" in demo|check) ;; *) usage ;; esac
 
 # ---- 1. Debian packages ---------------------------------------------------
 packages="autoconf automake libtool pkg-config make gcc libc6-dev \
-libopenmpi-dev openmpi-bin libhwloc-dev libevent-dev \
+libopenmpi-dev openmpi-bin libhwloc-dev libevent-dev libssl-dev \
 protobuf-c-compiler libprotobuf-c-dev libcmocka-dev"
 missing=""
 for p in $packages; do
