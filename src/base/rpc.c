@@ -408,8 +408,9 @@ static bool conn_process(struct rpc_conn *c)
  * frame. */
 static void conn_ended(struct rpc_conn *c, const char *how)
 {
-    if (evbuffer_get_length(c->in) > 0 && !c->close_after_write && c->auth_step != AUTH_DONE) {
-        auth_count(c, "closed inside the handshake");
+    if (!c->close_after_write && (c->auth_step == AUTH_PROOF ||
+                                  (c->auth_step == AUTH_HELLO && evbuffer_get_length(c->in) > 0))) {
+        auth_count(c, "closed inside the handshake"); /* it may have refused our proof */
     } else if (evbuffer_get_length(c->in) > 0 && !c->close_after_write) {
         c->srv->stats.rejected_truncated++;
         FTI_WARN("rpc: connection from %s %s inside a frame", c->peer, how);
