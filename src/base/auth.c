@@ -304,3 +304,50 @@ int fti_auth_accept_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms)
         rc = fti_write_full(fd, fti_auth_ack_magic, FTI_AUTH_ACK_LEN, deadline_ms);
     return rc;
 }
+
+/* The phases of fti_auth_ring after the hello went out to next_fd. */
+static int ring_phases(int next_fd, int prev_fd, const fti_auth_key_t *key, fti_auth_state_t *cs,
+                       int64_t dl)
+{
+    fti_auth_state_t ss;
+    uint8_t hello[FTI_AUTH_HELLO_LEN], chal[FTI_AUTH_CHALLENGE_LEN], proof[FTI_AUTH_PROOF_LEN],
+        ack[FTI_AUTH_ACK_LEN];
+    int rc = fti_read_full(prev_fd, hello, sizeof(hello), dl);
+    if (rc == FT_SUCCESS && (rc = fti_auth_server_challenge(key, &ss, hello, chal)) == FT_SUCCESS)
+        rc = fti_write_full(prev_fd, chal, sizeof(chal), dl);
+    if (rc == FT_SUCCESS)
+        rc = fti_read_full(next_fd, chal, sizeof(chal), dl);
+    if (rc == FT_SUCCESS && (rc = fti_auth_client_answer(key, cs, chal, proof)) == FT_SUCCESS)
+        rc = fti_write_full(next_fd, proof, sizeof(proof), dl);
+    else if (rc == FT_ERR_BAD_MESSAGE)
+        rc = FT_ERR_AUTH;
+    if (rc == FT_SUCCESS)
+        rc = fti_read_full(prev_fd, proof, sizeof(proof), dl);
+    if (rc == FT_SUCCESS && (rc = fti_auth_server_verify(key, &ss, proof)) == FT_SUCCESS)
+        rc = fti_write_full(prev_fd, fti_auth_ack_magic, FTI_AUTH_ACK_LEN, dl);
+    if (rc == FT_SUCCESS)
+        rc = fti_read_full(next_fd, ack, sizeof(ack), dl);
+    if (rc == FT_SUCCESS && memcmp(ack, fti_auth_ack_magic, sizeof(ack)) != 0)
+        rc = FT_ERR_AUTH;
+    return rc;
+}
+
+int fti_auth_ring(int next_fd, int prev_fd, const fti_auth_key_t *key, int64_t deadline_ms)
+{
+    fti_auth_state_t cs;
+    uint8_t hello[FTI_AUTH_HELLO_LEN];
+    if (key == NULL && (key = fti_auth_key()) == NULL)
+        return FT_SUCCESS;
+    int rc = fti_auth_client_hello(&cs, hello);
+    if (rc == FT_SUCCESS)
+        rc = fti_write_full(next_fd, hello, sizeof(hello), deadline_ms);
+    if (rc == FT_SUCCESS)
+        rc = ring_phases(next_fd, prev_fd, key, &cs, deadline_ms);
+    if (rc == FT_ERR_AUTH)
+        FTI_WARN("auth: a ring neighbour failed the job secret handshake (a different "
+                 "FTMPI_TOKEN_FILE?)");
+    else if (rc == FT_ERR_PROC_FAILED)
+        FTI_WARN("auth: a ring neighbour closed during the handshake (it refused our job "
+                 "secret?)");
+    return rc;
+}

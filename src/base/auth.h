@@ -110,4 +110,13 @@ int fti_auth_server_verify(const fti_auth_key_t *key, const fti_auth_state_t *st
 int fti_auth_connect_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms);
 int fti_auth_accept_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms);
 
+/* Both sides at once on a ring (the tcp ring: every rank connected to
+ * the next one, next_fd, and accepted from the previous one, prev_fd):
+ * client on next_fd, server on prev_fd, in lockstep phases (hello out;
+ * hello in, challenge out; challenge in, proof out; proof in, ack out; ack
+ * in) so that no rank waits for a neighbour that waits for it (running
+ * connect_fd then accept_fd would deadlock the ring).  Same key and
+ * results as above. */
+int fti_auth_ring(int next_fd, int prev_fd, const fti_auth_key_t *key, int64_t deadline_ms);
+
 #endif

@@ -200,6 +200,65 @@ static void test_fd_handshake(void **state)
     assert_int_not_equal(src, FT_SUCCESS);
 }
 
+/* A ring of n ranks on socket pairs: rank r's next_fd is pair r's [0], its
+ * prev_fd pair r-1's [1]; every rank runs fti_auth_ring in its thread. */
+struct ring_rank {
+    int next_fd, prev_fd;
+    const fti_auth_key_t *key;
+    int rc;
+};
+
+static void *ring_main(void *arg)
+{
+    struct ring_rank *r = arg;
+    r->rc = fti_auth_ring(r->next_fd, r->prev_fd, r->key, fti_now_ms() + CALL_MS);
+    if (r->rc != FT_SUCCESS) { /* as the ring does: close on failure */
+        shutdown(r->next_fd, SHUT_RDWR);
+        shutdown(r->prev_fd, SHUT_RDWR);
+    }
+    return NULL;
+}
+
+/* Runs a ring of n (<= 8) with keys[r]; returns how many ranks succeeded. */
+static int ring_run(int n, const fti_auth_key_t *const *keys)
+{
+    int sv[8][2], ok = 0;
+    pthread_t t[8];
+    struct ring_rank rr[8];
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]), 0);
+        fcntl(sv[i][0], F_SETFL, O_NONBLOCK);
+        fcntl(sv[i][1], F_SETFL, O_NONBLOCK);
+    }
+    for (int i = 0; i < n; i++) {
+        rr[i] = (struct ring_rank){sv[i][0], sv[(i + n - 1) % n][1], keys[i], -99};
+        pthread_create(&t[i], NULL, ring_main, &rr[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(t[i], NULL);
+        ok += rr[i].rc == FT_SUCCESS;
+    }
+    for (int i = 0; i < n; i++) {
+        close(sv[i][0]);
+        close(sv[i][1]);
+    }
+    return ok;
+}
+
+static void test_ring_handshake(void **state)
+{
+    fti_auth_key_t k, wrong;
+    (void)state;
+    fti_auth_key_from_token("ring-secret", &k);
+    fti_auth_key_from_token("other", &wrong);
+    const fti_auth_key_t *all[8] = {&k, &k, &k, &k, &k, &k, &k, &k};
+    assert_int_equal(ring_run(2, all), 2); /* no deadlock, every size */
+    assert_int_equal(ring_run(3, all), 3);
+    assert_int_equal(ring_run(8, all), 8);
+    const fti_auth_key_t *one_wrong[3] = {&k, &wrong, &k};
+    assert_true(ring_run(3, one_wrong) < 3); /* the intruder's neighbours refuse it */
+}
+
 /* ---- RPC -------------------------------------------------------------------------------- */
 
 struct srv {
@@ -242,7 +301,14 @@ static void srv_stop(struct srv *s, fti_rpc_stats_t *st)
 {
     event_base_loopbreak(s->base);
     pthread_join(s->loop, NULL);
-    fti_rpc_server_stats(s->rpc, st);
+    /* the loop is this thread's now: let the server see the clients' ends */
+    int64_t dl = fti_now_ms() + CALL_MS;
+    do {
+        event_base_loop(s->base, EVLOOP_NONBLOCK);
+        fti_rpc_server_stats(s->rpc, st);
+        if (st->open_connections > 0)
+            fti_sleep_ms(2);
+    } while (st->open_connections > 0 && fti_now_ms() < dl);
     fti_rpc_server_destroy(s->rpc);
     event_base_free(s->base);
 }
@@ -364,7 +430,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_token_file_good), cmocka_unit_test(test_token_file_refused),
         cmocka_unit_test(test_key_derivation), cmocka_unit_test(test_steps),
-        cmocka_unit_test(test_fd_handshake),   cmocka_unit_test(test_rpc_auth),
+        cmocka_unit_test(test_fd_handshake),   cmocka_unit_test(test_ring_handshake),
+        cmocka_unit_test(test_rpc_auth),
         cmocka_unit_test(test_rpc_raw_frame_refused), cmocka_unit_test(test_process_key),
     };
     snprintf(tmpdir, sizeof(tmpdir), "%s/test_auth.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
