@@ -15,6 +15,19 @@ need_cmd timeout
 T=$TEST_TMPDIR
 
 (umask 077 && printf 'p2-job-secret\n' >"$T/token" && printf 'a-guess\n' >"$T/wrong")
+
+# a token file others can read, or an empty one, is refused with its name
+printf 'shared\n' >"$T/world" && chmod 644 "$T/world"
+: >"$T/empty" && chmod 600 "$T/empty"
+for f in world empty; do
+    FTMPI_TOKEN_FILE=$T/$f timeout 10 "$E2E_RUN_BIN" --replica-id x -- true 2>"$T/run.err"
+    [ $? -eq 2 ] || e2e_fail "ftmpi-run took the $f token file"
+    grep -qF "$T/$f" "$T/run.err" || e2e_fail "ftmpi-run does not name the file: $(cat "$T/run.err")"
+    timeout 10 "$E2E_LH_BIN" --min-replicas 1 --token-file "$T/$f" 2>"$T/lh.err" >/dev/null
+    [ $? -eq 2 ] || e2e_fail "the lighthouse took the $f token file"
+    grep -qF "$T/$f" "$T/lh.err" || e2e_fail "the lighthouse does not name the file: $(cat "$T/lh.err")"
+done
+
 FTMPI_TOKEN_FILE=$T/token
 export FTMPI_TOKEN_FILE
 AUTH='Authorization: Bearer p2-job-secret'
