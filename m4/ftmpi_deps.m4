@@ -16,4 +16,23 @@ AC_DEFUN([FTMPI_CHECK_DEPS], [
     [have_cmocka=yes; ftmpi_cmocka_summary="yes (`$PKG_CONFIG --modversion cmocka`)"],
     [have_cmocka=no; ftmpi_cmocka_summary="no: unit tests skip (Debian: libcmocka-dev)"])
   AM_CONDITIONAL([HAVE_CMOCKA], [test "x$have_cmocka" = xyes])
+  FTMPI_CHECK_SANITIZERS
+])
+
+# FTMPI_CHECK_SANITIZERS: --enable-sanitizers builds everything (library,
+# programs, tests) with AddressSanitizer and UndefinedBehaviorSanitizer;
+# any UB report aborts the program, so `make check` fails on it.
+AC_DEFUN([FTMPI_CHECK_SANITIZERS], [
+  AC_ARG_ENABLE([sanitizers],
+    [AS_HELP_STRING([--enable-sanitizers],
+      [build with -fsanitize=address,undefined (make check then fails on memory errors and UB)])],
+    [], [enable_sanitizers=no])
+  AS_IF([test "x$enable_sanitizers" = xyes], [
+    ftmpi_san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+    CFLAGS="$CFLAGS $ftmpi_san"
+    LDFLAGS="$LDFLAGS $ftmpi_san"
+    AC_MSG_CHECKING([whether $CC can build with $ftmpi_san])
+    AC_LINK_IFELSE([AC_LANG_PROGRAM([], [])], [AC_MSG_RESULT([yes])],
+      [AC_MSG_RESULT([no]); AC_MSG_ERROR([--enable-sanitizers: $CC cannot build with $ftmpi_san])])
+  ])
 ])
