@@ -21,8 +21,8 @@ case "$verb" in demo|check) ;; *) usage ;; esac
 
 # ---- 1. Debian packages ---------------------------------------------------
 packages="autoconf automake libtool pkg-config make gcc libc6-dev \
-libopenmpi-dev openmpi-bin libhwloc-dev libevent-dev \
-protobuf-c-compiler libprotobuf-c-dev libcmocka-dev"
+libopenmpi-dev openmpi-bin libhwloc-dev libevent-dev libssl-dev \
+protobuf-c-compiler libprotobuf-c-dev libcmocka-dev gdb"
 missing=""
 for p in $packages; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

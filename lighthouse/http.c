@@ -3,6 +3,15 @@
  * dashboard, /status.json, /metrics in the Prometheus text format and
  * POST /replica/<id>/kill, served by libevent's evhttp on the lighthouse's
  * event loop.  Every page is built from one fti_lighthouse_snapshot.
+ *
+ * With a token (the job secret): the kill needs "Authorization: Bearer
+ * <token>" (a header only: never a query string, cookie or form field, so
+ * another web page cannot make a browser send it), and the dashboard and
+ * /status.json show the groups' addresses only to a request that carries
+ * it (a browser's plain page load does not: it sees the page without
+ * them).  /metrics holds no address and stays open for scrapers.  With or
+ * without a token, a POST whose Origin header names another site is
+ * refused (CSRF).
  */
 #include "lighthouse.h"
 
@@ -90,7 +99,16 @@ static void reply_text(struct evhttp_request *req, int code, const char *reason,
 
 /* ---- pages ------------------------------------------------------------------ */
 
-static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s)
+/* Replaces every member's address with "" (a request without the token). */
+static void hide_addresses(fti_lh_snapshot_t *s)
+{
+    for (size_t i = 0; i < s->n_members; i++)
+        s->members[i].address[0] = '\0';
+}
+
+/* has_addr[i]: member i had an address before hide_addresses (its kill
+ * button is shown); NULL = look at the addresses. */
+static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const bool *has_addr)
 {
     size_t in_quorum = 0;
     for (size_t i = 0; i < s->n_members; i++)
@@ -132,7 +150,10 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s)
         if (m->step >= 0)
             evbuffer_add_printf(b, "%" PRId64 "%s", m->step, m->behind ? " (behind)" : "");
         evbuffer_add_printf(b, "</td><td>");
-        html_escape(b, m->address);
+        if (has_addr)
+            evbuffer_add_printf(b, "(hidden: needs the token)");
+        else
+            html_escape(b, m->address);
         evbuffer_add_printf(b, "</td><td>%" PRIu64 "</td><td>", m->world_size);
         if (m->heartbeat_age_ms >= 0)
             evbuffer_add_printf(b, "%.1f s", (double)m->heartbeat_age_ms / 1000.0);
@@ -140,7 +161,7 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s)
             evbuffer_add_printf(b, "never");
         evbuffer_add_printf(b, "</td><td>%s%s</td><td>", m->healthy ? "healthy" : "unhealthy",
                             m->waiting ? ", waiting" : "");
-        if (m->address[0]) {
+        if (has_addr ? has_addr[i] : m->address[0] != '\0') {
             evbuffer_add_printf(b, "<button data-id=\"");
             html_escape(b, m->replica_id);
             evbuffer_add_printf(b, "\" onclick=\"killReplica(this)\">kill</button>");
@@ -165,13 +186,14 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s)
         s->quorums_issued, s->quorum_requests, s->heartbeats, s->rejected_frames);
 }
 
-static void page_status_json(struct evbuffer *b, const fti_lh_snapshot_t *s)
+static void page_status_json(struct evbuffer *b, const fti_lh_snapshot_t *s, bool hidden)
 {
     evbuffer_add_printf(b,
                         "{\"quorum_id\":%" PRId64 ",\"quorum_created_ms\":%" PRId64
                         ",\"max_step\":%" PRId64 ",\"min_replicas\":%d,\"waiting_reason\":",
                         s->quorum_id, s->quorum_created_ms, s->max_step, s->min_replicas);
     json_string(b, s->waiting_reason);
+    evbuffer_add_printf(b, ",\"addresses_hidden\":%s", hidden ? "true" : "false");
     evbuffer_add_printf(b,
                         ",\"counters\":{\"quorums_issued\":%" PRIu64 ",\"quorum_requests\":%" PRIu64
                         ",\"heartbeats\":%" PRIu64 ",\"rejected_frames\":%" PRIu64 "}",
@@ -238,7 +260,8 @@ static void page_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
                {"oversize", s->rejected_oversize},
                {"truncated", s->rejected_truncated},
                {"unknown_method", s->rejected_unknown},
-               {"decode", s->rejected_decode}};
+               {"decode", s->rejected_decode},
+               {"auth", s->rejected_auth}};
     for (size_t i = 0; i < FTI_ARRAY_SIZE(rej); i++)
         evbuffer_add_printf(b, "ftmpi_lighthouse_rejected_frames_total{reason=\"%s\"} %" PRIu64 "\n",
                             rej[i].reason, rej[i].n);
@@ -276,23 +299,55 @@ static bool token_ok(const char *want, const char *got)
     return diff == 0;
 }
 
+/* Whether req carries the token in its Authorization header (always true
+ * without a token). */
+static bool authorized(const struct fti_lh_http *h, struct evhttp_request *req)
+{
+    if (!h->token[0])
+        return true;
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    return auth != NULL && strncmp(auth, "Bearer ", 7) == 0 && token_ok(h->token, auth + 7);
+}
+
+/* Whether a state-changing request may come from where it says: no Origin
+ * header (curl, scripts), or one naming this very server (the dashboard's
+ * own button).  A page of another site that makes the browser POST here
+ * always sends its own Origin. */
+static bool same_origin(struct evhttp_request *req)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *origin = evhttp_find_header(in, "Origin"), *host = evhttp_find_header(in, "Host");
+    char want[FTI_ADDRESS_SIZE + 16];
+    if (origin == NULL)
+        return true;
+    if (host == NULL)
+        return false;
+    snprintf(want, sizeof(want), "http://%s", host);
+    return strcmp(origin, want) == 0;
+}
+
+static void log_refused(struct evhttp_request *req, const char *why)
+{
+    char *peer = NULL;
+    ev_uint16_t port = 0;
+    evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer, &port);
+    FTI_WARN("http: kill of a replica refused: %s (from %s:%u)", why, peer ? peer : "?",
+             (unsigned)port);
+}
+
 static void handle_kill(struct fti_lh_http *h, struct evhttp_request *req, const char *enc_id,
                         size_t enc_len)
 {
-    if (h->token[0]) {
-        const char *auth =
-            evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-        if (auth == NULL || strncmp(auth, "Bearer ", 7) != 0 || !token_ok(h->token, auth + 7)) {
-            char *peer = NULL;
-            ev_uint16_t port = 0;
-            evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer, &port);
-            FTI_WARN("http: kill of a replica refused without the right token (from %s:%u)",
-                     peer ? peer : "?", (unsigned)port);
-            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
-                              "Bearer");
-            reply_text(req, 401, "Unauthorized", "a valid 'Authorization: Bearer <token>' is needed");
-            return;
-        }
+    if (!same_origin(req)) {
+        log_refused(req, "a cross-site request (its Origin is another site)");
+        reply_text(req, 403, "Forbidden", "cross-site request refused");
+        return;
+    }
+    if (!authorized(h, req)) {
+        log_refused(req, "without the right token");
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
+        reply_text(req, 401, "Unauthorized", "a valid 'Authorization: Bearer <token>' is needed");
+        return;
     }
     char enc[256], msg[256] = "killed from the lighthouse dashboard";
     if (enc_len == 0 || enc_len >= sizeof(enc)) {
@@ -380,13 +435,20 @@ static void handle(struct evhttp_request *req, void *arg)
         return;
     }
     const char *ctype;
+    bool hidden = page != P_METRICS && !authorized(h, req), *has_addr = NULL;
+    if (hidden) {
+        has_addr = calloc(s->n_members ? s->n_members : 1, sizeof(*has_addr));
+        for (size_t i = 0; has_addr != NULL && i < s->n_members; i++)
+            has_addr[i] = s->members[i].address[0] != '\0';
+        hide_addresses(s);
+    }
     switch (page) {
     case P_DASH:
-        page_dashboard(b, s);
+        page_dashboard(b, s, has_addr);
         ctype = "text/html; charset=utf-8";
         break;
     case P_JSON:
-        page_status_json(b, s);
+        page_status_json(b, s, hidden);
         ctype = "application/json";
         break;
     default:
@@ -394,6 +456,7 @@ static void handle(struct evhttp_request *req, void *arg)
         ctype = "text/plain; version=0.0.4; charset=utf-8";
         break;
     }
+    free(has_addr);
     fti_lh_snapshot_free(s);
     if (cmd == EVHTTP_REQ_HEAD)
         evbuffer_drain(b, evbuffer_get_length(b)); /* headers only */
@@ -443,7 +506,8 @@ int fti_lh_http_create(struct event_base *base, fti_lighthouse_h lh, const char 
     evhttp_set_max_headers_size(h->http, HTTP_MAX_HEADERS);
     evhttp_set_timeout(h->http, HTTP_TIMEOUT_S);
     evhttp_set_gencb(h->http, handle, h);
-    FTI_INFO("http dashboard on http://%s/%s", h->addr, h->token[0] ? " (kill needs the token)" : "");
+    FTI_INFO("http dashboard on http://%s/%s", h->addr,
+             h->token[0] ? " (the kill and the groups' addresses need the token)" : "");
     *http_p = h;
     return FT_SUCCESS;
 }

@@ -135,6 +135,7 @@ typedef struct fti_lh_snapshot {
     uint64_t rejected_frames;  /* sum of every RPC reject kind */
     uint64_t rejected_garbage, rejected_oversize, rejected_truncated, rejected_unknown,
         rejected_decode;
+    uint64_t rejected_auth;    /* connections refused: no or a wrong job secret */
     uint64_t hist[FTI_LH_HIST_BUCKETS]; /* non-cumulative counts */
     double hist_sum_ms;
     uint64_t hist_count;

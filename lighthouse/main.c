@@ -9,7 +9,6 @@
  * so scripts can bind port 0 and read the port.  SIGTERM and SIGINT stop it
  * cleanly (exit 0).  Bad flags exit 2 with a message naming the flag.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <inttypes.h>
@@ -22,6 +21,7 @@
 
 #include "ftmpi_errors.h"
 #include "ftmpi_config.h"
+#include "auth.h"
 #include "lighthouse.h"
 #include "log.h"
 #include "net.h"
@@ -37,7 +37,6 @@
 #define MIN_FRAME_BYTES 1024
 #define MAX_FRAME_BYTES (INT64_C(1) << 30)
 #define HTTP_BIND_EXAMPLE "127.0.0.1:29511"
-#define TOKEN_FILE_MAX 1024 /* bytes read from --token-file (the token is shorter) */
 #define FLAG_NAME_SIZE 64   /* longer than any flag's name */
 
 /* The usage text, with the defaults of *d. */
@@ -56,9 +55,12 @@ static void usage(const fti_lighthouse_opts_t *d)
            "                            (default %" PRId64 ")\n"
            "  --http-bind HOST:PORT     serve the dashboard, /status.json and /metrics there\n"
            "                            (default: off; e.g. " HTTP_BIND_EXAMPLE ")\n"
-           "  --token-file FILE         POST /replica/<id>/kill needs\n"
-           "                            'Authorization: Bearer <token>' (token = the file's\n"
-           "                            content, trimmed)\n"
+           "  --token-file FILE         the job secret (the file's content, trimmed; the file\n"
+           "                            must not be readable by others): every RPC\n"
+           "                            connection must prove it (groups set\n"
+           "                            FTMPI_TOKEN_FILE), and HTTP needs\n"
+           "                            'Authorization: Bearer <secret>' to kill a group or\n"
+           "                            to see the groups' addresses\n"
            "  --max-frame-bytes N       largest RPC frame accepted (suffixes k, m, g;\n"
            "                            default %zu)\n"
            "  --initial-quorum-id N     the first quorum gets N + 1 (default: the wall clock\n"
@@ -101,30 +103,18 @@ static void check_addr(const char *flag, const char *v, char *out, size_t outlen
         die_usage(flag, "'%s' is not HOST:PORT (port 0-65535)", v);
 }
 
+/* Reads the job secret (auth.h's checks: not readable by others, not
+ * empty) into tok, the HTTP bearer token, and sets the process key that
+ * every RPC connection must prove.  Exits 2 naming the file. */
 static void read_token(const char *flag, const char *path, char *tok, size_t len)
 {
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        die_usage(flag, "cannot read '%s': %s", path, strerror(errno));
-    char buf[TOKEN_FILE_MAX];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    int err = ferror(f), more = !feof(f) && fgetc(f) != EOF;
-    fclose(f);
-    if (err)
-        die_usage(flag, "cannot read '%s'", path);
-    buf[n] = '\0';
-    if (more || strlen(buf) != n)
-        die_usage(flag, "'%s' is not a short text token", path);
-    char *s = buf, *e = buf + n;
-    while (s < e && isspace((unsigned char)*s))
-        s++;
-    while (e > s && isspace((unsigned char)e[-1]))
-        e--;
-    *e = '\0';
-    if (*s == '\0')
-        die_usage(flag, "'%s' holds no token", path);
-    if (fti_strlcpy(tok, s, len) != 0)
-        die_usage(flag, "the token in '%s' is longer than %zu bytes", path, len - 1);
+    char err[FTI_PATH_SIZE + FTI_REASON_SIZE];
+    fti_auth_key_t key;
+    if (fti_auth_read_token(path, tok, len, err, sizeof(err)) != FT_SUCCESS)
+        die_usage(flag, "%s", err);
+    if (fti_auth_key_from_token(tok, &key) != FT_SUCCESS)
+        die_usage(flag, "cannot derive a key from '%s'", path);
+    fti_auth_set_key(&key);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -219,8 +209,6 @@ static int parse_flags(int argc, char **argv, struct lh_args *a)
     }
     if (!a->have_min)
         die_usage("--min-replicas", "is required");
-    if (a->token[0] && !a->http_bind[0])
-        fprintf(stderr, "ftmpi-lighthouse: --token-file: ignored without --http-bind\n");
     return 0;
 }
 

@@ -1244,8 +1244,9 @@ int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
     s->rejected_truncated = lh->rpc_stats.rejected_truncated;
     s->rejected_unknown = lh->rpc_stats.rejected_unknown;
     s->rejected_decode = lh->rpc_stats.rejected_decode;
+    s->rejected_auth = lh->rpc_stats.rejected_auth;
     s->rejected_frames = s->rejected_garbage + s->rejected_oversize + s->rejected_truncated +
-                         s->rejected_unknown + s->rejected_decode;
+                         s->rejected_unknown + s->rejected_decode + s->rejected_auth;
     memcpy(s->hist, lh->hist, sizeof(s->hist));
     s->hist_sum_ms = lh->hist_sum_ms;
     s->hist_count = lh->hist_count;

@@ -1,4 +1,5 @@
 # FTMPI_CHECK_DEPS: hwloc, libevent (+ pthreads), protobuf-c and protoc-c,
+# OpenSSL's libcrypto (the control plane's HMAC-SHA256 challenge-response),
 # cmocka (tests only), all through pkg-config.
 AC_DEFUN([FTMPI_CHECK_DEPS], [
   PKG_CHECK_MODULES([HWLOC], [hwloc >= 2.0], [],
@@ -7,10 +8,31 @@ AC_DEFUN([FTMPI_CHECK_DEPS], [
     [AC_MSG_ERROR([libevent >= 2.1 with pthreads not found (Debian: libevent-dev): $LIBEVENT_PKG_ERRORS])])
   PKG_CHECK_MODULES([PROTOBUF_C], [libprotobuf-c >= 1.3], [],
     [AC_MSG_ERROR([protobuf-c >= 1.3 not found (Debian: libprotobuf-c-dev): $PROTOBUF_C_PKG_ERRORS])])
+  PKG_CHECK_MODULES([CRYPTO], [libcrypto >= 1.1.1], [],
+    [AC_MSG_ERROR([OpenSSL libcrypto >= 1.1.1 not found (Debian: libssl-dev): $CRYPTO_PKG_ERRORS])])
   AC_PATH_PROG([PROTOC_C], [protoc-c], [])
   AS_IF([test -z "$PROTOC_C"], [AC_MSG_ERROR([protoc-c not found (Debian: protobuf-c-compiler)])])
   PKG_CHECK_MODULES([CMOCKA], [cmocka >= 1.1],
     [have_cmocka=yes; ftmpi_cmocka_summary="yes (`$PKG_CONFIG --modversion cmocka`)"],
     [have_cmocka=no; ftmpi_cmocka_summary="no: unit tests skip (Debian: libcmocka-dev)"])
   AM_CONDITIONAL([HAVE_CMOCKA], [test "x$have_cmocka" = xyes])
+  FTMPI_CHECK_SANITIZERS
+])
+
+# FTMPI_CHECK_SANITIZERS: --enable-sanitizers builds everything (library,
+# programs, tests) with AddressSanitizer and UndefinedBehaviorSanitizer;
+# any UB report aborts the program, so `make check` fails on it.
+AC_DEFUN([FTMPI_CHECK_SANITIZERS], [
+  AC_ARG_ENABLE([sanitizers],
+    [AS_HELP_STRING([--enable-sanitizers],
+      [build with -fsanitize=address,undefined (make check then fails on memory errors and UB)])],
+    [], [enable_sanitizers=no])
+  AS_IF([test "x$enable_sanitizers" = xyes], [
+    ftmpi_san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+    CFLAGS="$CFLAGS $ftmpi_san"
+    LDFLAGS="$LDFLAGS $ftmpi_san"
+    AC_MSG_CHECKING([whether $CC can build with $ftmpi_san])
+    AC_LINK_IFELSE([AC_LANG_PROGRAM([], [])], [AC_MSG_RESULT([yes])],
+      [AC_MSG_RESULT([no]); AC_MSG_ERROR([--enable-sanitizers: $CC cannot build with $ftmpi_san])])
+  ])
 ])

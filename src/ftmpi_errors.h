@@ -35,6 +35,8 @@ typedef enum {
     FT_ERR_CONFIG = -5,          /* a bad FTMPI_* value or flag */
     FT_ERR_NOT_FOUND = -6,       /* no such key, buffer or member */
     FT_ERR_EXISTS = -7,          /* name already registered */
+    FT_ERR_AUTH = -8,            /* authentication failed: the job secrets
+                                  * (FTMPI_TOKEN_FILE) differ or one is missing */
 
     /* -20..-39: a peer, the quorum or the network failed; the step fails,
      * the library recovers in the next FT_Quorum */

@@ -130,7 +130,11 @@ static void usage(FILE *out)
             "last restart ends it with the command's status (exit code, or 128 + signal).\n"
             "When the command ends, whatever it started that still runs is killed (at once\n"
             "after a failure, after the grace period after a stop signal).  When stdin is\n"
-            "a terminal the command reads /dev/null instead.\n",
+            "a terminal the command reads /dev/null instead.\n"
+            "\n"
+            "The job secret travels as a file, never on a command line (where any user of\n"
+            "the node sees it in ps): set FTMPI_TOKEN_FILE to a file only you can read; the\n"
+            "command inherits it, and the agent checks the file before the first start.\n",
             prog, FTI_REPLICA_ID_SIZE - 1, DEFAULT_MAX_RESTARTS, DEFAULT_BACKOFF_MS,
             DEFAULT_MAX_BACKOFF_MS, DEFAULT_GRACE_MS);
 }

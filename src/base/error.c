@@ -12,6 +12,7 @@ FTMPI_EXPORT const char *FT_Error_string(int code)
     case FT_ERR_CONFIG: return "bad configuration value";
     case FT_ERR_NOT_FOUND: return "not found";
     case FT_ERR_EXISTS: return "already exists";
+    case FT_ERR_AUTH: return "authentication failed: the job secrets differ or one is missing";
     case FT_ERR_PROC_FAILED: return "a peer process or group failed";
     case FT_ERR_TIMEOUT: return "deadline passed";
     case FT_ERR_QUORUM: return "no quorum, or the quorum changed";

@@ -86,9 +86,15 @@ static int add_reference(struct evbuffer *out, const void *data, size_t len,
 #define add_reference evbuffer_add_reference
 #endif
 
+/* Where a connection is in auth.h's handshake. */
+enum conn_auth_step { AUTH_DONE, AUTH_HELLO, AUTH_PROOF };
+
 struct rpc_conn {
     struct fti_rpc_server *srv; /* valid while fd >= 0 */
     int fd;                     /* -1 once closed */
+    int auth_step;              /* enum conn_auth_step */
+    fti_auth_state_t auth_st;
+    int64_t accepted_ms;
     struct event *rev, *wev, *idle_ev;
     struct evbuffer *in, *out; /* out is NULL once closed */
     int refs;                  /* the connection itself + calls + a running read callback */
@@ -107,7 +113,8 @@ struct fti_rpc_server {
     struct evconnlistener *listener;
     struct event *accept_ev; /* re-enables the listener after a pause */
     char addr[FTI_ADDRESS_SIZE];
-    fti_rpc_server_config_t cfg;
+    fti_rpc_server_config_t cfg; /* cfg.auth_key points at key, or is NULL */
+    fti_auth_key_t key;
     fti_rpc_method_t *methods;
     size_t n_methods;
     void *arg;
@@ -186,6 +193,8 @@ static void conn_maybe_resume(struct rpc_conn *c)
     event_active(c->rev, EV_READ, 0);
 }
 
+static int conn_queued(struct rpc_conn *c, int rc, size_t len);
+
 static void ref_cleanup(const void *data, size_t len, void *arg)
 {
     struct ref_done *d = arg;
@@ -212,6 +221,18 @@ static int conn_queue(struct rpc_conn *c, uint16_t method, int32_t status, const
     if (rc == 0 && len > 0)
         rc = d != NULL ? add_reference(c->out, payload, len, ref_cleanup, d)
                        : evbuffer_add(c->out, payload, len);
+    return conn_queued(c, rc, len);
+}
+
+/* Queues raw handshake bytes (no frame header); see conn_queue. */
+static int conn_queue_raw(struct rpc_conn *c, const void *data, size_t len)
+{
+    return conn_queued(c, evbuffer_add(c->out, data, len), len);
+}
+
+/* The end of conn_queue*: rc is the evbuffer calls' outcome. */
+static int conn_queued(struct rpc_conn *c, int rc, size_t len)
+{
     if (rc != 0) {
         FTI_ERROR("rpc: cannot queue a %zu-byte reply to %s: closing the connection", len,
                   c->peer);
@@ -237,6 +258,70 @@ static void conn_reject(struct rpc_conn *c, uint64_t *counter, int status, const
     conn_set_reading(c, false);
     c->close_after_write = true;
     (void)conn_queue(c, 0, status, why, strlen(why), NULL);
+}
+
+/* Counts a peer that failed the handshake, logs it (1st, 2nd, 4th, ...
+ * time: a flood does not flood the log). */
+static void auth_count(struct rpc_conn *c, const char *why)
+{
+    uint64_t n = ++c->srv->stats.rejected_auth;
+    if ((n & (n - 1)) == 0)
+        FTI_WARN("rpc %s: refused the connection from %s: %s (%" PRIu64 " refused so far)",
+                 c->srv->addr, c->peer, why, n);
+}
+
+/* Refuses a peer that failed the handshake: an FT_ERR_AUTH error frame,
+ * then close; nothing it sent is read any further. */
+static void auth_refuse(struct rpc_conn *c, const char *why, const char *msg)
+{
+    auth_count(c, why);
+    conn_set_reading(c, false);
+    c->close_after_write = true;
+    (void)conn_queue(c, 0, FT_ERR_AUTH, msg, strlen(msg), NULL);
+}
+
+/* One step of the handshake with the bytes in c->in.  Returns 1 after a
+ * step, 0 when more bytes are needed, -1 when the connection was refused
+ * or closed. */
+static int conn_auth(struct rpc_conn *c)
+{
+    struct fti_rpc_server *s = c->srv;
+    size_t avail = evbuffer_get_length(c->in);
+    if (c->auth_step == AUTH_HELLO) {
+        uint8_t hello[FTI_AUTH_HELLO_LEN], chal[FTI_AUTH_CHALLENGE_LEN];
+        size_t look = avail < FTI_AUTH_MAGIC_LEN ? avail : FTI_AUTH_MAGIC_LEN;
+        evbuffer_copyout(c->in, hello, look);
+        if (memcmp(hello, fti_auth_hello_magic, look) != 0) {
+            auth_refuse(c, "no authentication handshake",
+                        "authentication required: this server needs the job secret "
+                        "(FTMPI_TOKEN_FILE)");
+            return -1;
+        }
+        if (avail < FTI_AUTH_HELLO_LEN)
+            return 0;
+        evbuffer_remove(c->in, hello, sizeof(hello));
+        if (fti_auth_server_challenge(&s->key, &c->auth_st, hello, chal) != FT_SUCCESS) {
+            s->stats.closed_error++;
+            conn_close(c);
+            return -1;
+        }
+        if (conn_queue_raw(c, chal, sizeof(chal)) != FT_SUCCESS)
+            return -1;
+        c->auth_step = AUTH_PROOF;
+        return 1;
+    }
+    uint8_t proof[FTI_AUTH_PROOF_LEN];
+    if (avail < sizeof(proof))
+        return 0;
+    evbuffer_remove(c->in, proof, sizeof(proof));
+    if (fti_auth_server_verify(&s->key, &c->auth_st, proof) != FT_SUCCESS) {
+        auth_refuse(c, "wrong job secret", "authentication failed: a different job secret");
+        return -1;
+    }
+    if (conn_queue_raw(c, fti_auth_ack_magic, FTI_AUTH_ACK_LEN) != FT_SUCCESS)
+        return -1;
+    c->auth_step = AUTH_DONE;
+    return 1;
 }
 
 static const fti_rpc_method_t *find_method(struct fti_rpc_server *s, uint16_t m)
@@ -284,6 +369,12 @@ static bool conn_process(struct rpc_conn *c)
     while (c->fd >= 0 && !c->close_after_write) {
         uint8_t hdr[FTI_RPC_HEADER_LEN];
         fti_rpc_header_t h;
+        if (c->auth_step != AUTH_DONE) {
+            int r = conn_auth(c);
+            if (r <= 0)
+                return r == 0;
+            continue;
+        }
         size_t avail = evbuffer_get_length(c->in);
         if (avail < FTI_RPC_HEADER_LEN)
             return true;
@@ -318,7 +409,10 @@ static bool conn_process(struct rpc_conn *c)
  * frame. */
 static void conn_ended(struct rpc_conn *c, const char *how)
 {
-    if (evbuffer_get_length(c->in) > 0 && !c->close_after_write) {
+    if (!c->close_after_write && (c->auth_step == AUTH_PROOF ||
+                                  (c->auth_step == AUTH_HELLO && evbuffer_get_length(c->in) > 0))) {
+        auth_count(c, "closed inside the handshake"); /* it may have refused our proof */
+    } else if (evbuffer_get_length(c->in) > 0 && !c->close_after_write) {
         c->srv->stats.rejected_truncated++;
         FTI_WARN("rpc: connection from %s %s inside a frame", c->peer, how);
     }
@@ -403,25 +497,39 @@ static void conn_write_cb(evutil_socket_t fd, short what, void *arg)
     conn_unref(c);
 }
 
-/* Closes a connection that moved no byte either way for idle_ms, unless
- * all it does is wait for a deferred reply. */
+/* Closes a connection that has not finished the handshake within
+ * FTI_AUTH_TIMEOUT_MS, or that moved no byte either way for idle_ms (0 =
+ * never) unless all it does is wait for a deferred reply. */
 static void conn_idle_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct rpc_conn *c = arg;
-    int64_t now = fti_now_ms(), idle = c->srv->cfg.idle_ms;
+    int64_t now = fti_now_ms(), idle = c->srv->cfg.idle_ms, next = INT64_MAX;
     (void)fd;
     (void)what;
-    if (c->calls > 0 && evbuffer_get_length(c->out) == 0)
-        c->last_progress_ms = now; /* the server owes it a reply */
-    int64_t left = c->last_progress_ms + idle - now;
-    if (left <= 0) {
-        c->srv->stats.closed_idle++;
-        FTI_DEBUG("rpc: closing the connection from %s: idle for %" PRId64 " ms", c->peer,
-                  now - c->last_progress_ms);
-        conn_close(c);
-        return;
+    if (c->auth_step != AUTH_DONE) {
+        next = c->accepted_ms + FTI_AUTH_TIMEOUT_MS - now;
+        if (next <= 0) {
+            auth_count(c, "no handshake in time");
+            conn_close(c);
+            return;
+        }
     }
-    struct timeval tv = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
+    if (idle > 0) {
+        if (c->calls > 0 && evbuffer_get_length(c->out) == 0)
+            c->last_progress_ms = now; /* the server owes it a reply */
+        int64_t left = c->last_progress_ms + idle - now;
+        if (left <= 0) {
+            c->srv->stats.closed_idle++;
+            FTI_DEBUG("rpc: closing the connection from %s: idle for %" PRId64 " ms", c->peer,
+                      now - c->last_progress_ms);
+            conn_close(c);
+            return;
+        }
+        next = left < next ? left : next;
+    }
+    if (next == INT64_MAX)
+        return;
+    struct timeval tv = {(time_t)(next / 1000), (suseconds_t)(next % 1000) * 1000};
     evtimer_add(c->idle_ev, &tv);
 }
 
@@ -463,7 +571,8 @@ static bool conn_setup(struct fti_rpc_server *s, struct rpc_conn *c, evutil_sock
     c->srv = s;
     c->fd = (int)fd;
     c->refs = 1;
-    c->last_progress_ms = fti_now_ms();
+    c->last_progress_ms = c->accepted_ms = fti_now_ms();
+    c->auth_step = s->cfg.auth_key != NULL ? AUTH_HELLO : AUTH_DONE;
     c->in = evbuffer_new();
     c->out = evbuffer_new();
     c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, conn_read_cb, c);
@@ -513,8 +622,11 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     s->n_conns++;
     s->stats.connections++;
     conn_set_reading(c, true);
-    if (s->cfg.idle_ms > 0) {
-        struct timeval tv = {s->cfg.idle_ms / 1000, (s->cfg.idle_ms % 1000) * 1000};
+    int first = s->cfg.idle_ms;
+    if (c->auth_step != AUTH_DONE && (first == 0 || first > FTI_AUTH_TIMEOUT_MS))
+        first = FTI_AUTH_TIMEOUT_MS;
+    if (first > 0) {
+        struct timeval tv = {first / 1000, (first % 1000) * 1000};
         evtimer_add(c->idle_ev, &tv);
     }
 }
@@ -559,6 +671,7 @@ void fti_rpc_server_config_init(fti_rpc_server_config_t *cfg, size_t max_frame)
     cfg->max_calls = FTI_RPC_DEFAULT_MAX_CALLS;
     cfg->idle_ms = FTI_RPC_DEFAULT_IDLE_MS;
     cfg->backlog = FTI_RPC_DEFAULT_BACKLOG;
+    cfg->auth_key = fti_auth_key();
 }
 
 static bool config_ok(const fti_rpc_server_config_t *cfg)
@@ -596,6 +709,12 @@ int fti_rpc_server_create_cfg(struct event_base *base, const char *bind_addr,
     s->n_methods = n;
     s->base = base;
     s->cfg = *cfg;
+    if (cfg->auth_key != NULL) {
+        s->key = *cfg->auth_key;
+        s->cfg.auth_key = &s->key;
+    } else {
+        fti_auth_warn_unauthenticated();
+    }
     s->arg = arg;
     LIST_INIT(&s->conns);
     if ((rc = fti_tcp_listen(bind_addr, cfg->backlog, &fd)) != FT_SUCCESS ||
@@ -750,6 +869,9 @@ struct fti_rpc_client {
     int fd;
     int connect_timeout_ms;
     size_t max_reply;
+    bool has_key;
+    bool warned_auth; /* an authentication failure was logged once */
+    fti_auth_key_t key;
     pthread_mutex_t mu;
 };
 
@@ -769,6 +891,9 @@ int fti_rpc_client_create(const char *addr, int connect_timeout_ms, size_t max_r
     c->fd = -1;
     c->connect_timeout_ms = connect_timeout_ms > 0 ? connect_timeout_ms : RPC_DEFAULT_CONNECT_MS;
     c->max_reply = max_reply;
+    fti_rpc_client_set_key(c, fti_auth_key());
+    if (!c->has_key)
+        fti_auth_warn_unauthenticated();
     pthread_mutex_init(&c->mu, NULL);
     *client_p = c;
     return FT_SUCCESS;
@@ -787,6 +912,90 @@ void fti_rpc_client_destroy(fti_rpc_client_h c)
 const char *fti_rpc_client_address(fti_rpc_client_h c)
 {
     return c->addr;
+}
+
+void fti_rpc_client_set_key(fti_rpc_client_h c, const fti_auth_key_t *key)
+{
+    c->has_key = key != NULL;
+    if (key != NULL)
+        c->key = *key;
+}
+
+/* Logs an authentication failure once per client (a heartbeating client
+ * would otherwise repeat it ten times a second). */
+static void client_auth_failed(struct fti_rpc_client *c, const char *why)
+{
+    if (!c->warned_auth)
+        FTI_WARN("rpc %s: %s", c->addr, why);
+    c->warned_auth = true;
+}
+
+/* The server answered the handshake with an error frame whose first four
+ * bytes are in first: reads the rest and returns its status (FT_ERR_AUTH
+ * when the server takes no handshake at all: it has no job secret). */
+static int client_refused(struct fti_rpc_client *c, const uint8_t *first, int64_t deadline)
+{
+    uint8_t hdr[FTI_RPC_HEADER_LEN];
+    char msg[RPC_MAX_ERROR_MSG + 1];
+    fti_rpc_header_t h;
+    memcpy(hdr, first, FTI_AUTH_MAGIC_LEN);
+    int rc = fti_read_full(c->fd, hdr + FTI_AUTH_MAGIC_LEN, sizeof(hdr) - FTI_AUTH_MAGIC_LEN,
+                           deadline);
+    if (rc != FT_SUCCESS)
+        return rc;
+    fti_rpc_header_decode(hdr, &h);
+    if (!(h.flags & FTI_RPC_F_REPLY) || h.status >= 0 || h.length > RPC_MAX_ERROR_MSG ||
+        fti_read_full(c->fd, msg, h.length, deadline) != FT_SUCCESS)
+        return FT_ERR_BAD_MESSAGE;
+    msg[h.length] = '\0';
+    if (h.status == FT_ERR_BAD_MESSAGE) {
+        client_auth_failed(c, "the server takes no authentication handshake (it has no job "
+                              "secret; start it with the same FTMPI_TOKEN_FILE / --token-file)");
+        return FT_ERR_AUTH;
+    }
+    if (h.status == FT_ERR_AUTH)
+        client_auth_failed(c, "the server refused our job secret (FTMPI_TOKEN_FILE differs)");
+    FTI_DEBUG("rpc %s: handshake refused: %s", c->addr, msg);
+    return h.status;
+}
+
+/* Whether the 4 bytes at p are the start of an RPC frame header. */
+static bool is_frame_magic(const uint8_t *p)
+{
+    uint32_t m;
+    memcpy(&m, p, 4);
+    return ntohl(m) == FTI_RPC_MAGIC;
+}
+
+/* auth.h's handshake, client side, on a new connection.  Called with c->mu
+ * held. */
+static int client_handshake(struct fti_rpc_client *c, int64_t deadline)
+{
+    fti_auth_state_t st;
+    uint8_t hello[FTI_AUTH_HELLO_LEN], chal[FTI_AUTH_CHALLENGE_LEN], proof[FTI_AUTH_PROOF_LEN];
+    int rc = fti_auth_client_hello(&st, hello);
+    if (rc == FT_SUCCESS)
+        rc = fti_write_full(c->fd, hello, sizeof(hello), deadline);
+    if (rc == FT_SUCCESS)
+        rc = fti_read_full(c->fd, chal, FTI_AUTH_MAGIC_LEN, deadline);
+    if (rc == FT_SUCCESS && is_frame_magic(chal))
+        return client_refused(c, chal, deadline);
+    if (rc == FT_SUCCESS)
+        rc = fti_read_full(c->fd, chal + FTI_AUTH_MAGIC_LEN, sizeof(chal) - FTI_AUTH_MAGIC_LEN,
+                           deadline);
+    if (rc == FT_SUCCESS && (rc = fti_auth_client_answer(&c->key, &st, chal, proof)) != FT_SUCCESS) {
+        client_auth_failed(c, "the server failed to prove the job secret: not talking to it");
+        return FT_ERR_AUTH;
+    }
+    if (rc == FT_SUCCESS)
+        rc = fti_write_full(c->fd, proof, sizeof(proof), deadline);
+    if (rc == FT_SUCCESS)
+        rc = fti_read_full(c->fd, proof, FTI_AUTH_ACK_LEN, deadline);
+    if (rc == FT_SUCCESS && is_frame_magic(proof))
+        return client_refused(c, proof, deadline);
+    if (rc == FT_SUCCESS && memcmp(proof, fti_auth_ack_magic, FTI_AUTH_ACK_LEN) != 0)
+        return FT_ERR_BAD_MESSAGE;
+    return rc;
 }
 
 static void client_drop(struct fti_rpc_client *c)
@@ -825,6 +1034,10 @@ static int client_exchange(struct fti_rpc_client *c, uint16_t method, const void
         if (rc != FT_SUCCESS) {
             c->fd = -1;
             return rc == FT_ERR_TIMEOUT ? FT_ERR_TIMEOUT : FT_ERR_CONNECT;
+        }
+        if (c->has_key && (rc = client_handshake(c, deadline)) != FT_SUCCESS) {
+            client_drop(c);
+            return rc;
         }
     }
     fti_rpc_header_encode(&h, hdr);
@@ -872,6 +1085,8 @@ static int client_error_reply(struct fti_rpc_client *c, const fti_rpc_header_t *
               FT_Error_string(h->status), msg);
     if (h->method == 0) /* the server rejected the frame and closes */
         client_drop(c);
+    if (h->status == FT_ERR_AUTH)
+        client_auth_failed(c, "the server needs the job secret (set FTMPI_TOKEN_FILE)");
     return h->status < 0 ? h->status : FT_ERR_INTERNAL;
 }
 

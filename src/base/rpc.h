@@ -17,6 +17,10 @@
  * truncated frames, unknown methods, payloads that do not decode) are
  * counted in fti_rpc_stats; garbage and oversized frames close the
  * connection, unknown methods and decode failures get an error reply.
+ * With a key (cfg.auth_key), a connection must pass auth.h's handshake
+ * within FTI_AUTH_TIMEOUT_MS before any of its bytes is taken as a frame; a
+ * peer that fails gets an FT_ERR_AUTH error frame and is closed
+ * (rejected_auth).
  *
  * Limits (fti_rpc_server_config_t): a connection whose unsent replies
  * reach out_high_water bytes, or that has max_calls calls in flight, is
@@ -46,6 +50,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "auth.h"
 
 struct event_base;
 
@@ -91,6 +97,8 @@ typedef struct fti_rpc_stats {
     uint64_t rejected_unknown;  /* method not in the table */
     uint64_t rejected_decode;   /* handler could not decode the payload */
     uint64_t rejected_conn_cap; /* connections refused: max_conns were open */
+    uint64_t rejected_auth;     /* connections refused: the peer failed the handshake
+                                 * (no or a wrong job secret, or too slow) */
     uint64_t closed_idle;       /* connections closed by the idle timeout */
     uint64_t closed_error;      /* connections closed on a failed send or a broken reply */
     uint64_t paused;            /* times a connection's reading paused (backpressure) */
@@ -121,9 +129,12 @@ typedef struct fti_rpc_server_config {
     int max_calls;         /* calls in flight that pause a connection's reading */
     int idle_ms;           /* close a connection idle this long; 0 = never */
     int backlog;           /* listen(2) backlog */
+    const fti_auth_key_t *auth_key; /* NULL: no handshake; else every connection must
+                                     * pass auth.h's handshake first (copied) */
 } fti_rpc_server_config_t;
 
-/* Fills *cfg with max_frame and the FTI_RPC_DEFAULT_* limits. */
+/* Fills *cfg with max_frame, the FTI_RPC_DEFAULT_* limits and the process
+ * key (fti_auth_key()). */
 void fti_rpc_server_config_init(fti_rpc_server_config_t *cfg, size_t max_frame);
 
 /* Binds bind_addr ("host:port", port 0 = ephemeral) and serves `methods`
@@ -178,11 +189,16 @@ extern int fti_rpc_test_fail_refs;
 typedef struct fti_rpc_client *fti_rpc_client_h;
 
 /* Creates a client for addr; does not connect yet.  max_reply caps reply
- * payloads.  Release with fti_rpc_client_destroy. */
+ * payloads.  Each connection it makes first runs auth.h's handshake with
+ * the process key (fti_auth_key(), when set): a server that refuses it or
+ * fails it makes the call return FT_ERR_AUTH.  Release with
+ * fti_rpc_client_destroy. */
 int fti_rpc_client_create(const char *addr, int connect_timeout_ms, size_t max_reply,
                           fti_rpc_client_h *client_p);
 void fti_rpc_client_destroy(fti_rpc_client_h client);
 const char *fti_rpc_client_address(fti_rpc_client_h client);
+/* Replaces the client's key (NULL: no handshake); tests and probes. */
+void fti_rpc_client_set_key(fti_rpc_client_h client, const fti_auth_key_t *key);
 
 /* One call: sends method + req, waits for the reply before timeout_ms.
  * On success *reply_p (malloc'ed, free with free()) and *len_p are set.

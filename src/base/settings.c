@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "auth.h"
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "util.h"
@@ -54,6 +55,8 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_LOGLEVEL, OFF(log_level), 0, 5, NULL},
     {"FTMPI_EVENT_LOG", "", "path of a JSON-lines event log of each step (empty = off)",
      FTI_CFG_STRING, OFF(event_log), 0, 0, NULL},
+    {"FTMPI_TOKEN_FILE", "", "file holding the job secret (mode 600; the lighthouse's --token-file): every control-plane and ring connection must prove it; empty = unauthenticated",
+     FTI_CFG_STRING, OFF(token_file), 0, 0, NULL},
     {"FTMPI_CHUNK_BYTES", "262144", "pipeline chunk of the tcp ring (suffixes k, m, g)",
      FTI_CFG_BYTES, OFF(chunk_bytes), 4096, INT64_C(1) << 30, NULL},
     {"FTMPI_MAX_FRAME_BYTES", "16777216", "largest control-plane frame accepted (suffixes k, m, g)",
@@ -169,7 +172,16 @@ static const char *env_get(const char *name, void *arg)
 
 int fti_config_load(fti_config_t *cfg, char *err, size_t errlen)
 {
-    return fti_config_load_from(cfg, env_get, NULL, err, errlen);
+    fti_config_t tmp;
+    int rc = fti_config_load_from(&tmp, env_get, NULL, err, errlen);
+    if (rc == FT_SUCCESS && (rc = fti_auth_configure(tmp.token_file, err, errlen)) != FT_SUCCESS) {
+        size_t n = strlen(err);
+        if (n + 20 < errlen) /* name the variable too */
+            snprintf(err + n, errlen - n, " (FTMPI_TOKEN_FILE)");
+    }
+    if (rc == FT_SUCCESS)
+        *cfg = tmp;
+    return rc;
 }
 
 void fti_config_format(const fti_config_t *cfg, const fti_config_field_t *f, char *buf, size_t len)

@@ -33,6 +33,7 @@ typedef struct fti_config {
     int init_sync;              /* bool */
     int log_level;
     char event_log[FTI_PATH_SIZE];      /* JSON event log path, "" = off */
+    char token_file[FTI_PATH_SIZE];     /* job secret file, "" = unauthenticated */
     int64_t chunk_bytes;        /* ring pipeline chunk */
     int64_t max_frame_bytes;    /* control-plane frame cap */
     int restart_count;          /* set by ftmpi-run */
@@ -64,9 +65,11 @@ typedef struct fti_config_field {
 /* The table, terminated by an entry with name == NULL. */
 extern const fti_config_field_t fti_config_table[];
 
-/* Fills *cfg from defaults and the environment.  On a bad value returns
- * FT_ERR_CONFIG and writes a message naming the variable and the value into
- * err (size errlen); *cfg is then left untouched. */
+/* Fills *cfg from defaults and the environment, then sets the process key
+ * from FTMPI_TOKEN_FILE (fti_auth_configure; none when it is empty).  On a
+ * bad value or a bad token file returns FT_ERR_CONFIG and writes a message
+ * naming the variable (or the file) into err (size errlen); *cfg is then
+ * left untouched. */
 int fti_config_load(fti_config_t *cfg, char *err, size_t errlen);
 
 /* Same, but values come from get(name, arg) instead of getenv (tests). */

@@ -38,6 +38,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "net.h"
@@ -615,6 +616,9 @@ static int ring_connect(int lfd, int rank, int size, const char *next_addr, int6
             rc = FT_ERR_SYSTEM;
         }
     }
+    /* the job secret (auth.h): both neighbours prove it before any data */
+    if (rc == FT_SUCCESS)
+        rc = fti_auth_ring(nx.fd, pv.fd, NULL, deadline_ms);
     if (rc != FT_SUCCESS) {
         if (nx.fd >= 0)
             close(nx.fd);

@@ -20,6 +20,16 @@
  *       new incarnation (a restarted group) unless INCARNATION (nonzero)
  *       plays the same one again.
  *   lh_probe heartbeat ADDR REPLICA_ID
+ *   lh_probe call ADDR KIND [ARGS]
+ *       one well-formed request through the library's RPC client; prints
+ *       "ok ..." or "error CODE (STRING)".  KIND: kill [MSG] (MANAGER_KILL),
+ *       finalize ID (LIGHTHOUSE_FINALIZE), heal_metadata STEP, heal_fetch
+ *       NAME STEP (8 bytes at offset 0), store_set KEY VALUE, store_get KEY,
+ *       store_delete PREFIX.  Exit 0 on success, 3 on FT_ERR_AUTH, 1 on any
+ *       other error.
+ *
+ * Every client takes the job secret of FTMPI_TOKEN_FILE when it is set and
+ * not empty (as the library's ranks do); clear it to play an intruder.
  *
  * Every wait has a deadline (5 s, or TIMEOUT_MS).
  */
@@ -33,6 +43,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "ftmpi_errors.h"
 #include "lighthouse_client.h"
 #include "log.h"
@@ -49,7 +60,9 @@ static int usage(void)
                     "       lh_probe frame ADDR garbage|oversize|truncated|unknown|undecodable "
                     "[MAX_FRAME]\n"
                     "       lh_probe quorum ADDR REPLICA_ID [STEP [TIMEOUT_MS]]\n"
-                    "       lh_probe heartbeat ADDR REPLICA_ID\n");
+                    "       lh_probe heartbeat ADDR REPLICA_ID\n"
+                    "       lh_probe call ADDR kill|finalize|heal_metadata|heal_fetch|store_set|"
+                    "store_get|store_delete [ARGS]\n");
     return 2;
 }
 
@@ -323,10 +336,100 @@ static int cmd_heartbeat(int argc, char **argv)
     return 0;
 }
 
+/* ---- one request of any kind ------------------------------------------------------ */
+
+/* Packs the request of KIND from args into *buf (malloc'ed) and sets the
+ * method; FT_ERR_ARG for a bad kind or missing args. */
+static int pack_call(const char *kind, int argc, char **argv, uint16_t *method_p, uint8_t **buf_p,
+                     size_t *len_p)
+{
+    const char *a0 = argc > 0 ? argv[0] : NULL, *a1 = argc > 1 ? argv[1] : NULL;
+    ProtobufCMessage *m = NULL;
+    Ftmpi__KillRequest kill = FTMPI__KILL_REQUEST__INIT;
+    Ftmpi__LighthouseFinalizeRequest fin = FTMPI__LIGHTHOUSE_FINALIZE_REQUEST__INIT;
+    Ftmpi__HealMetadataRequest hm = FTMPI__HEAL_METADATA_REQUEST__INIT;
+    Ftmpi__HealFetchRequest hf = FTMPI__HEAL_FETCH_REQUEST__INIT;
+    Ftmpi__StoreSetRequest ss = FTMPI__STORE_SET_REQUEST__INIT;
+    Ftmpi__StoreGetRequest sg = FTMPI__STORE_GET_REQUEST__INIT;
+    Ftmpi__StoreDeletePrefixRequest sd = FTMPI__STORE_DELETE_PREFIX_REQUEST__INIT;
+    if (strcmp(kind, "kill") == 0) {
+        kill.msg = a0 ? (char *)a0 : "lh_probe";
+        *method_p = FTMPI__METHOD__MANAGER_KILL;
+        m = &kill.base;
+    } else if (strcmp(kind, "finalize") == 0 && a0) {
+        fin.replica_id = (char *)a0;
+        *method_p = FTMPI__METHOD__LIGHTHOUSE_FINALIZE;
+        m = &fin.base;
+    } else if (strcmp(kind, "heal_metadata") == 0 && a0) {
+        hm.step = atoll(a0);
+        *method_p = FTMPI__METHOD__HEAL_METADATA;
+        m = &hm.base;
+    } else if (strcmp(kind, "heal_fetch") == 0 && a1) {
+        hf.name = (char *)a0;
+        hf.length = 8;
+        hf.step = atoll(a1);
+        *method_p = FTMPI__METHOD__HEAL_FETCH;
+        m = &hf.base;
+    } else if (strcmp(kind, "store_set") == 0 && a1) {
+        ss.key = (char *)a0;
+        ss.value.data = (uint8_t *)a1;
+        ss.value.len = strlen(a1);
+        *method_p = FTMPI__METHOD__STORE_SET;
+        m = &ss.base;
+    } else if (strcmp(kind, "store_get") == 0 && a0) {
+        sg.key = (char *)a0;
+        sg.timeout_ms = 100;
+        *method_p = FTMPI__METHOD__STORE_GET;
+        m = &sg.base;
+    } else if (strcmp(kind, "store_delete") == 0 && a0) {
+        sd.prefix = (char *)a0;
+        *method_p = FTMPI__METHOD__STORE_DELETE_PREFIX;
+        m = &sd.base;
+    }
+    if (m == NULL)
+        return FT_ERR_ARG;
+    *len_p = protobuf_c_message_get_packed_size(m);
+    *buf_p = malloc(*len_p ? *len_p : 1);
+    if (*buf_p == NULL)
+        return FT_ERR_NO_MEMORY;
+    protobuf_c_message_pack(m, *buf_p);
+    return FT_SUCCESS;
+}
+
+static int cmd_call(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage();
+    uint16_t method = 0;
+    uint8_t *req = NULL;
+    void *reply = NULL;
+    size_t len = 0, rlen = 0;
+    fti_rpc_client_h c = NULL;
+    if (pack_call(argv[1], argc - 2, argv + 2, &method, &req, &len) != FT_SUCCESS)
+        return usage();
+    int rc = fti_rpc_client_create(argv[0], 2000, 1u << 24, &c);
+    if (rc == FT_SUCCESS)
+        rc = fti_rpc_call(c, method, req, len, PROBE_TIMEOUT_MS, &reply, &rlen);
+    free(req);
+    free(reply);
+    fti_rpc_client_destroy(c);
+    if (rc != FT_SUCCESS) {
+        printf("error %d (%s)\n", rc, FT_Error_string(rc));
+        return rc == FT_ERR_AUTH ? 3 : 1;
+    }
+    printf("ok %s: %zu reply bytes\n", argv[1], rlen);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    char err[512];
     signal(SIGPIPE, SIG_IGN);
     fti_log_init("lh_probe", FTI_LOG_WARN);
+    if (fti_auth_configure(getenv("FTMPI_TOKEN_FILE"), err, sizeof(err)) != FT_SUCCESS) {
+        fprintf(stderr, "lh_probe: %s\n", err);
+        return 2;
+    }
     if (argc < 3)
         return usage();
     if (strcmp(argv[1], "http") == 0)
@@ -337,5 +440,7 @@ int main(int argc, char **argv)
         return cmd_quorum(argc - 2, argv + 2);
     if (strcmp(argv[1], "heartbeat") == 0)
         return cmd_heartbeat(argc - 2, argv + 2);
+    if (strcmp(argv[1], "call") == 0)
+        return cmd_call(argc - 2, argv + 2);
     return usage();
 }

@@ -45,6 +45,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "auth.h"
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "net.h"
@@ -157,6 +158,8 @@ static void send_heartbeat(struct group *g)
 }
 
 /* ---- connection ------------------------------------------------------ */
+
+#define SIM_AUTH_MS 2000 /* connect + handshake deadline with a job secret */
 
 static void close_conn(struct group *g)
 {
@@ -456,10 +459,41 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
     }
 }
 
+/* With a job secret (FTMPI_TOKEN_FILE): connects and runs the handshake
+ * blocking (a few groups only), then goes on as a connected bufferevent. */
+static void group_connect_auth(struct group *g)
+{
+    struct sim *s = g->sim;
+    int fd = -1;
+    int64_t dl = fti_now_ms() + SIM_AUTH_MS;
+    int rc = fti_tcp_connect(s->lighthouse, dl, &fd);
+    if (rc == FT_SUCCESS)
+        rc = fti_auth_connect_fd(fd, NULL, dl);
+    if (rc == FT_SUCCESS &&
+        (g->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE)) == NULL)
+        rc = FT_ERR_NO_MEMORY;
+    if (rc != FT_SUCCESS) {
+        if (fd >= 0)
+            close(fd);
+        out(s, "%s error: cannot connect to %s with the job secret: %s", g->id, s->lighthouse,
+            FT_Error_string(rc));
+        s->errors++;
+        reconnect_later(g);
+        return;
+    }
+    bufferevent_setcb(g->bev, read_cb, NULL, event_cb, g);
+    bufferevent_enable(g->bev, EV_READ | EV_WRITE);
+    event_cb(g->bev, BEV_EVENT_CONNECTED, g);
+}
+
 static void group_connect(struct group *g)
 {
     struct sim *s = g->sim;
     close_conn(g);
+    if (fti_auth_key() != NULL) {
+        group_connect_auth(g);
+        return;
+    }
     g->bev = bufferevent_socket_new(s->base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (g->bev == NULL) {
         out(s, "%s error: bufferevent_socket_new failed", g->id);
@@ -749,6 +783,11 @@ int main(int argc, char **argv)
     if (fti_addr_resolve(s.lighthouse, &s.sa, &s.salen) != FT_SUCCESS)
         bad("--lighthouse", s.lighthouse);
     fti_log_init("lh_sim", log_level);
+    char err[512];
+    if (fti_auth_configure(getenv("FTMPI_TOKEN_FILE"), err, sizeof(err)) != FT_SUCCESS) {
+        fprintf(stderr, "lh_sim: %s\n", err); /* the groups take the job secret as ranks do */
+        return 2;
+    }
     signal(SIGPIPE, SIG_IGN);
 
     /* thousands of groups need thousands of descriptors */

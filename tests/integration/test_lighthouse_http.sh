@@ -4,7 +4,10 @@
 # member behind the max step; /status.json escapes strings; /metrics passes
 # the Prometheus text format check; 404 and 405 where due; POST kill is
 # refused (401) without the token, 404 for an unknown id, and with the token
-# reaches the group's manager, which drops out of the next quorum.
+# reaches the group's manager, which drops out of the next quorum.  With the
+# token (the job secret) the addresses are shown only to a request that
+# carries it, a cross-site POST (foreign Origin) is refused even with it, and
+# the simulated groups hold the secret (FTMPI_TOKEN_FILE) for their RPCs.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/integration/common.sh"
 . "$top_srcdir/tests/integration/lh_common.sh"
 T=$TEST_TMPDIR
@@ -12,7 +15,9 @@ PROMCHECK=$top_srcdir/tests/integration/lh_promcheck.awk
 WEIRD='<i>x&y"00'                 # a replica id that needs escaping
 WEIRD_HTML='&lt;i&gt;x&amp;y&quot;00'
 WEIRD_URL='%3Ci%3Ex%26y%2200'
-printf '  s3cret-token \n' >"$T/token"
+(umask 077 && printf '  s3cret-token \n' >"$T/token")
+FTMPI_TOKEN_FILE=$T/token
+export FTMPI_TOKEN_FILE
 AUTH='Authorization: Bearer s3cret-token'
 
 start_lighthouse lh --min-replicas 2 --http-bind 127.0.0.1:0 --token-file "$T/token" \
@@ -36,9 +41,17 @@ grep -q 'http-equiv="refresh"' "$HTTP_BODY" || die "GET / does not refresh itsel
 http GET '/index.html'
 [ "$HTTP_CODE" = 200 ] || die "GET /index.html: $HTTP_CODE"
 
-# ---- /status.json
+# ---- /status.json: addresses only with the token
 http GET /status.json
+[ "$HTTP_CODE" = 200 ] || die "GET /status.json without the token: $HTTP_CODE"
+! grep -q '127\.0\.0\.1' "$HTTP_BODY" || die "status.json shows addresses without the token"
+grep -qF '"addresses_hidden":true' "$HTTP_BODY" || die "status.json does not say the addresses are hidden"
+http GET /
+! grep -q '127\.0\.0\.1' "$HTTP_BODY" || die "GET / shows addresses without the token"
+grep -q 'onclick="killReplica' "$HTTP_BODY" || die "GET / without the token lost its kill buttons"
+http GET /status.json -H "$AUTH"
 [ "$HTTP_CODE" = 200 ] || die "GET /status.json: $HTTP_CODE"
+grep -qF '"addresses_hidden":false' "$HTTP_BODY" || die "status.json hides the addresses from the token"
 for m in g00 g01 g02; do
     grep -qF "{\"replica_id\":\"$m\",\"address\":\"127.0.0.1:" "$HTTP_BODY" || die "status.json lacks $m"
 done
@@ -61,7 +74,7 @@ done
 grep -q '^# TYPE ftmpi_lighthouse_quorum_formation_seconds histogram$' "$HTTP_BODY" || die "histogram type"
 grep -q '^ftmpi_lighthouse_quorum_formation_seconds_bucket{le="+Inf"} [1-9]' "$HTTP_BODY" ||
     die "no formation observations"
-for r in garbage oversize truncated unknown_method decode; do
+for r in garbage oversize truncated unknown_method decode auth; do
     grep -q "^ftmpi_lighthouse_rejected_frames_total{reason=\"$r\"} 0\$" "$HTTP_BODY" ||
         die "/metrics: no rejected_frames_total for $r"
 done
@@ -91,6 +104,13 @@ expect 401 POST /replica/g00/kill -H 'Authorization: Bearer wrong'
 expect 401 POST /replica/g00/kill -H 'Authorization: Bearer s3cret-token-and-more'
 expect 401 POST /replica/g00/kill -H 'Authorization: s3cret-token'
 expect 404 POST /replica/nosuchgroup/kill -H "$AUTH"
+# CSRF: a page of another site cannot make a browser kill, token or not;
+# a token in the query string, a cookie or the body counts for nothing
+expect 403 POST /replica/g00/kill -H "$AUTH" -H 'Origin: http://evil.example'
+expect 401 POST '/replica/g00/kill?token=s3cret-token'
+expect 401 POST /replica/g00/kill -H 'Cookie: token=s3cret-token'
+expect 401 POST /replica/g00/kill -d 'token=s3cret-token'
+expect 404 POST /replica/nosuchgroup/kill -H "$AUTH" -H "Origin: http://$LH_HTTP"
 sleep 0.3
 ! grep -q 'drops out' "$T/a.out" || die "a refused kill reached a group: $(grep 'drops out' "$T/a.out")"
 
@@ -114,5 +134,11 @@ wait_until 10 behind || die "GET / does not mark g02 behind: $(grep g02 "$HTTP_B
 expect 200 POST "/replica/$WEIRD_URL/kill" -H "$AUTH"
 wait_until 10 file_has "$T/w.out" 'drops out killed by the lighthouse' ||
     die "the escaped id did not receive the kill: $(tail -3 "$T/w.out")"
+# ---- a client without the secret is refused before decoding, and counted
+FTMPI_TOKEN_FILE= timeout 10 "$PROBE" heartbeat "$LH_ADDR" intruder >"$T/probe.out" 2>&1 &&
+    die "a heartbeat without the secret was accepted"
+grep -q 'authentication failed' "$T/probe.out" || die "probe: $(cat "$T/probe.out")"
+auth_counted() { [ "$(metric 'ftmpi_lighthouse_rejected_frames_total{reason="auth"}')" -ge 1 ]; }
+wait_until 5 auth_counted || die "/metrics did not count the refused connection"
 pid_alive "$LH_PID" || die "lighthouse died"
 exit 0
