@@ -99,6 +99,7 @@ struct rpc_conn {
     bool close_after_write;
     int64_t last_progress_ms; /* last byte read or sent */
     char peer[INET6_ADDRSTRLEN + 8];
+    void *user;                /* fti_rpc_call_set_conn_data; srv->on_close gets it */
     LIST_ENTRY(rpc_conn) link;
 };
 
@@ -114,6 +115,8 @@ struct fti_rpc_server {
     fti_rpc_stats_t stats;
     size_t n_conns;
     LIST_HEAD(, rpc_conn) conns;
+    fti_rpc_close_fn on_close; /* fti_rpc_server_on_close */
+    void *on_close_arg;
 };
 
 struct fti_rpc_call {
@@ -140,6 +143,11 @@ static void conn_close(struct rpc_conn *c)
 {
     if (c->fd < 0)
         return;
+    if (c->user && c->srv->on_close) {
+        void *user = c->user;
+        c->user = NULL;
+        c->srv->on_close(user, c->srv->on_close_arg);
+    }
     event_free(c->rev);
     event_free(c->wev);
     event_free(c->idle_ev);
@@ -663,6 +671,25 @@ bool fti_rpc_call_alive(fti_rpc_call_h call)
 const char *fti_rpc_call_peer(fti_rpc_call_h call)
 {
     return call->conn->peer;
+}
+
+void *fti_rpc_call_conn_data(fti_rpc_call_h call)
+{
+    return call->conn->user;
+}
+
+bool fti_rpc_call_set_conn_data(fti_rpc_call_h call, void *data)
+{
+    if (call->conn->fd < 0)
+        return false;
+    call->conn->user = data;
+    return true;
+}
+
+void fti_rpc_server_on_close(fti_rpc_server_h s, fti_rpc_close_fn fn, void *arg)
+{
+    s->on_close = fn;
+    s->on_close_arg = arg;
 }
 
 static void call_end(fti_rpc_call_h call)

@@ -136,9 +136,21 @@ static int call_no_reply(fti_lighthouse_client_h c, uint16_t method, const Proto
 
 int fti_lighthouse_heartbeat(fti_lighthouse_client_h c, const char *replica_id, int timeout_ms)
 {
+    return fti_lighthouse_heartbeat_report(c, replica_id, NULL, timeout_ms);
+}
+
+int fti_lighthouse_heartbeat_report(fti_lighthouse_client_h c, const char *replica_id,
+                                    const fti_lighthouse_report_t *rep, int timeout_ms)
+{
     Ftmpi__LighthouseHeartbeatRequest req = FTMPI__LIGHTHOUSE_HEARTBEAT_REQUEST__INIT;
     req.replica_id = (char *)replica_id;
     req.max_quorum_id = fti_lighthouse_max_quorum_id();
+    if (rep) {
+        req.incarnation = rep->incarnation;
+        req.restarts = rep->restarts;
+        req.heals = rep->heals;
+        req.heal_bytes = rep->heal_bytes;
+    }
     return call_no_reply(c, FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, &req.base,
                          &ftmpi__lighthouse_heartbeat_response__descriptor, timeout_ms);
 }

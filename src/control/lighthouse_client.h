@@ -52,6 +52,19 @@ int fti_lighthouse_quorum_resp(fti_lighthouse_client_h client, const Ftmpi__Quor
 int fti_lighthouse_heartbeat(fti_lighthouse_client_h client, const char *replica_id,
                              int timeout_ms);
 
+/* What a manager's heartbeats carry besides the id (lighthouse dashboard,
+ * failure detection by connection close). */
+typedef struct fti_lighthouse_report {
+    uint64_t incarnation; /* nonzero: the heartbeat connection is the group's
+                           * liveness connection (LighthouseHeartbeatRequest) */
+    int64_t restarts;     /* FTMPI_RESTART_COUNT */
+    int64_t heals, heal_bytes;
+} fti_lighthouse_report_t;
+
+/* A heartbeat with rep's fields (rep may be NULL: a plain heartbeat). */
+int fti_lighthouse_heartbeat_report(fti_lighthouse_client_h client, const char *replica_id,
+                                    const fti_lighthouse_report_t *rep, int timeout_ms);
+
 /* Tells the lighthouse that group replica_id leaves (finalized, or lost a
  * rank): it is forgotten at once (LIGHTHOUSE_FINALIZE). */
 int fti_lighthouse_finalize(fti_lighthouse_client_h client, const char *replica_id,
