@@ -117,7 +117,6 @@ static fti_lh_gstats_t *group_get(fti_lh_history_t *h, int64_t wall, const char 
     g->state = FTI_LH_G_ALIVE;
     g->state_since_ms = wall;
     g->step = -1;
-    g->step_at_sample = -1;
     g->sample_ms = wall;
     *added_p = true;
     return g;
@@ -148,13 +147,14 @@ void fti_lh_history_request(fti_lh_history_t *h, int64_t wall, const char *repli
         fti_lh_history_event(h, wall, FTI_LH_EV_JOINED, replica_id, step);
     } else if (incarnation != g->incarnation && g->incarnation != 0 && incarnation != 0) {
         g->restarts++;
-        g->step_at_sample = -1; /* its steps start over */
         fti_lh_history_event(h, wall, FTI_LH_EV_RESTARTED, replica_id, g->reported_restarts + 1);
     } else if (g->state != FTI_LH_G_ALIVE) {
         fti_lh_history_event(h, wall, FTI_LH_EV_JOINED, replica_id, step);
     }
     if (g->state != FTI_LH_G_ALIVE)
         set_state(g, wall, FTI_LH_G_ALIVE);
+    if (g->step >= 0 && step > g->step && incarnation == g->incarnation)
+        g->advances++;
     g->incarnation = incarnation;
     g->step = step;
     if (commit_failures > 0) {
@@ -218,15 +218,12 @@ void fti_lh_history_sample(fti_lh_history_t *h, int64_t wall, int64_t participan
     double total = 0;
     for (size_t i = 0; i < h->n_groups; i++) {
         fti_lh_gstats_t *g = &h->groups[i];
-        if (g->state != FTI_LH_G_ALIVE) {
+        if (g->state != FTI_LH_G_ALIVE || wall <= g->sample_ms)
             g->steps_per_s = 0;
-        } else if (g->step_at_sample >= 0 && g->step >= g->step_at_sample && wall > g->sample_ms) {
-            g->steps_per_s = (double)(g->step - g->step_at_sample) * 1000.0 /
+        else
+            g->steps_per_s = (double)(g->advances - g->adv_at_sample) * 1000.0 /
                              (double)(wall - g->sample_ms);
-        } else {
-            g->steps_per_s = 0; /* restarted, or healed back: no rate yet */
-        }
-        g->step_at_sample = g->step;
+        g->adv_at_sample = g->advances;
         g->sample_ms = wall;
         total += g->steps_per_s;
     }

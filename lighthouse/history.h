@@ -67,7 +67,10 @@ typedef struct fti_lh_gstats {
     uint64_t incarnation;
     int64_t step;
     double steps_per_s;       /* over the last sample period */
-    int64_t step_at_sample, sample_ms;
+    uint64_t advances;        /* requests that advanced the step (a heal's jump
+                               * counts one: the rate is the group's own pace) */
+    uint64_t adv_at_sample;
+    int64_t sample_ms;
     uint64_t failures;        /* dead or silent events */
     uint64_t restarts;        /* new incarnations seen here */
     int64_t reported_restarts;/* FTMPI_RESTART_COUNT the group reports */
