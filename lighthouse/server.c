@@ -48,6 +48,7 @@
 #define LH_LOG_NAMES 16 /* membership changes listed by name up to this many */
 #define LH_COMPACT_MAX_RANKS 4096 /* group ranks a compact reply lists at most */
 #define LH_MIN_FRAME 64 /* smallest max_frame accepted: a header and a short message */
+#define LH_COMPACT_MAX_IDS 64 /* compact replies name the members up to this many */
 
 const double fti_lh_hist_bounds_ms[FTI_LH_HIST_BUCKETS - 1] = {
     1, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000};
@@ -73,6 +74,7 @@ struct waiter {
     fti_rpc_call_h call;
     bool compact;   /* wants its results, not the member list */
     bool init_sync; /* the results' step-0 rule (compact only) */
+    bool want_ids;  /* compact: name the members too */
     uint64_t hash;
     uint64_t seq;        /* order of arrival */
     struct waiter *next; /* bucket chain */
@@ -328,6 +330,7 @@ struct quorum_view {
     fti_results_index_h idx;     /* compact replies; NULL until needed or on no memory */
     bool full_tried;
     struct shared_reply *full;   /* the full reply; NULL until needed or on no memory */
+    char **ids;                  /* member ids for compact replies (<= LH_COMPACT_MAX_IDS) */
 };
 
 static void view_clear(struct quorum_view *v)
@@ -337,6 +340,7 @@ static void view_clear(struct quorum_view *v)
         reply_release(v->full);
     free(v->pm);
     free(v->pp);
+    free(v->ids);
     memset(v, 0, sizeof(*v));
 }
 
@@ -369,6 +373,9 @@ static int view_init(struct quorum_view *v, const fti_quorum_t *q, int64_t creat
         pm[i].data.len = m->data_len;
         pp[i] = &pm[i];
     }
+    if (q->n_members <= LH_COMPACT_MAX_IDS && (v->ids = calloc(q->n_members + 1, sizeof(char *))))
+        for (size_t i = 0; i < q->n_members; i++)
+            v->ids[i] = (char *)q->members[i].replica_id;
     ftmpi__quorum__init(&v->pq);
     v->pq.quorum_id = q->quorum_id;
     v->pq.n_participants = q->n_members;
@@ -405,7 +412,7 @@ static struct shared_reply *view_full(struct quorum_view *v)
  * quorum without members).  Returns its own reply (refs 1) or NULL with
  * *rc_p set. */
 static struct shared_reply *view_compact(struct quorum_view *v, const char *replica_id,
-                                         bool init_sync, int *rc_p)
+                                         bool init_sync, bool want_ids, int *rc_p)
 {
     if (!v->idx_tried) {
         v->idx_tried = true;
@@ -452,6 +459,10 @@ static struct shared_reply *view_compact(struct quorum_view *v, const char *repl
         resp.n_results = ws;
         resp.results = mp;
         resp.dropped = v->dropped;
+        if (v->ids && want_ids) {
+            resp.n_member_ids = v->q->n_members;
+            resp.member_ids = v->ids;
+        }
         r = pack_response(&resp);
         if (r == NULL)
             rc = FT_ERR_NO_MEMORY;
@@ -687,7 +698,7 @@ static bool answer_one(struct waiter *x, struct quorum_view *v)
     int rc = FT_ERR_NO_MEMORY;
     struct shared_reply *r = NULL;
     if (v && x->compact) {
-        r = view_compact(v, x->replica_id, x->init_sync, &rc);
+        r = view_compact(v, x->replica_id, x->init_sync, x->want_ids, &rc);
     } else if (v && (r = view_full(v)) != NULL) {
         r->refs++;
     }
@@ -1021,6 +1032,7 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
         x->call = call;
         x->compact = req->compact;
         x->init_sync = req->init_sync;
+        x->want_ids = req->want_member_ids;
         memcpy(x->replica_id, m.replica_id, sizeof(x->replica_id));
     }
     ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL); /* m.data pointed in */

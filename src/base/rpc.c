@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "net.h"
@@ -895,7 +896,7 @@ static int client_error_reply(struct fti_rpc_client *c, const fti_rpc_header_t *
         return rc;
     }
     msg[h->length] = '\0';
-    FTI_DEBUG("rpc %s method %u: error %d (%s): %s", c->addr, h->method, h->status,
+    FTI_DEBUG("rpc %s method %u: %s (%s): %s", c->addr, h->method, fti_error_name(h->status),
               FT_Error_string(h->status), msg);
     if (h->method == 0) /* the server rejected the frame and closes */
         client_drop(c);

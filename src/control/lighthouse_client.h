@@ -27,6 +27,10 @@ int fti_lighthouse_client_create(const char *addr, int connect_timeout_ms,
                                  fti_lighthouse_client_h *client_p);
 void fti_lighthouse_client_destroy(fti_lighthouse_client_h client);
 
+/* Compact quorum replies also name the members (up to 64; for the event
+ * log).  Off by default.  Not while a call runs. */
+void fti_lighthouse_client_want_ids(fti_lighthouse_client_h client, bool want);
+
 /* The client's incarnation (nonzero). */
 uint64_t fti_lighthouse_client_incarnation(fti_lighthouse_client_h client);
 

@@ -122,6 +122,12 @@ void fti_manager_report(fti_manager_h m, int64_t restarts, int64_t heals, int64_
     pthread_mutex_unlock(&m->mu);
 }
 
+void fti_manager_want_member_ids(fti_manager_h m)
+{
+    if (m)
+        fti_lighthouse_client_want_ids(m->quorum_client, true);
+}
+
 static void stop_heartbeats(struct fti_manager *m)
 {
     if (!m->hb_started)

@@ -38,6 +38,10 @@ void fti_manager_destroy(fti_manager_h m);
  * healed so far.  Any thread. */
 void fti_manager_report(fti_manager_h m, int64_t restarts, int64_t heals, int64_t heal_bytes);
 
+/* Compact quorum replies name the members (up to 64), for the event log.
+ * Application thread, between rounds. */
+void fti_manager_want_member_ids(fti_manager_h m);
+
 /* The group leaves (FT_Finalize, or a mode-B group that lost a rank):
  * stops the heartbeats, then tells the lighthouse (LIGHTHOUSE_FINALIZE)
  * within timeout_ms, so the other groups need not wait for this one.  The
