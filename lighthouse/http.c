@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dashboard.h"
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "net.h"
@@ -159,7 +160,8 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const
             evbuffer_add_printf(b, "%.1f s", (double)m->heartbeat_age_ms / 1000.0);
         else
             evbuffer_add_printf(b, "never");
-        evbuffer_add_printf(b, "</td><td>%s%s</td><td>", m->healthy ? "healthy" : "unhealthy",
+        evbuffer_add_printf(b, "</td><td>%s%s</td><td>",
+                            m->dead ? "dead" : m->healthy ? "healthy" : "unhealthy",
                             m->waiting ? ", waiting" : "");
         if (has_addr ? has_addr[i] : m->address[0] != '\0') {
             evbuffer_add_printf(b, "<button data-id=\"");
@@ -168,9 +170,11 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const
         }
         evbuffer_add_printf(b, "</td></tr>\n");
     }
+    evbuffer_add_printf(b, "</table>\n");
+    fti_lh_dash_html(b, s);
     evbuffer_add_printf(
         b,
-        "</table>\n<p>Quorums issued %" PRIu64 ", quorum requests %" PRIu64
+        "<p>Quorums issued %" PRIu64 ", quorum requests %" PRIu64
         ", heartbeats %" PRIu64 ", rejected frames %" PRIu64 ".</p>\n"
         "<p><a href=\"/status.json\">status.json</a> &middot; <a href=\"/metrics\">metrics</a></p>\n"
         "<script>\nfunction killReplica(btn){\n"
@@ -213,7 +217,9 @@ static void page_status_json(struct evbuffer *b, const fti_lh_snapshot_t *s, boo
                             m->in_quorum ? "true" : "false", m->behind ? "true" : "false",
                             m->waiting ? "true" : "false", m->healthy ? "true" : "false");
     }
-    evbuffer_add_printf(b, "]}\n");
+    evbuffer_add_printf(b, "]");
+    fti_lh_dash_json(b, s);
+    evbuffer_add_printf(b, "}\n");
 }
 
 static void metric_head(struct evbuffer *b, const char *name, const char *type, const char *help)
@@ -285,6 +291,7 @@ static void page_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
                         s->hist_sum_ms / 1000.0);
     evbuffer_add_printf(b, "ftmpi_lighthouse_quorum_formation_seconds_count %" PRIu64 "\n",
                         s->hist_count);
+    fti_lh_dash_metrics(b, s);
 }
 
 /* ---- kill ------------------------------------------------------------------ */

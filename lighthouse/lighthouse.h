@@ -10,6 +10,18 @@
  * fti_lighthouse_n_finalized, which take the internal lock and may be
  * called from any thread.
  *
+ * Failure detection by connection close (liveness.h): a group whose
+ * manager's connections all closed (the process died) is dropped from the
+ * table at once, as if it had finalized but without the finalized mark;
+ * the others' next quorum forms without it.  Heartbeats still catch what
+ * closes nothing (a stopped process, a lost network).
+ *
+ * History (history.h): a bounded ring of events and step-rate samples
+ * and per-group counters, copied into every snapshot for the dashboard.
+ * Logs: a quorum is logged at info level when its id or membership
+ * changes, at debug level otherwise; a summary line every
+ * summary_interval_ms.
+ *
  * Groups leave with LIGHTHOUSE_FINALIZE (FT_Finalize, or a mode-B group
  * that lost a rank): the lighthouse forgets them at once (their pending
  * request is answered with FT_ERR_GROUP_LOST) and ignores their later
@@ -61,6 +73,8 @@ typedef struct fti_lighthouse_opts {
                                   * FTI_LH_MAX_FINALIZED); oldest evicted */
     size_t max_waiters_per_group;/* pending quorum calls of one replica id,
                                   * >= 1 (default FTI_LH_MAX_WAITERS_PER_GROUP) */
+    int64_t summary_interval_ms; /* an info line with steps/s, quorum and
+                                  * failures this often; 0 = none (default 60000) */
 } fti_lighthouse_opts_t;
 
 void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o);
@@ -118,7 +132,10 @@ typedef struct fti_lh_member_view {
     bool behind;               /* in quorum with step < the quorum's max step */
     bool waiting;              /* asked for a quorum not yet issued */
     bool healthy;              /* heartbeat within the timeout */
+    bool dead;                 /* its connections closed (dropped at once) */
 } fti_lh_member_view_t;
+
+struct fti_lh_history;
 
 typedef struct fti_lh_snapshot {
     int64_t quorum_id;         /* -1 before the first quorum */
@@ -139,6 +156,8 @@ typedef struct fti_lh_snapshot {
     uint64_t hist[FTI_LH_HIST_BUCKETS]; /* non-cumulative counts */
     double hist_sum_ms;
     uint64_t hist_count;
+    int64_t wall_ms;           /* when the snapshot was taken */
+    struct fti_lh_history *history; /* a copy (history.h); NULL on no memory */
 } fti_lh_snapshot_t;
 
 /* Takes a consistent copy.  Free with fti_lh_snapshot_free. */

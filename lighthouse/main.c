@@ -65,10 +65,13 @@ static void usage(const fti_lighthouse_opts_t *d)
            "                            default %zu)\n"
            "  --initial-quorum-id N     the first quorum gets N + 1 (default: the wall clock\n"
            "                            in ms, so a restarted lighthouse never repeats an id)\n"
+           "  --summary-interval S      log a summary line (steps/s, quorum, failures)\n"
+           "                            every S seconds; 0 = never (default %" PRId64 ")\n"
            "  --log-level LEVEL         error|warn|info|debug|trace|none (default info)\n"
            "  --help                    this text\n"
            "  --version                 the version\n",
-           d->bind, d->join_timeout_ms, d->quorum_tick_ms, d->heartbeat_timeout_ms, d->max_frame);
+           d->bind, d->join_timeout_ms, d->quorum_tick_ms, d->heartbeat_timeout_ms, d->max_frame,
+           d->summary_interval_ms / 1000);
 }
 
 static void die_usage(const char *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -136,7 +139,7 @@ struct lh_args {
 static const char *const known_flags[] = {
     "--bind", "--min-replicas", "--join-timeout-ms", "--quorum-tick-ms",
     "--heartbeat-timeout-ms", "--http-bind", "--token-file", "--max-frame-bytes",
-    "--initial-quorum-id", "--log-level"};
+    "--initial-quorum-id", "--summary-interval", "--log-level"};
 
 /* Applies one known flag with its value (exits 2 on a bad value). */
 static void apply_flag(struct lh_args *a, const char *flag, const char *v)
@@ -161,6 +164,8 @@ static void apply_flag(struct lh_args *a, const char *flag, const char *v)
         o->max_frame = (size_t)parse_num(flag, v, true, MIN_FRAME_BYTES, MAX_FRAME_BYTES);
     else if (strcmp(flag, "--initial-quorum-id") == 0)
         o->initial_quorum_id = parse_num(flag, v, false, 0, INT64_MAX / 2);
+    else if (strcmp(flag, "--summary-interval") == 0)
+        o->summary_interval_ms = parse_num(flag, v, false, 0, MAX_TIMEOUT_MS / 1000) * 1000;
     else if (strcmp(flag, "--log-level") == 0) {
         a->log_level = fti_log_level_parse(v);
         if (a->log_level < 0)

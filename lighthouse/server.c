@@ -34,6 +34,8 @@
 #include <string.h>
 
 #include "ftmpi_errors.h"
+#include "history.h"
+#include "liveness.h"
 #include "log.h"
 #include "proto/ftmpi.pb-c.h"
 #include "quorum.h"
@@ -46,6 +48,7 @@
 #define LH_LOG_NAMES 16 /* membership changes listed by name up to this many */
 #define LH_COMPACT_MAX_RANKS 4096 /* group ranks a compact reply lists at most */
 #define LH_MIN_FRAME 64 /* smallest max_frame accepted: a header and a short message */
+#define LH_COMPACT_MAX_IDS 64 /* compact replies name the members up to this many */
 
 const double fti_lh_hist_bounds_ms[FTI_LH_HIST_BUCKETS - 1] = {
     1, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000};
@@ -62,6 +65,7 @@ void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o)
     o->initial_quorum_id = -1;
     o->max_finalized = FTI_LH_MAX_FINALIZED;
     o->max_waiters_per_group = FTI_LH_MAX_WAITERS_PER_GROUP;
+    o->summary_interval_ms = 60000;
 }
 
 /* ---- waiters: deferred quorum calls, by replica id ----------------------- */
@@ -70,6 +74,7 @@ struct waiter {
     fti_rpc_call_h call;
     bool compact;   /* wants its results, not the member list */
     bool init_sync; /* the results' step-0 rule (compact only) */
+    bool want_ids;  /* compact: name the members too */
     uint64_t hash;
     uint64_t seq;        /* order of arrival */
     struct waiter *next; /* bucket chain */
@@ -204,8 +209,13 @@ struct fti_lighthouse {
     struct event *tick_ev;
     struct event *eval_ev; /* activated by requests: one evaluation per loop batch */
     struct waiters waiters;
+    fti_liveness_h live;  /* connections that speak for groups (loop thread) */
+    bool closing;         /* destroy runs: connection closes kill nobody */
+    int64_t next_summary_ms;
+    uint64_t summary_failures, summary_quorums; /* at the last summary line */
 
     pthread_mutex_t mu; /* guards everything below */
+    fti_lh_history_t history;
     fti_quorum_state_h st;
     int64_t quorum_created_wall; /* wall ms of the current quorum */
     char reason[FTI_QREASON_MAX];
@@ -320,6 +330,7 @@ struct quorum_view {
     fti_results_index_h idx;     /* compact replies; NULL until needed or on no memory */
     bool full_tried;
     struct shared_reply *full;   /* the full reply; NULL until needed or on no memory */
+    char **ids;                  /* member ids for compact replies (<= LH_COMPACT_MAX_IDS) */
 };
 
 static void view_clear(struct quorum_view *v)
@@ -329,6 +340,7 @@ static void view_clear(struct quorum_view *v)
         reply_release(v->full);
     free(v->pm);
     free(v->pp);
+    free(v->ids);
     memset(v, 0, sizeof(*v));
 }
 
@@ -361,6 +373,9 @@ static int view_init(struct quorum_view *v, const fti_quorum_t *q, int64_t creat
         pm[i].data.len = m->data_len;
         pp[i] = &pm[i];
     }
+    if (q->n_members <= LH_COMPACT_MAX_IDS && (v->ids = calloc(q->n_members + 1, sizeof(char *))))
+        for (size_t i = 0; i < q->n_members; i++)
+            v->ids[i] = (char *)q->members[i].replica_id;
     ftmpi__quorum__init(&v->pq);
     v->pq.quorum_id = q->quorum_id;
     v->pq.n_participants = q->n_members;
@@ -397,7 +412,7 @@ static struct shared_reply *view_full(struct quorum_view *v)
  * quorum without members).  Returns its own reply (refs 1) or NULL with
  * *rc_p set. */
 static struct shared_reply *view_compact(struct quorum_view *v, const char *replica_id,
-                                         bool init_sync, int *rc_p)
+                                         bool init_sync, bool want_ids, int *rc_p)
 {
     if (!v->idx_tried) {
         v->idx_tried = true;
@@ -444,6 +459,10 @@ static struct shared_reply *view_compact(struct quorum_view *v, const char *repl
         resp.n_results = ws;
         resp.results = mp;
         resp.dropped = v->dropped;
+        if (v->ids && want_ids) {
+            resp.n_member_ids = v->q->n_members;
+            resp.member_ids = v->ids;
+        }
         r = pack_response(&resp);
         if (r == NULL)
             rc = FT_ERR_NO_MEMORY;
@@ -625,6 +644,7 @@ static void hist_add(struct fti_lighthouse *lh, double ms)
 /* What one evaluation issued, for the log and the replies. */
 struct issued {
     fti_quorum_t *q; /* NULL when nothing was issued */
+    bool new_id;     /* the quorum id changed */
     char change[512];
     int64_t now, first_ms, last_ms, dropped, created_wall;
 };
@@ -648,8 +668,12 @@ static void decide(struct fti_lighthouse *lh, struct issued *out)
     if (d.issue) {
         membership_change(fti_quorum_prev(lh->st), &d, out->change, sizeof(out->change));
         out->dropped = count_dropped(fti_quorum_prev(lh->st), d.members, d.n_members);
+        int64_t old_id = fti_quorum_prev(lh->st) ? fti_quorum_prev(lh->st)->quorum_id : -1;
         rc = fti_quorum_commit(lh->st, &d, out->now, &out->q);
         if (rc == FT_SUCCESS) {
+            out->new_id = out->q->quorum_id != old_id;
+            fti_lh_history_quorum(&lh->history, fti_wall_ms(), out->q->quorum_id,
+                                  out->q->n_members);
             out->first_ms = lh->round_first_req_ms;
             out->last_ms = lh->round_last_req_ms;
             lh->quorums_issued++;
@@ -674,7 +698,7 @@ static bool answer_one(struct waiter *x, struct quorum_view *v)
     int rc = FT_ERR_NO_MEMORY;
     struct shared_reply *r = NULL;
     if (v && x->compact) {
-        r = view_compact(v, x->replica_id, x->init_sync, &rc);
+        r = view_compact(v, x->replica_id, x->init_sync, x->want_ids, &rc);
     } else if (v && (r = view_full(v)) != NULL) {
         r->refs++;
     }
@@ -727,11 +751,13 @@ static void evaluate(struct fti_lighthouse *lh)
     if (is.q == NULL)
         return;
     fti_log_ctx.quorum_id = is.q->quorum_id;
-    FTI_INFO("quorum %" PRId64 ": %zu members%s%s; formed %" PRId64 " ms after the first request, "
-             "%" PRId64 " ms after the last",
-             is.q->quorum_id, is.q->n_members, is.change[0] ? ", " : "", is.change,
-             is.first_ms >= 0 ? is.now - is.first_ms : 0,
-             is.last_ms >= 0 ? is.now - is.last_ms : 0);
+    /* changes at info level, the same quorum again (every step) at debug */
+    FTI_LOG(is.new_id || is.change[0] ? FTI_LOG_INFO : FTI_LOG_DEBUG,
+            "quorum %" PRId64 ": %zu members%s%s; formed %" PRId64 " ms after the first request, "
+            "%" PRId64 " ms after the last",
+            is.q->quorum_id, is.q->n_members, is.change[0] ? ", " : "", is.change,
+            is.first_ms >= 0 ? is.now - is.first_ms : 0,
+            is.last_ms >= 0 ? is.now - is.last_ms : 0);
     answer_waiters(lh, &is);
     fti_quorum_free(is.q);
 }
@@ -743,13 +769,63 @@ static void eval_cb(evutil_socket_t fd, short what, void *arg)
     evaluate(arg);
 }
 
+/* Marks groups whose heartbeats stopped (silent), takes a sample of the
+ * step rate.  Under lh->mu, once per FTI_LH_SAMPLE_MS. */
+static void history_tick(struct fti_lighthouse *lh, int64_t now)
+{
+    int64_t wall = fti_wall_ms();
+    if (!fti_lh_history_sample_due(&lh->history, wall))
+        return;
+    for (size_t i = 0; i < lh->history.n_groups; i++) {
+        fti_lh_gstats_t *g = &lh->history.groups[i];
+        if (g->state == FTI_LH_G_ALIVE && !fti_quorum_is_healthy(lh->st, g->replica_id, now))
+            fti_lh_history_gone(&lh->history, wall, g->replica_id, FTI_LH_EV_DEAD_TIMEOUT);
+    }
+    const fti_quorum_t *prev = fti_quorum_prev(lh->st);
+    int64_t max_step = -1;
+    for (size_t i = 0; prev && i < prev->n_members; i++)
+        max_step = FTI_MAX(max_step, prev->members[i].step);
+    fti_lh_history_sample(&lh->history, wall, prev ? (int64_t)prev->n_members : 0, max_step);
+}
+
+/* The summary line, every opts.summary_interval_ms.  Loop thread. */
+static void summary_tick(struct fti_lighthouse *lh, int64_t now)
+{
+    if (lh->opts.summary_interval_ms <= 0 || now < lh->next_summary_ms)
+        return;
+    int64_t every = lh->opts.summary_interval_ms;
+    lh->next_summary_ms = now + every;
+    pthread_mutex_lock(&lh->mu);
+    const fti_quorum_t *prev = fti_quorum_prev(lh->st);
+    int64_t qid = prev ? prev->quorum_id : -1;
+    size_t members = prev ? prev->n_members : 0;
+    size_t healthy = fti_quorum_n_healthy(lh->st, now);
+    uint64_t failures = fti_lh_history_failures(&lh->history), quorums = lh->quorums_issued;
+    double rate = lh->history.n_samples ? fti_lh_history_sample_at(&lh->history, lh->history.n_samples - 1)
+                                           ->steps_per_s
+                                     : 0.0;
+    int64_t max_step = -1;
+    for (size_t i = 0; prev && i < prev->n_members; i++)
+        max_step = FTI_MAX(max_step, prev->members[i].step);
+    pthread_mutex_unlock(&lh->mu);
+    FTI_INFO("summary: quorum %" PRId64 " with %zu members, %zu groups healthy, max step %" PRId64
+             ", %.1f steps/s (all groups), %" PRIu64 " quorums and %" PRIu64
+             " failures in the last %.0f s (%" PRIu64 " failures in all)",
+             qid, members, healthy, max_step, rate, quorums - lh->summary_quorums,
+             failures - lh->summary_failures, (double)every / 1000.0, failures);
+    lh->summary_quorums = quorums;
+    lh->summary_failures = failures;
+}
+
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct fti_lighthouse *lh = arg;
     (void)fd;
     (void)what;
+    int64_t now = fti_now_ms();
     pthread_mutex_lock(&lh->mu);
-    size_t dropped = fti_quorum_expire(lh->st, fti_now_ms());
+    history_tick(lh, now);
+    size_t dropped = fti_quorum_expire(lh->st, now);
     pthread_mutex_unlock(&lh->mu);
     if (dropped > 0) {
         FTI_INFO("forgot %zu groups silent for %d heartbeat timeouts", dropped,
@@ -758,6 +834,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     }
     evaluate(lh);
     refresh_rpc_stats(lh);
+    summary_tick(lh, now);
 }
 
 /* ---- RPC handlers ---------------------------------------------------------- */
@@ -780,6 +857,46 @@ static ProtobufCMessage *unpack_request(struct fti_lighthouse *lh, fti_rpc_call_
     return m;
 }
 
+/* ---- failure detection by connection close (liveness.h) ------------------ */
+
+/* Every connection of the group's incarnation closed: it is dropped now
+ * (unless it finalized), and the others need not wait for it.  Loop thread. */
+static void group_died(struct fti_lighthouse *lh, const char *id)
+{
+    pthread_mutex_lock(&lh->mu);
+    bool known = !fin_has(lh, id) && fti_quorum_remove(lh->st, id) == FT_SUCCESS;
+    if (known)
+        fti_lh_history_gone(&lh->history, fti_wall_ms(), id, FTI_LH_EV_DEAD_CLOSED);
+    pthread_mutex_unlock(&lh->mu);
+    if (!known)
+        return;
+    FTI_WARN("%s: its manager's connections closed (the process died): dropped from the "
+             "quorum at once",
+             id);
+    event_active(lh->eval_ev, EV_TIMEOUT, 0);
+}
+
+/* The rpc server's close callback: data is the connection's binding. */
+static void on_conn_close(void *data, void *arg)
+{
+    struct fti_lighthouse *lh = arg;
+    char id[FTI_QID_MAX];
+    if (fti_liveness_unbind(lh->live, data, id, sizeof(id)) && !lh->closing)
+        group_died(lh, id);
+}
+
+/* Binds the call's connection to (id, incarnation) (liveness.h). */
+static void bind_conn(struct fti_lighthouse *lh, fti_rpc_call_h call, const char *id,
+                      uint64_t incarnation, bool declare)
+{
+    fti_live_bind_t *cur = fti_rpc_call_conn_data(call);
+    fti_live_bind_t *b = fti_liveness_bind(lh->live, cur, id, incarnation, declare);
+    if (b == NULL || b == cur)
+        return;
+    if (!fti_rpc_call_set_conn_data(call, b))
+        on_conn_close(b, lh); /* closed already: as if it closed now */
+}
+
 static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
 {
     struct fti_lighthouse *lh = arg;
@@ -790,12 +907,19 @@ static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len
     pthread_mutex_lock(&lh->mu);
     fti_quorum_note_seen(lh->st, req->max_quorum_id);
     /* a finalized group's last heartbeats do not bring it back */
-    int rc = req->replica_id && fin_has(lh, req->replica_id)
-                 ? FT_SUCCESS
-                 : fti_quorum_heartbeat(lh->st, req->replica_id, fti_now_ms());
+    bool fin = req->replica_id && fin_has(lh, req->replica_id);
+    int rc = fin ? FT_SUCCESS : fti_quorum_heartbeat(lh->st, req->replica_id, fti_now_ms());
     if (rc == FT_SUCCESS)
         lh->heartbeats++;
+    if (rc == FT_SUCCESS && !fin) {
+        int64_t wall = fti_wall_ms();
+        fti_lh_history_alive(&lh->history, wall, req->replica_id);
+        fti_lh_history_report(&lh->history, wall, req->replica_id, req->restarts, req->heals,
+                              req->heal_bytes);
+    }
     pthread_mutex_unlock(&lh->mu);
+    if (rc == FT_SUCCESS && !fin)
+        bind_conn(lh, call, req->replica_id, req->incarnation, true);
     if (rc == FT_SUCCESS) {
         fti_rpc_reply(call, NULL, 0); /* LighthouseHeartbeatResponse packs to 0 bytes */
     } else {
@@ -849,6 +973,8 @@ static int record_request(struct fti_lighthouse *lh, const fti_qmember_t *m, int
     }
     int rc = fti_quorum_request(lh->st, m, now);
     if (rc == FT_SUCCESS) {
+        fti_lh_history_request(&lh->history, fti_wall_ms(), m->replica_id, m->incarnation, m->step,
+                               m->commit_failures);
         lh->quorum_requests++;
         if (lh->round_first_req_ms < 0)
             lh->round_first_req_ms = now;
@@ -906,6 +1032,7 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
         x->call = call;
         x->compact = req->compact;
         x->init_sync = req->init_sync;
+        x->want_ids = req->want_member_ids;
         memcpy(x->replica_id, m.replica_id, sizeof(x->replica_id));
     }
     ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL); /* m.data pointed in */
@@ -918,6 +1045,7 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
     }
     FTI_DEBUG("quorum request of %s (step %" PRId64 ") from %s", x->replica_id, m.step,
               fti_rpc_call_peer(call));
+    bind_conn(lh, call, x->replica_id, m.incarnation, false);
     waiter_add(lh, x);
     if (worth_evaluating(lh, now))
         event_active(lh->eval_ev, EV_TIMEOUT, 0);
@@ -952,6 +1080,8 @@ static void on_finalize(fti_rpc_call_h call, const uint8_t *payload, size_t len,
     bool known = fti_quorum_remove(lh->st, id) == FT_SUCCESS;
     bool again = fin_has(lh, id);
     int rc = fin_add(lh, id);
+    if (!again)
+        fti_lh_history_gone(&lh->history, fti_wall_ms(), id, FTI_LH_EV_FINALIZED);
     pthread_mutex_unlock(&lh->mu);
     if (!again)
         FTI_INFO("%s finalized%s: forgotten", id, known ? "" : " (not in the table)");
@@ -1015,6 +1145,7 @@ int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *
     lh->opts = *o;
     lh->round_first_req_ms = lh->round_last_req_ms = -1;
     lh->quorum_created_wall = 0;
+    lh->next_summary_ms = fti_now_ms() + o->summary_interval_ms;
     snprintf(lh->reason, sizeof(lh->reason), "no quorum request yet");
     pthread_mutex_init(&lh->mu, NULL);
 
@@ -1037,6 +1168,10 @@ int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *
     int rc = fti_quorum_state_create(&qo, &lh->st);
     if (rc == FT_SUCCESS)
         rc = waiters_init(&lh->waiters);
+    if (rc == FT_SUCCESS)
+        rc = fti_lh_history_init(&lh->history, 0, 0, 0);
+    if (rc == FT_SUCCESS)
+        rc = fti_liveness_create(&lh->live);
     if (rc == FT_SUCCESS &&
         ((lh->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, lh)) == NULL ||
          (lh->eval_ev = event_new(base, -1, 0, eval_cb, lh)) == NULL ||
@@ -1049,6 +1184,8 @@ int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *
                                    FTI_ARRAY_SIZE(methods), lh, &lh->rpc);
         if (rc != FT_SUCCESS)
             FTI_ERROR("lighthouse: cannot listen on %s: %s", o->bind, FT_Error_string(rc));
+        else
+            fti_rpc_server_on_close(lh->rpc, on_conn_close, lh);
     }
     if (rc != FT_SUCCESS) {
         fti_lighthouse_destroy(lh);
@@ -1081,7 +1218,10 @@ void fti_lighthouse_destroy(fti_lighthouse_h lh)
         event_free(lh->tick_ev);
     if (lh->eval_ev)
         event_free(lh->eval_ev);
+    lh->closing = true; /* the bindings are freed as the connections close */
     fti_rpc_server_destroy(lh->rpc);
+    fti_liveness_destroy(lh->live);
+    fti_lh_history_clear(&lh->history);
     fti_quorum_state_destroy(lh->st);
     pthread_mutex_destroy(&lh->mu);
     free(lh->finalized);
@@ -1250,6 +1390,16 @@ int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
     memcpy(s->hist, lh->hist, sizeof(s->hist));
     s->hist_sum_ms = lh->hist_sum_ms;
     s->hist_count = lh->hist_count;
+    s->wall_ms = fti_wall_ms();
+    for (size_t i = 0; i < s->n_members; i++) {
+        const fti_lh_gstats_t *g = fti_lh_history_group(&lh->history, s->members[i].replica_id);
+        s->members[i].dead = g && g->state == FTI_LH_G_DEAD;
+    }
+    s->history = malloc(sizeof(*s->history));
+    if (s->history && fti_lh_history_copy(&lh->history, s->history) != FT_SUCCESS) {
+        free(s->history);
+        s->history = NULL;
+    }
     pthread_mutex_unlock(&lh->mu);
     *snap_p = s;
     return FT_SUCCESS;
@@ -1260,5 +1410,8 @@ void fti_lh_snapshot_free(fti_lh_snapshot_t *snap)
     if (snap == NULL)
         return;
     free(snap->members);
+    if (snap->history)
+        fti_lh_history_clear(snap->history);
+    free(snap->history);
     free(snap);
 }

@@ -1,5 +1,6 @@
 /* event_log.c - JSON-lines event log (see event_log.h). */
 #include "event_log.h"
+#include "error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -153,9 +154,9 @@ void fti_event_quorum(fti_event_log_h l, int64_t step, int64_t quorum_id,
         sb_json_string(&b, members[i]);
     }
     sb_printf(&b, "],\"replica_rank\":%d,\"size\":%d,\"quorum_ms\":%" PRId64
-                  ",\"changed\":%s,\"heal\":%s,\"error\":%d",
+                  ",\"changed\":%s,\"heal\":%s,\"error\":%d,\"error_name\":\"%s\"",
               replica_rank, size, quorum_ms, changed ? "true" : "false", heal ? "true" : "false",
-              error);
+              error, fti_error_name(error));
     line_end(l, &b);
 }
 
@@ -170,7 +171,7 @@ void fti_event_heal(fti_event_log_h l, int64_t step, int64_t max_step, uint64_t 
                   ",\"source\":",
               max_step, bytes, heal_ms);
     sb_json_string(&b, source);
-    sb_printf(&b, ",\"error\":%d", error);
+    sb_printf(&b, ",\"error\":%d,\"error_name\":\"%s\"", error, fti_error_name(error));
     line_end(l, &b);
 }
 
@@ -181,8 +182,8 @@ void fti_event_commit(fti_event_log_h l, int64_t step, bool committed, int parti
     if (l == NULL)
         return;
     line_begin(l, &b, "commit", step);
-    sb_printf(&b, ",\"committed\":%s,\"participants\":%d,\"error\":%d",
-              committed ? "true" : "false", participants, error);
+    sb_printf(&b, ",\"committed\":%s,\"participants\":%d,\"error\":%d,\"error_name\":\"%s\"",
+              committed ? "true" : "false", participants, error, fti_error_name(error));
     line_end(l, &b);
 }
 

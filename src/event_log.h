@@ -12,7 +12,9 @@
  *   heal:   bytes, heal_ms, source, max_step, error
  *   commit: committed, error, participants
  *   checkpoint: what (published, loaded, dropped, write_failed), bytes, error
- * ("error" is the FT_Error code, 0 on success; "step" is the step the
+ * ("error" is the FT_Error code, 0 on success, "error_name" its enum name
+ * such as "FT_ERR_PROC_FAILED"; members: the quorum's replica ids, from a
+ * compact reply up to 64 of them; "step" is the step the
  * event belongs to, before a commit advances it).
  *
  * Threads: one thread at a time per log (the application thread).

@@ -143,18 +143,22 @@ FTMPI_EXPORT int FT_Finalize(void)
 
 /* The event of this step's quorum (group rank 0 only); compact replies
  * carry no member list (the size says how many). */
-static void quorum_event(const Ftmpi__Quorum *q, int64_t qms, bool changed, int rc)
+static void quorum_event(const Ftmpi__LighthouseQuorumResponse *resp, int64_t qms, bool changed,
+                         int rc)
 {
+    const Ftmpi__Quorum *q = resp ? resp->quorum : NULL;
     if (st.group_rank != 0)
         return;
     if (q == NULL) {
         fti_event_quorum(st.elog, st.step, -1, NULL, 0, -1, 0, qms, false, false, rc);
         return;
     }
-    const char **ids = calloc(q->n_participants ? q->n_participants : 1, sizeof(*ids));
-    for (size_t i = 0; ids != NULL && i < q->n_participants; i++)
-        ids[i] = q->participants[i]->replica_id;
-    fti_event_quorum(st.elog, st.step, st.res.quorum_id, ids, ids ? q->n_participants : 0,
+    /* compact replies name the members in member_ids (up to 64) */
+    size_t n = q->n_participants ? q->n_participants : resp->n_member_ids;
+    const char **ids = calloc(n ? n : 1, sizeof(*ids));
+    for (size_t i = 0; ids != NULL && i < n; i++)
+        ids[i] = q->n_participants ? q->participants[i]->replica_id : resp->member_ids[i];
+    fti_event_quorum(st.elog, st.step, st.res.quorum_id, ids, ids ? n : 0,
                      st.res.replica_rank, st.res.replica_world_size, qms, changed, st.res.heal, rc);
     free(ids);
 }
@@ -240,7 +244,7 @@ FTMPI_EXPORT int FT_Quorum(int flags)
     rc = quorum_apply(resp, &res, &changed);
     latch(rc);
     log_ctx_update();
-    quorum_event(resp->quorum, qms, changed, rc);
+    quorum_event(resp, qms, changed, rc);
     ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
     return rc;
 }

@@ -54,6 +54,7 @@ struct fti_step {
     int64_t slice_quorum_id;        /* quorum the slice was built for, -1 none */
     fti_comm_h slice;
     int64_t commit_failures;        /* failed commits since the last quorum */
+    int64_t heals, heal_bytes;      /* healed steps and bytes (reported to the lighthouse) */
     bool killed;                    /* a MANAGER_KILL reached the group */
     fti_members_t prev_members;     /* the previous quorum's (full replies) */
 

@@ -231,6 +231,10 @@ int fti_step_setup(struct fti_step *s)
     if (rc == FT_SUCCESS && s->group_rank == 0)
         mrc = fti_manager_create(s->cfg.lighthouse, s->replica_id, s->cfg.connect_timeout_ms,
                                  s->cfg.heartbeat_ms, &s->manager);
+    if (mrc == FT_SUCCESS && s->group_rank == 0)
+        fti_manager_report(s->manager, s->cfg.restart_count, 0, 0);
+    if (mrc == FT_SUCCESS && s->group_rank == 0 && s->elog != NULL)
+        fti_manager_want_member_ids(s->manager); /* the event log's members */
     if (MPI_Bcast(&mrc, 1, MPI_INT, 0, fti_group_comm(s->group)) != MPI_SUCCESS)
         mrc = FT_ERR_MPI;
     rc = rc != FT_SUCCESS ? rc : mrc;

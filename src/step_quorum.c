@@ -276,6 +276,9 @@ int fti_step_heal(struct fti_step *s)
              s->res.max_step, s->res.recover_src_replica_id, hs.source, hs.bytes, hs.ms,
              hs.install_ms);
     s->step = s->res.max_step;
+    s->heals++;
+    s->heal_bytes += (int64_t)hs.bytes;
+    fti_manager_report(s->manager, s->cfg.restart_count, s->heals, s->heal_bytes);
     fti_heal_set_step(s->heal, s->step, true);
     return FT_SUCCESS;
 }

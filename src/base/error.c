@@ -1,5 +1,6 @@
 /* error.c - FT_Error_string: a name for every FT_Error value. */
 #include "ftmpi_errors.h"
+#include "error.h"
 
 FTMPI_EXPORT const char *FT_Error_string(int code)
 {
@@ -28,4 +29,33 @@ FTMPI_EXPORT const char *FT_Error_string(int code)
     case FT_ERR_INTERNAL: return "internal error in libftmpi";
     }
     return "unknown error code";
+}
+
+const char *fti_error_name(int code)
+{
+    switch ((FT_Error)code) {
+    case FT_SUCCESS: return "FT_SUCCESS";
+    case FT_ERR_ARG: return "FT_ERR_ARG";
+    case FT_ERR_UNSUPPORTED: return "FT_ERR_UNSUPPORTED";
+    case FT_ERR_NOT_INITIALIZED: return "FT_ERR_NOT_INITIALIZED";
+    case FT_ERR_STATE: return "FT_ERR_STATE";
+    case FT_ERR_CONFIG: return "FT_ERR_CONFIG";
+    case FT_ERR_NOT_FOUND: return "FT_ERR_NOT_FOUND";
+    case FT_ERR_EXISTS: return "FT_ERR_EXISTS";
+    case FT_ERR_AUTH: return "FT_ERR_AUTH";
+    case FT_ERR_PROC_FAILED: return "FT_ERR_PROC_FAILED";
+    case FT_ERR_TIMEOUT: return "FT_ERR_TIMEOUT";
+    case FT_ERR_QUORUM: return "FT_ERR_QUORUM";
+    case FT_ERR_ABORTED: return "FT_ERR_ABORTED";
+    case FT_ERR_BAD_MESSAGE: return "FT_ERR_BAD_MESSAGE";
+    case FT_ERR_CONNECT: return "FT_ERR_CONNECT";
+    case FT_ERR_CHECKSUM: return "FT_ERR_CHECKSUM";
+    case FT_ERR_GROUP_LOST: return "FT_ERR_GROUP_LOST";
+    case FT_ERR_KILLED: return "FT_ERR_KILLED";
+    case FT_ERR_NO_MEMORY: return "FT_ERR_NO_MEMORY";
+    case FT_ERR_SYSTEM: return "FT_ERR_SYSTEM";
+    case FT_ERR_MPI: return "FT_ERR_MPI";
+    case FT_ERR_INTERNAL: return "FT_ERR_INTERNAL";
+    }
+    return "FT_ERR_UNKNOWN";
 }

@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "net.h"
@@ -105,6 +106,7 @@ struct rpc_conn {
     bool close_after_write;
     int64_t last_progress_ms; /* last byte read or sent */
     char peer[INET6_ADDRSTRLEN + 8];
+    void *user;                /* fti_rpc_call_set_conn_data; srv->on_close gets it */
     LIST_ENTRY(rpc_conn) link;
 };
 
@@ -121,6 +123,8 @@ struct fti_rpc_server {
     fti_rpc_stats_t stats;
     size_t n_conns;
     LIST_HEAD(, rpc_conn) conns;
+    fti_rpc_close_fn on_close; /* fti_rpc_server_on_close */
+    void *on_close_arg;
 };
 
 struct fti_rpc_call {
@@ -147,6 +151,11 @@ static void conn_close(struct rpc_conn *c)
 {
     if (c->fd < 0)
         return;
+    if (c->user && c->srv->on_close) {
+        void *user = c->user;
+        c->user = NULL;
+        c->srv->on_close(user, c->srv->on_close_arg);
+    }
     event_free(c->rev);
     event_free(c->wev);
     event_free(c->idle_ev);
@@ -784,6 +793,25 @@ const char *fti_rpc_call_peer(fti_rpc_call_h call)
     return call->conn->peer;
 }
 
+void *fti_rpc_call_conn_data(fti_rpc_call_h call)
+{
+    return call->conn->user;
+}
+
+bool fti_rpc_call_set_conn_data(fti_rpc_call_h call, void *data)
+{
+    if (call->conn->fd < 0)
+        return false;
+    call->conn->user = data;
+    return true;
+}
+
+void fti_rpc_server_on_close(fti_rpc_server_h s, fti_rpc_close_fn fn, void *arg)
+{
+    s->on_close = fn;
+    s->on_close_arg = arg;
+}
+
 static void call_end(fti_rpc_call_h call)
 {
     struct rpc_conn *c = call->conn;
@@ -1081,7 +1109,7 @@ static int client_error_reply(struct fti_rpc_client *c, const fti_rpc_header_t *
         return rc;
     }
     msg[h->length] = '\0';
-    FTI_DEBUG("rpc %s method %u: error %d (%s): %s", c->addr, h->method, h->status,
+    FTI_DEBUG("rpc %s method %u: %s (%s): %s", c->addr, h->method, fti_error_name(h->status),
               FT_Error_string(h->status), msg);
     if (h->method == 0) /* the server rejected the frame and closes */
         client_drop(c);

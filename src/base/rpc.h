@@ -164,6 +164,17 @@ bool fti_rpc_call_alive(fti_rpc_call_h call);
 /* Peer address "host:port" of the call's connection. */
 const char *fti_rpc_call_peer(fti_rpc_call_h call);
 
+/* Per-connection data (failure detection by connection close): a handler
+ * may attach data to its call's connection; the server's on_close
+ * callback gets it once, on the loop thread, when that connection closes
+ * (peer gone, error, idle timeout, or fti_rpc_server_destroy).  set
+ * returns false (and keeps nothing) when the connection is closed
+ * already; the caller then still owns data. */
+typedef void (*fti_rpc_close_fn)(void *conn_data, void *arg);
+void *fti_rpc_call_conn_data(fti_rpc_call_h call);
+bool fti_rpc_call_set_conn_data(fti_rpc_call_h call, void *data);
+void fti_rpc_server_on_close(fti_rpc_server_h srv, fti_rpc_close_fn fn, void *arg);
+
 /* Replies end the call and free it (also when the connection is gone). */
 int fti_rpc_reply(fti_rpc_call_h call, const void *payload, size_t len);
 int fti_rpc_reply_msg(fti_rpc_call_h call, const ProtobufCMessage *msg);

@@ -17,6 +17,7 @@
 struct fti_lighthouse_client {
     fti_rpc_client_h rpc;
     uint64_t incarnation; /* nonzero, drawn at create */
+    bool want_ids;        /* fti_lighthouse_client_want_ids */
 };
 
 /* The highest quorum id any client of this process received (0 = none). */
@@ -67,6 +68,11 @@ int fti_lighthouse_client_create(const char *addr, int connect_timeout_ms,
     return FT_SUCCESS;
 }
 
+void fti_lighthouse_client_want_ids(fti_lighthouse_client_h c, bool want)
+{
+    c->want_ids = want;
+}
+
 uint64_t fti_lighthouse_client_incarnation(fti_lighthouse_client_h c)
 {
     return c->incarnation;
@@ -93,6 +99,7 @@ int fti_lighthouse_quorum_resp(fti_lighthouse_client_h c, const Ftmpi__QuorumMem
     req.compact = compact;
     req.init_sync = init_sync;
     req.max_quorum_id = fti_lighthouse_max_quorum_id();
+    req.want_member_ids = c->want_ids;
     int rc = fti_rpc_call_msg(c->rpc, FTMPI__METHOD__LIGHTHOUSE_QUORUM, &req.base,
                               &ftmpi__lighthouse_quorum_response__descriptor, timeout_ms,
                               (ProtobufCMessage **)&resp);
@@ -136,9 +143,21 @@ static int call_no_reply(fti_lighthouse_client_h c, uint16_t method, const Proto
 
 int fti_lighthouse_heartbeat(fti_lighthouse_client_h c, const char *replica_id, int timeout_ms)
 {
+    return fti_lighthouse_heartbeat_report(c, replica_id, NULL, timeout_ms);
+}
+
+int fti_lighthouse_heartbeat_report(fti_lighthouse_client_h c, const char *replica_id,
+                                    const fti_lighthouse_report_t *rep, int timeout_ms)
+{
     Ftmpi__LighthouseHeartbeatRequest req = FTMPI__LIGHTHOUSE_HEARTBEAT_REQUEST__INIT;
     req.replica_id = (char *)replica_id;
     req.max_quorum_id = fti_lighthouse_max_quorum_id();
+    if (rep) {
+        req.incarnation = rep->incarnation;
+        req.restarts = rep->restarts;
+        req.heals = rep->heals;
+        req.heal_bytes = rep->heal_bytes;
+    }
     return call_no_reply(c, FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, &req.base,
                          &ftmpi__lighthouse_heartbeat_response__descriptor, timeout_ms);
 }

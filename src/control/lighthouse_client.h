@@ -27,6 +27,10 @@ int fti_lighthouse_client_create(const char *addr, int connect_timeout_ms,
                                  fti_lighthouse_client_h *client_p);
 void fti_lighthouse_client_destroy(fti_lighthouse_client_h client);
 
+/* Compact quorum replies also name the members (up to 64; for the event
+ * log).  Off by default.  Not while a call runs. */
+void fti_lighthouse_client_want_ids(fti_lighthouse_client_h client, bool want);
+
 /* The client's incarnation (nonzero). */
 uint64_t fti_lighthouse_client_incarnation(fti_lighthouse_client_h client);
 
@@ -51,6 +55,19 @@ int fti_lighthouse_quorum_resp(fti_lighthouse_client_h client, const Ftmpi__Quor
 
 int fti_lighthouse_heartbeat(fti_lighthouse_client_h client, const char *replica_id,
                              int timeout_ms);
+
+/* What a manager's heartbeats carry besides the id (lighthouse dashboard,
+ * failure detection by connection close). */
+typedef struct fti_lighthouse_report {
+    uint64_t incarnation; /* nonzero: the heartbeat connection is the group's
+                           * liveness connection (LighthouseHeartbeatRequest) */
+    int64_t restarts;     /* FTMPI_RESTART_COUNT */
+    int64_t heals, heal_bytes;
+} fti_lighthouse_report_t;
+
+/* A heartbeat with rep's fields (rep may be NULL: a plain heartbeat). */
+int fti_lighthouse_heartbeat_report(fti_lighthouse_client_h client, const char *replica_id,
+                                    const fti_lighthouse_report_t *rep, int timeout_ms);
 
 /* Tells the lighthouse that group replica_id leaves (finalized, or lost a
  * rank): it is forgotten at once (LIGHTHOUSE_FINALIZE). */

@@ -32,6 +32,7 @@ struct fti_manager {
     int stop;
     int left;      /* fti_manager_leave ran */
     int leave_rc;
+    fti_lighthouse_report_t report; /* under mu */
 };
 
 static void *heartbeat_thread(void *arg)
@@ -41,8 +42,10 @@ static void *heartbeat_thread(void *arg)
 
     pthread_mutex_lock(&m->mu);
     while (!m->stop) {
+        fti_lighthouse_report_t rep = m->report;
         pthread_mutex_unlock(&m->mu);
-        int rc = fti_lighthouse_heartbeat(m->hb_client, m->replica_id, m->hb_timeout_ms);
+        int rc = fti_lighthouse_heartbeat_report(m->hb_client, m->replica_id, &rep,
+                                                 m->hb_timeout_ms);
         if (rc != FT_SUCCESS && !failing)
             FTI_WARN("manager: heartbeat to the lighthouse failed: %s (retrying every %d ms)",
                      FT_Error_string(rc), m->heartbeat_ms);
@@ -97,6 +100,7 @@ int fti_manager_create(const char *lighthouse, const char *replica_id, int conne
         fti_manager_destroy(m);
         return rc == FT_ERR_ARG ? FT_ERR_CONFIG : rc;
     }
+    m->report.incarnation = fti_lighthouse_client_incarnation(m->quorum_client);
     if (pthread_create(&m->hb_thread, NULL, heartbeat_thread, m) != 0) {
         FTI_ERROR("manager: pthread_create failed: %m");
         fti_manager_destroy(m);
@@ -105,6 +109,23 @@ int fti_manager_create(const char *lighthouse, const char *replica_id, int conne
     m->hb_started = 1;
     *m_p = m;
     return FT_SUCCESS;
+}
+
+void fti_manager_report(fti_manager_h m, int64_t restarts, int64_t heals, int64_t heal_bytes)
+{
+    if (m == NULL)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->report.restarts = restarts;
+    m->report.heals = heals;
+    m->report.heal_bytes = heal_bytes;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void fti_manager_want_member_ids(fti_manager_h m)
+{
+    if (m)
+        fti_lighthouse_client_want_ids(m->quorum_client, true);
 }
 
 static void stop_heartbeats(struct fti_manager *m)

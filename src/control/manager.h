@@ -4,7 +4,10 @@
  * keeps the group alive there with heartbeats from a thread of its own.
  *
  * The quorum request and the heartbeats use two lighthouse clients, so a
- * long quorum wait never delays a heartbeat.  The manager's RPC services
+ * long quorum wait never delays a heartbeat.  Both carry the quorum
+ * client's incarnation; the heartbeats name it as the group's liveness
+ * binding, so the lighthouse drops the group the moment both connections
+ * close (the process died), without waiting for the heartbeat timeout.  The manager's RPC services
  * (store, kill, checkpoint metadata) run on the rank server.
  *
  * Threads: create, quorum and destroy run on the application thread; the
@@ -29,6 +32,15 @@ typedef struct fti_manager *fti_manager_h;
 int fti_manager_create(const char *lighthouse, const char *replica_id, int connect_timeout_ms,
                        int heartbeat_ms, fti_manager_h *m_p);
 void fti_manager_destroy(fti_manager_h m);
+
+/* Counters the heartbeats carry to the lighthouse (its dashboard and
+ * /metrics): restarts of the group (FTMPI_RESTART_COUNT), heals and bytes
+ * healed so far.  Any thread. */
+void fti_manager_report(fti_manager_h m, int64_t restarts, int64_t heals, int64_t heal_bytes);
+
+/* Compact quorum replies name the members (up to 64), for the event log.
+ * Application thread, between rounds. */
+void fti_manager_want_member_ids(fti_manager_h m);
 
 /* The group leaves (FT_Finalize, or a mode-B group that lost a rank):
  * stops the heartbeats, then tells the lighthouse (LIGHTHOUSE_FINALIZE)

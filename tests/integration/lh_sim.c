@@ -44,6 +44,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "ftmpi_errors.h"
@@ -73,6 +74,7 @@ struct group {
     struct event *hb_ev, *step_ev, *timeout_ev, *retry_ev, *rejoin_ev, *mgr_close_ev;
     fti_rpc_server_h mgr;
     char mgr_addr[128];
+    uint64_t incarnation; /* --liveness: this process's, per group */
 };
 
 struct sim {
@@ -85,7 +87,7 @@ struct sim {
     char prefix[32];
     int rounds, step_ms, heartbeat_ms, timeout_ms, rejoin_ms;
     uint64_t world_size;
-    bool manager, summary, quiet, timestamps, strict, light, heal;
+    bool manager, summary, quiet, timestamps, strict, light, heal, liveness;
     struct group *groups;
     int n_done;
     uint64_t quorums, errors;
@@ -142,6 +144,7 @@ static void send_request(struct group *g)
     me.store_address = "";
     me.step = g->step;
     me.world_size = g->sim->world_size;
+    me.incarnation = g->incarnation;
     req.requester = &me;
     if (send_msg(g, FTMPI__METHOD__LIGHTHOUSE_QUORUM, &req.base) == FT_SUCCESS) {
         g->waiting = true;
@@ -153,6 +156,7 @@ static void send_heartbeat(struct group *g)
 {
     Ftmpi__LighthouseHeartbeatRequest req = FTMPI__LIGHTHOUSE_HEARTBEAT_REQUEST__INIT;
     req.replica_id = g->id;
+    req.incarnation = g->incarnation; /* --liveness: bind the connection */
     if (g->bev)
         (void)send_msg(g, FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, &req.base);
 }
@@ -655,6 +659,9 @@ static const char usage_text[] =
     "  --no-heal              a group behind the quorum's highest step stays\n"
     "                         behind (default: it jumps there, as healing does)\n"
     "  --no-manager           do not serve MANAGER_KILL (no manager address)\n"
+    "  --liveness             send an incarnation with requests and heartbeats, as\n"
+    "                         a manager does: the lighthouse drops a group the\n"
+    "                         moment this process's connection closes\n"
     "  --bind-host H          host the managers bind (default 127.0.0.1)\n"
     "  --summary              print each quorum once, not once per group\n"
     "  --quiet                print no quorums (errors and drops only)\n"
@@ -733,6 +740,9 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--no-heal") == 0) {
             s.heal = false;
             continue;
+        } else if (strcmp(a, "--liveness") == 0) {
+            s.liveness = true;
+            continue;
         }
         i++; /* every other flag takes a value */
         if (strcmp(a, "--lighthouse") == 0) {
@@ -808,6 +818,8 @@ int main(int argc, char **argv)
         g->sim = &s;
         g->drop_after = -1;
         snprintf(g->id, sizeof(g->id), "%s%0*d", s.prefix, s.id_width, s.first + i);
+        if (s.liveness) /* nonzero, new with every process */
+            g->incarnation = ((uint64_t)getpid() << 32 | (uint64_t)fti_wall_ms() << 8) + (uint64_t)i + 1;
         g->hb_ev = event_new(s.base, -1, EV_PERSIST, hb_cb, g);
         g->step_ev = evtimer_new(s.base, step_cb, g);
         g->timeout_ev = evtimer_new(s.base, timeout_cb, g);

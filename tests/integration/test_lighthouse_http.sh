@@ -58,7 +58,12 @@ done
 grep -qF '"replica_id":"<i>x&y\"00"' "$HTTP_BODY" || die "status.json: weird id not JSON-escaped"
 grep -q '^{"quorum_id":[0-9][0-9]*,"quorum_created_ms":[1-9]' "$HTTP_BODY" || die "status.json head"
 grep -q '"in_quorum":true' "$HTTP_BODY" || die "status.json: no member in quorum"
-tail -c 3 "$HTTP_BODY" | grep -q '^]}$' || die "status.json does not end with ]}"
+tail -c 4 "$HTTP_BODY" | grep -q '^]}}$' || die "status.json does not end with the history's ]}}"
+grep -q '"history":{"events_total":[1-9][0-9]*,"events":\[' "$HTTP_BODY" || die "status.json: no history"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$HTTP_BODY" ||
+        die "status.json is not valid JSON"
+fi
 
 # ---- /metrics: format and content
 http GET /metrics

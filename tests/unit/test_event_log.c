@@ -63,12 +63,12 @@ static void test_lines(void **state)
     assert_non_null(strstr(l1, "\"event\":\"quorum\",\"replica_id\":\"g\\\"0\",\"group_rank\":2,"
                                "\"step\":7,\"quorum_id\":3,\"members\":[\"g0\",\"g1\"],"
                                "\"replica_rank\":1,\"size\":2,\"quorum_ms\":12,"
-                               "\"changed\":true,\"heal\":false,\"error\":0}\n"));
+                               "\"changed\":true,\"heal\":false,\"error\":0,\"error_name\":\"FT_SUCCESS\"}\n"));
     assert_non_null(strstr(l2, "\"event\":\"heal\""));
     assert_non_null(strstr(l2, "\"max_step\":7,\"bytes\":4096,\"heal_ms\":5,"
-                               "\"source\":\"127.0.0.1:5000\",\"error\":0}"));
+                               "\"source\":\"127.0.0.1:5000\",\"error\":0,\"error_name\":\"FT_SUCCESS\"}"));
     assert_non_null(strstr(l3, "\"event\":\"commit\""));
-    assert_non_null(strstr(l3, "\"committed\":false,\"participants\":2,\"error\":-21}"));
+    assert_non_null(strstr(l3, "\"committed\":false,\"participants\":2,\"error\":-21,\"error_name\":\"FT_ERR_TIMEOUT\"}"));
 }
 
 /* Escapes reach the file, and a line far longer than any fixed buffer (a
@@ -103,7 +103,7 @@ static void test_escapes_and_long_line(void **state)
     assert_non_null(strstr(text, "\"replica_id\":\"g\\\\1\""));
     assert_non_null(strstr(text, "\"099mmmm"));
     assert_non_null(strstr(text, "\"],\"replica_rank\":0,\"size\":100,"));
-    assert_non_null(strstr(text, "\"error\":0}"));
+    assert_non_null(strstr(text, "\"error\":0,\"error_name\":\"FT_SUCCESS\"}"));
     /* UTF-8 as it is, control characters and a stray byte escaped */
     assert_non_null(strstr(l2, "\"source\":\"h\xc3\xa9\\n\\u0001\\ufffd\""));
 }

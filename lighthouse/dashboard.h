@@ -1,0 +1,25 @@
+/*
+ * dashboard.h - the history parts of the lighthouse's HTTP pages (http.c
+ * serves them): an inline-SVG timeline of events and plots of the step
+ * rate and the participants over time for GET /, the history in
+ * /status.json, per-group counters in /metrics.  All drawn on the server
+ * from one snapshot (no external script or library; the page works with
+ * scripts off).
+ */
+#ifndef FTI_LH_DASHBOARD_H
+#define FTI_LH_DASHBOARD_H
+
+#include "lighthouse.h"
+
+struct evbuffer;
+
+/* HTML: the timeline, the two plots and the groups' table. */
+void fti_lh_dash_html(struct evbuffer *b, const fti_lh_snapshot_t *s);
+
+/* JSON: `,"history":{...}` (to go inside the status object). */
+void fti_lh_dash_json(struct evbuffer *b, const fti_lh_snapshot_t *s);
+
+/* Prometheus text: the per-group metrics (ftmpi_group_*). */
+void fti_lh_dash_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s);
+
+#endif
