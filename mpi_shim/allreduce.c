@@ -136,6 +136,31 @@ static void note_unprotected(MPI_Datatype dt, MPI_Op op)
              name, op_name(op));
 }
 
+/* The C datatype a Fortran one is (MPI_DOUBLE_PRECISION, MPI_REAL,
+ * MPI_INTEGER and their sized forms), checked by size; dt otherwise. */
+static MPI_Datatype c_type(MPI_Datatype dt)
+{
+    const struct {
+        MPI_Datatype f, c;
+        size_t size;
+    } map[] = {
+        {MPI_DOUBLE_PRECISION, MPI_DOUBLE, sizeof(double)},
+        {MPI_REAL, MPI_FLOAT, sizeof(float)},
+        {MPI_INTEGER, MPI_INT, sizeof(int)},
+        {MPI_REAL8, MPI_DOUBLE, sizeof(double)},
+        {MPI_REAL4, MPI_FLOAT, sizeof(float)},
+        {MPI_INTEGER4, MPI_INT32_T, sizeof(int32_t)},
+        {MPI_INTEGER8, MPI_INT64_T, sizeof(int64_t)},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        int sz = 0;
+        if (dt == map[i].f)
+            return PMPI_Type_size(dt, &sz) == MPI_SUCCESS && (size_t)sz == map[i].size ? map[i].c
+                                                                                       : dt;
+    }
+    return dt;
+}
+
 /* FTMPI_SHIM_ON_FAILURE for a call on comm (auto: by its error handler). */
 static int failure_mode(MPI_Comm comm)
 {
@@ -313,6 +338,8 @@ int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     enum fti_dtype dt;
     enum fti_op fop;
     bool world = fti_shim_world_like(comm);
+    if (world)
+        datatype = c_type(datatype);
     if (!world || count < 0 ||
         fti_reduction_from_mpi(datatype, op, MPI_OP_NULL, &dt, &fop) != FT_SUCCESS ||
         (count > 0 && (recvbuf == NULL || sendbuf == NULL))) {

@@ -76,17 +76,7 @@ static int after_init(int rc)
     return rc;
 }
 
-FTI_SHIM_EXPORT int MPI_Init(int *argc, char ***argv)
-{
-    return after_init(PMPI_Init(argc, argv));
-}
-
-FTI_SHIM_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
-{
-    return after_init(PMPI_Init_thread(argc, argv, required, provided));
-}
-
-FTI_SHIM_EXPORT int MPI_Finalize(void)
+static int shim_finalize(void)
 {
     if (fti_shim_on && !fti_shim_busy) {
         fti_shim_busy = 1;
@@ -105,4 +95,43 @@ FTI_SHIM_EXPORT int MPI_Finalize(void)
         fti_shim_busy = 0;
     }
     return PMPI_Finalize();
+}
+
+FTI_SHIM_EXPORT int MPI_Init(int *argc, char ***argv)
+{
+    return after_init(PMPI_Init(argc, argv));
+}
+
+FTI_SHIM_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    return after_init(PMPI_Init_thread(argc, argv, required, provided));
+}
+
+FTI_SHIM_EXPORT int MPI_Finalize(void)
+{
+    return shim_finalize();
+}
+
+/* Fortran (wrappers.c, fortran.txt); ierr is optional in mpi_f08. */
+void fti_shimf_init(MPI_Fint *ierr)
+{
+    int rc = after_init(PMPI_Init(NULL, NULL));
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
+void fti_shimf_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+    int p = MPI_THREAD_SINGLE;
+    int rc = after_init(PMPI_Init_thread(NULL, NULL, (int)*required, &p));
+    *provided = (MPI_Fint)p;
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
+void fti_shimf_finalize(MPI_Fint *ierr)
+{
+    int rc = shim_finalize();
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
 }
