@@ -65,6 +65,7 @@ struct fti_step {
     bool lost;                      /* mode B: this group lost a rank */
     char member_data[16];           /* mode B: QuorumMember.data (first world rank) */
     size_t member_data_len;
+    bool shim;                      /* libftmpi_pmpi: every world rank a group of one (shim_init.c) */
 };
 
 /* ---- step_init.c ---------------------------------------------------------- */
@@ -88,6 +89,26 @@ void fti_step_leave(struct fti_step *s);
  * the first call logs why, marks the group lost and leaves.  Returns
  * FT_ERR_GROUP_LOST. */
 int fti_step_group_lost(struct fti_step *s, int why);
+
+/* ---- shim_init.c: the drop-in's set-up (DESIGN section 10) --------------
+ * libftmpi_pmpi calls fti_shim_select() before FT_Init: every world rank is
+ * then a replica group of one (group communicator MPI_COMM_SELF, replica id
+ * "r<world rank>"), the slices are the `mpi` backend's over the world, and
+ * world rank 0 runs the lighthouse on a thread unless FTMPI_LIGHTHOUSE is
+ * set. */
+void fti_shim_select(void);
+bool fti_shim_selected(void);
+/* init_config's last part in shim mode: the backend (mpi). */
+int fti_shim_resolve(struct fti_step *s);
+/* init_world in shim mode: collective over MPI_COMM_WORLD (the slices'
+ * context, rank 0's lighthouse and its address). */
+int fti_shim_world(struct fti_step *s);
+/* The replica id of world rank r of n: "r<r>", zero-padded so ids sort
+ * by rank.  Pure. */
+void fti_shim_replica_id(int r, int n, char *buf, size_t len);
+/* Frees what fti_shim_world made; rank 0 stops its lighthouse once every
+ * group left (or after FTMPI_CONNECT_TIMEOUT_MS). */
+void fti_shim_release(struct fti_step *s);
 
 /* ---- step_quorum.c -------------------------------------------------------- */
 

@@ -40,6 +40,8 @@ static int init_config(struct fti_step *s)
         host[sizeof(host) - 1] = '\0';
         memcpy(s->cfg.bind_host, host, sizeof(host));
     }
+    if (s->shim)
+        return fti_shim_resolve(s);
     return fti_mode_resolve(&s->cfg, &s->mode_b, &s->backend);
 }
 
@@ -112,6 +114,8 @@ static int init_world(struct fti_step *s)
         rc = check_uniform(s);
     if (rc != FT_SUCCESS)
         return rc;
+    if (s->shim)
+        return fti_shim_world(s);
     if (s->mode_b) {
         rc = fti_modeb_init(&s->cfg, &s->mb);
         if (rc != FT_SUCCESS)
@@ -133,7 +137,9 @@ static int init_world(struct fti_step *s)
 static int init_replica_id(struct fti_step *s)
 {
     char id[FTI_REPLICA_ID_SIZE] = "";
-    if (s->mode_b) {
+    if (s->shim) {
+        fti_shim_replica_id(s->mb.world_rank, s->mb.world_size, id, sizeof(id));
+    } else if (s->mode_b) {
         fti_modeb_replica_id(s->cfg.replica_id, s->mb.group_index, s->mb.n_groups, id,
                              sizeof(id));
     } else if (s->cfg.replica_id[0] != '\0') {
@@ -212,9 +218,11 @@ static int init_services(struct fti_step *s)
 int fti_step_setup(struct fti_step *s)
 {
     /* every world rank takes part, whatever its config */
+    s->shim = fti_shim_selected();
     int rc = init_world(s);
     if (rc == FT_SUCCESS)
-        rc = fti_group_create(s->mode_b ? s->mb.split : MPI_COMM_WORLD, &s->group);
+        rc = fti_group_create(s->shim ? MPI_COMM_SELF : s->mode_b ? s->mb.split : MPI_COMM_WORLD,
+                              &s->group);
     if (rc != FT_SUCCESS)
         return rc;
     s->group_rank = fti_group_rank(s->group);
@@ -266,7 +274,9 @@ void fti_step_teardown(struct fti_step *s)
     s->group = NULL;
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (s->mode_b)
+    if (s->shim)
+        fti_shim_release(s);
+    else if (s->mode_b)
         fti_modeb_release(&s->mb, s->lost);
     else if (s->app_comm != MPI_COMM_NULL && !finalized)
         MPI_Comm_free(&s->app_comm);

@@ -17,6 +17,7 @@
 static const char *const backend_choices[] = {"auto", "tcp", "mpi", "baby-tcp", NULL};
 static const char *const world_choices[] = {"dynamic", "fixed_with_spares", NULL};
 static const char *const bool_choices[] = {"0", "1", NULL};
+static const char *const shim_choices[] = {"auto", "abort", "return", "continue", NULL};
 
 const fti_config_field_t fti_config_table[] = {
     {"FTMPI_LIGHTHOUSE", "", "lighthouse address host:port (mode A); empty with FTMPI_GROUP_SIZE set selects mode B",
@@ -75,6 +76,10 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_BOOL, OFF(affinity), 0, 1, bool_choices},
     {"FTMPI_BABY_PATH", "", "the ftmpi-baby program the baby-<backend> data planes start (empty = the installed one)",
      FTI_CFG_STRING, OFF(baby_path), 0, 0, NULL},
+    {"FTMPI_SHIM_ON_FAILURE", "auto", "libftmpi_pmpi: what MPI_Allreduce does when a rank died: abort (the job, naming the lost ranks), return (an error; later calls run over the survivors), continue (redone over the survivors); auto = abort under MPI_ERRORS_ARE_FATAL, return otherwise",
+     FTI_CFG_ENUM, OFF(shim_on_failure), 0, 0, shim_choices},
+    {"FTMPI_SHIM_RESCALE", "0", "libftmpi_pmpi, continue: 1 scales sums by world size / survivors, so that a code that averages keeps averaging",
+     FTI_CFG_BOOL, OFF(shim_rescale), 0, 1, bool_choices},
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
 

@@ -15,6 +15,9 @@
 
 enum fti_backend { FTI_BACKEND_AUTO, FTI_BACKEND_TCP, FTI_BACKEND_MPI, FTI_BACKEND_BABY_TCP };
 enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
+/* FTMPI_SHIM_ON_FAILURE; auto: abort under MPI_ERRORS_ARE_FATAL, return
+ * otherwise (DESIGN section 10). */
+enum fti_shim_on_failure { FTI_SHIM_AUTO, FTI_SHIM_ABORT, FTI_SHIM_RETURN, FTI_SHIM_CONTINUE };
 
 typedef struct fti_config {
     /* strings: a longer value is refused by the parser, never cut */
@@ -46,6 +49,8 @@ typedef struct fti_config {
     char ckpt_load[FTI_PATH_SIZE]; /* auto, never, or a folder */
     int affinity;               /* bool: bind the baby child near its GPU */
     char baby_path[FTI_PATH_SIZE];      /* ftmpi-baby, "" = installed one */
+    int shim_on_failure;        /* enum fti_shim_on_failure (libftmpi_pmpi) */
+    int shim_rescale;           /* bool: libftmpi_pmpi's continue scales sums */
 } fti_config_t;
 
 enum fti_config_type { FTI_CFG_STRING, FTI_CFG_INT, FTI_CFG_BYTES, FTI_CFG_BOOL, FTI_CFG_ENUM,

@@ -1,0 +1,137 @@
+/*
+ * shim.c - libftmpi_pmpi's hand-written wrappers: MPI_Init,
+ * MPI_Init_thread and MPI_Finalize (see shim.h; DESIGN section 10).
+ *
+ * MPI_Init sets the fault-tolerant layer up after PMPI_Init: the library's
+ * FT_Init in drop-in mode (every world rank a group of one, src/shim_init.c)
+ * and the first quorum.  Every world rank agrees on the outcome; a layer
+ * that did not start ends the job with a message (a user who preloads the
+ * shim asked for protection, and a bad FTMPI_* value is refused).
+ */
+#include "shim.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ftmpi.h"
+#include "log.h"
+#include "settings.h"
+#include "step.h"
+
+int fti_shim_on;
+__thread int fti_shim_busy;
+struct fti_shim_cfg fti_shim_cfg;
+
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
+/* Open MPI 4.x: MPI_Finalize without its job-wide fence (see src/modeb.c:
+ * after a rank was SIGKILLed the survivors' fence may never complete). */
+extern bool ompi_async_mpi_finalize __attribute__((weak));
+#define SHIM_HAVE_ASYNC_FINALIZE 1
+#endif
+
+/* Runs inside the shim (fti_shim_busy set): the library's own MPI calls
+ * go to PMPI_. */
+static int setup(void)
+{
+    fti_config_t cfg;
+    char err[512] = "";
+    int rc = fti_config_load(&cfg, err, sizeof(err));
+    if (rc == FT_SUCCESS) {
+        fti_shim_cfg.on_failure = cfg.shim_on_failure;
+        fti_shim_cfg.rescale = cfg.shim_rescale;
+        fti_shim_cfg.timeout_ms = cfg.timeout_ms;
+        fti_shim_select();
+        rc = FT_Init(NULL, NULL); /* collective; logs its failures */
+    } else {
+        /* FT_Init, which would log it, is not reached: every rank still
+         * takes part in the agreement below */
+        fti_log_init("ftmpi", FTI_LOG_ERROR);
+        FTI_ERROR("%s", err);
+    }
+    if (rc == FT_SUCCESS)
+        rc = fti_shim_start();
+    int all = rc;
+    if (PMPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
+        all = FT_ERR_MPI;
+    if (all != FT_SUCCESS) {
+        int wr = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
+        if (wr == 0)
+            FTI_ERROR("libftmpi_pmpi: the fault-tolerant layer did not start (%s): ending the "
+                      "job (run without LD_PRELOAD=libftmpi_pmpi.so for plain MPI)",
+                      FT_Error_string(all));
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return all;
+}
+
+static int after_init(int rc)
+{
+    if (rc != MPI_SUCCESS || fti_shim_busy)
+        return rc;
+    fti_shim_busy = 1;
+    if (setup() == FT_SUCCESS)
+        fti_shim_on = 1;
+    fti_shim_busy = 0;
+    return rc;
+}
+
+static int shim_finalize(void)
+{
+    if (fti_shim_on && !fti_shim_busy) {
+        fti_shim_busy = 1;
+        uint64_t prot = 0, passed = 0, fortran = 0;
+        fti_shim_counts(&prot, &passed, &fortran);
+        FTI_INFO("libftmpi_pmpi: %llu MPI_Allreduce calls protected, %llu passed to MPI, %llu "
+                 "made from Fortran",
+                 (unsigned long long)prot, (unsigned long long)passed,
+                 (unsigned long long)fortran);
+        (void)FT_Finalize();
+#ifdef SHIM_HAVE_ASYNC_FINALIZE
+        if (fti_shim_saw_failure() && &ompi_async_mpi_finalize != NULL)
+            ompi_async_mpi_finalize = true;
+#endif
+        fti_shim_on = 0;
+        fti_shim_busy = 0;
+    }
+    return PMPI_Finalize();
+}
+
+FTI_SHIM_EXPORT int MPI_Init(int *argc, char ***argv)
+{
+    return after_init(PMPI_Init(argc, argv));
+}
+
+FTI_SHIM_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    return after_init(PMPI_Init_thread(argc, argv, required, provided));
+}
+
+FTI_SHIM_EXPORT int MPI_Finalize(void)
+{
+    return shim_finalize();
+}
+
+/* Fortran (wrappers.c, fortran.txt); ierr is optional in mpi_f08. */
+void fti_shimf_init(MPI_Fint *ierr)
+{
+    int rc = after_init(PMPI_Init(NULL, NULL));
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
+void fti_shimf_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+    int p = MPI_THREAD_SINGLE;
+    int rc = after_init(PMPI_Init_thread(NULL, NULL, (int)*required, &p));
+    *provided = (MPI_Fint)p;
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
+void fti_shimf_finalize(MPI_Fint *ierr)
+{
+    int rc = shim_finalize();
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}

@@ -1,0 +1,57 @@
+/*
+ * shim.h - libftmpi_pmpi, the drop-in for MPI_Allreduce (DESIGN section
+ * 10): shared state of the hand-written parts and the generated wrappers
+ * (wrappers.c, from wrappers.txt and fortran.txt by gen_wrappers.awk).
+ *
+ * Re-entry: fti_shim_busy is set while the calling thread is inside the
+ * shim; every MPI call the library makes meanwhile (its own MPI_Allreduce,
+ * MPI_Comm_dup ...) goes straight to PMPI_.  fti_shim_on is set once
+ * MPI_Init (by this library) has set up the fault-tolerant layer, and
+ * cleared at MPI_Finalize: in a process where MPI_Init never ran (a child
+ * that inherited LD_PRELOAD) every wrapper is a plain PMPI_ call.
+ *
+ * Threads: the protected calls run on whichever thread calls them, one at
+ * a time (MPI orders the collectives of a communicator anyway).
+ */
+#ifndef FTI_SHIM_H
+#define FTI_SHIM_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FTI_SHIM_EXPORT __attribute__((visibility("default")))
+
+extern int fti_shim_on;
+extern __thread int fti_shim_busy;
+
+/* What a protected call does after a failure (FTMPI_SHIM_ON_FAILURE). */
+struct fti_shim_cfg {
+    int on_failure;   /* enum fti_shim_on_failure (settings.h) */
+    int rescale;
+    int timeout_ms;
+};
+extern struct fti_shim_cfg fti_shim_cfg;
+
+/* The implementations behind the generated wrappers (allreduce.c, comms.c). */
+int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                       MPI_Op op, MPI_Comm comm);
+int fti_shim_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int fti_shim_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm);
+int fti_shim_Comm_free(MPI_Comm *comm);
+
+/* Whether comm is MPI_COMM_WORLD or a duplicate of it made through the
+ * shim (comms.c). */
+bool fti_shim_world_like(MPI_Comm comm);
+
+/* allreduce.c: after FT_Init, opens the first step (a collective over
+ * the world: the first quorum); returns an FT_ code. */
+int fti_shim_start(void);
+/* allreduce.c: what the protected calls did, for MPI_Finalize's log line. */
+void fti_shim_counts(uint64_t *protected_p, uint64_t *passed_p, uint64_t *fortran_p);
+/* allreduce.c: whether a rank was lost (MPI_Finalize skips its fence). */
+bool fti_shim_saw_failure(void);
+/* fortran.c counts here. */
+extern uint64_t fti_shim_fortran_calls;
+
+#endif

@@ -1,0 +1,219 @@
+/*
+ * shim_init.c - the step's set-up for the drop-in, libftmpi_pmpi (DESIGN
+ * section 10; see step.h): every world rank a replica group of one, the
+ * `mpi` backend's slices over the world, and the lighthouse on a thread of
+ * world rank 0 unless FTMPI_LIGHTHOUSE names one.
+ *
+ * Threads: fti_shim_world and fti_shim_release run on the application's
+ * thread (inside MPI_Init / MPI_Finalize); the lighthouse has its own
+ * thread and event loop, which only its check timer touches after start.
+ */
+#include "step.h"
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftmpi.h"
+#include "lighthouse.h"
+#include "log.h"
+#include "util.h"
+
+/* How often the lighthouse thread looks at its stop flag and counts the
+ * groups that left. */
+#define SHIM_CHECK_MS 20
+
+static bool selected;
+
+/* Rank 0's in-process lighthouse. */
+static struct {
+    struct event_base *base;
+    struct event *check;
+    fti_lighthouse_h lh;
+    pthread_t thread;
+    bool running;
+    int n;                 /* groups r0..r<n-1> */
+    atomic_int stop;       /* set by the application thread */
+    atomic_int left;       /* groups finalized or unknown after having been seen */
+    unsigned char *seen;   /* per group: heard of once (lighthouse thread only) */
+} lh;
+
+void fti_shim_select(void)
+{
+    selected = true;
+}
+
+bool fti_shim_selected(void)
+{
+    return selected;
+}
+
+void fti_shim_replica_id(int r, int n, char *buf, size_t len)
+{
+    int width = 1;
+    for (int m = n - 1; m >= 10 && width < 10; m /= 10)
+        width++;
+    snprintf(buf, len, "r%0*d", width & 15, r);
+}
+
+int fti_shim_resolve(struct fti_step *s)
+{
+    if (s->cfg.backend == FTI_BACKEND_TCP) {
+        FTI_ERROR("FTMPI_BACKEND=tcp: the drop-in (libftmpi_pmpi) runs on the mpi backend "
+                  "(unset FTMPI_BACKEND)");
+        return FT_ERR_CONFIG;
+    }
+    if (s->cfg.group_size > 0)
+        FTI_WARN("FTMPI_GROUP_SIZE=%d is ignored by the drop-in: every rank is a group of one",
+                 s->cfg.group_size);
+    s->backend = &fti_backend_mpi;
+    s->mode_b = false;
+    /* no state is registered: a quorum at step 0 must not heal */
+    s->cfg.init_sync = 0;
+    return FT_SUCCESS;
+}
+
+/* The lighthouse thread's timer: counts the groups that left, stops the
+ * loop once asked to. */
+static void check_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    int left = 0;
+    for (int i = 0; i < lh.n; i++) {
+        char id[FTI_REPLICA_ID_SIZE];
+        fti_shim_replica_id(i, lh.n, id, sizeof(id));
+        fti_lh_group_status_t st = fti_lighthouse_group_status(lh.lh, id, NULL);
+        if (st == FTI_LH_GROUP_LIVE || st == FTI_LH_GROUP_SILENT)
+            lh.seen[i] = 1;
+        left += st == FTI_LH_GROUP_FINALIZED || (st == FTI_LH_GROUP_UNKNOWN && lh.seen[i]);
+    }
+    atomic_store(&lh.left, left);
+    if (atomic_load(&lh.stop))
+        event_base_loopbreak(lh.base);
+}
+
+static void *lh_main(void *arg)
+{
+    (void)arg;
+    event_base_dispatch(lh.base);
+    return NULL;
+}
+
+static void lh_free(void)
+{
+    if (lh.check)
+        event_free(lh.check);
+    fti_lighthouse_destroy(lh.lh);
+    if (lh.base)
+        event_base_free(lh.base);
+    free(lh.seen);
+    lh.check = NULL;
+    lh.lh = NULL;
+    lh.base = NULL;
+    lh.seen = NULL;
+}
+
+/* Starts the lighthouse for n groups on a thread; its address into addr. */
+static int lh_start(const fti_config_t *cfg, int n, char *addr, size_t addr_len)
+{
+    fti_lighthouse_opts_t o;
+    fti_lighthouse_opts_default(&o);
+    if (strchr(cfg->bind_host, ':') != NULL)
+        snprintf(o.bind, sizeof(o.bind), "[%s]:0", cfg->bind_host);
+    else
+        snprintf(o.bind, sizeof(o.bind), "%s:0", cfg->bind_host);
+    o.min_replicas = cfg->min_replicas;
+    o.join_timeout_ms = cfg->lh_join_timeout_ms;
+    o.heartbeat_timeout_ms = cfg->lh_heartbeat_timeout_ms;
+    o.quorum_tick_ms = cfg->lh_tick_ms;
+    o.max_frame = (size_t)cfg->max_frame_bytes;
+    if (evthread_use_pthreads() != 0) {
+        FTI_ERROR("drop-in: evthread_use_pthreads failed");
+        return FT_ERR_SYSTEM;
+    }
+    lh.n = n;
+    lh.seen = calloc((size_t)n, 1);
+    lh.base = event_base_new();
+    int rc = lh.seen == NULL || lh.base == NULL ? FT_ERR_NO_MEMORY
+                                                : fti_lighthouse_create(lh.base, &o, &lh.lh);
+    struct timeval tv = {0, SHIM_CHECK_MS * 1000};
+    if (rc == FT_SUCCESS && ((lh.check = event_new(lh.base, -1, EV_PERSIST, check_cb, NULL)) ==
+                                 NULL ||
+                             event_add(lh.check, &tv) != 0))
+        rc = FT_ERR_NO_MEMORY;
+    for (int i = 0; rc == FT_SUCCESS && i < n; i++) {
+        char id[FTI_REPLICA_ID_SIZE];
+        fti_shim_replica_id(i, n, id, sizeof(id));
+        (void)fti_lighthouse_expect_group(lh.lh, id); /* the first quorum waits for all */
+    }
+    if (rc == FT_SUCCESS && fti_strlcpy(addr, fti_lighthouse_address(lh.lh), addr_len) != 0)
+        rc = FT_ERR_CONFIG;
+    if (rc == FT_SUCCESS && pthread_create(&lh.thread, NULL, lh_main, NULL) != 0) {
+        FTI_ERROR("drop-in: cannot start the lighthouse thread: %m");
+        rc = FT_ERR_SYSTEM;
+    }
+    if (rc != FT_SUCCESS) {
+        FTI_ERROR("drop-in: the lighthouse on world rank 0 did not start: %s", FT_Error_string(rc));
+        lh_free();
+        return rc;
+    }
+    lh.running = true;
+    FTI_INFO("drop-in: lighthouse on %s (a thread of world rank 0) for %d ranks", addr, n);
+    return FT_SUCCESS;
+}
+
+/* What world rank 0 broadcasts. */
+struct lh_hello {
+    int32_t status;
+    char addr[FTI_ADDRESS_SIZE];
+};
+
+int fti_shim_world(struct fti_step *s)
+{
+    MPI_Comm_rank(MPI_COMM_WORLD, &s->mb.world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &s->mb.world_size);
+    s->mb.first_world_rank = s->mb.world_rank;
+    s->mb.split = MPI_COMM_NULL;
+    s->app_comm = MPI_COMM_NULL;
+    /* every rank makes the same collectives, whatever happens */
+    int rc = fti_mpi_ctx_create(MPI_COMM_WORLD, &s->mb.mpi);
+    struct lh_hello hello;
+    memset(&hello, 0, sizeof(hello));
+    bool own_lh = s->cfg.lighthouse[0] == '\0';
+    if (own_lh && s->mb.world_rank == 0)
+        hello.status = rc != FT_SUCCESS ? rc
+                                        : lh_start(&s->cfg, s->mb.world_size, hello.addr,
+                                                   sizeof(hello.addr));
+    if (own_lh && MPI_Bcast(&hello, (int)sizeof(hello), MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+        hello.status = FT_ERR_MPI;
+    hello.addr[sizeof(hello.addr) - 1] = '\0';
+    if (rc == FT_SUCCESS)
+        rc = hello.status;
+    if (rc == FT_SUCCESS && own_lh)
+        fti_strlcpy(s->cfg.lighthouse, hello.addr, sizeof(s->cfg.lighthouse));
+    s->member_data_len = fti_results_world_rank_data(s->mb.world_rank, s->member_data,
+                                                     sizeof(s->member_data));
+    return rc;
+}
+
+void fti_shim_release(struct fti_step *s)
+{
+    fti_mpi_ctx_destroy(s->mb.mpi);
+    s->mb.mpi = NULL;
+    if (!lh.running)
+        return;
+    /* the other ranks may still be leaving: serve them a while */
+    int64_t until = fti_now_ms() + s->cfg.connect_timeout_ms;
+    while (atomic_load(&lh.left) < lh.n && fti_now_ms() < until)
+        fti_sleep_ms(SHIM_CHECK_MS);
+    atomic_store(&lh.stop, 1);
+    pthread_join(lh.thread, NULL);
+    lh.running = false;
+    lh_free();
+}

@@ -1,0 +1,59 @@
+#!/bin/sh
+# S1 (DESIGN sections 9 and 10): unmodified programs give the same checked
+# results with and without libftmpi_pmpi: shim_check (C: every protected
+# datatype and op, in place and separate, counts 0, 1, odd, 1 Mi, on the
+# world and a duplicate of it, and MPI_SHORT which goes to MPI unprotected)
+# and the Fortran programs (mpif.h, use mpi, use mpi_f08; skipped without
+# mpifort), whose calls the shim must see: it counts them.  A child started
+# by the shimmed program (system(3): fork+exec of sh) runs unaffected.
+. "$top_srcdir/tests/integration/common.sh"
+need_mpirun
+lib_test_env
+SHIM="$top_builddir/.libs/libftmpi_pmpi.so"
+[ -f "$SHIM" ] || skip "no $SHIM (shared libraries disabled?)"
+CHECK="$top_builddir/tests/shim/shim_check"
+NP=3
+
+run() { # LOG PRELOAD PROGRAM: runs PROGRAM on NP ranks, output in LOG
+    if [ -n "$2" ]; then
+        timeout 120 "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$2" -x SHIM_CHECK_CHILD \
+            "$3" > "$1" 2>&1
+    else
+        timeout 120 "$MPIRUN" --enable-recovery -np $NP -x SHIM_CHECK_CHILD "$3" > "$1" 2>&1
+    fi
+}
+
+SHIM_CHECK_CHILD="echo child-ran > $TEST_TMPDIR/child.out; env | grep -c FTMPI_SHIM_CHILD_MARK >/dev/null || true"
+export SHIM_CHECK_CHILD
+run "$TEST_TMPDIR/native.log" "" "$CHECK" || { cat "$TEST_TMPDIR/native.log"; die "shim_check failed without the shim"; }
+run "$TEST_TMPDIR/shim.log" "$SHIM" "$CHECK" || { cat "$TEST_TMPDIR/shim.log"; die "shim_check failed under the shim"; }
+want=$(grep '^shim_check ok' "$TEST_TMPDIR/native.log")
+got=$(grep '^shim_check ok' "$TEST_TMPDIR/shim.log")
+[ -n "$want" ] && [ "$want" = "$got" ] || die "results differ: native '$want', shim '$got'"
+# the shim was there: every rank protected the same calls, MPI_SHORT went to MPI
+n=$(count_lines "$TEST_TMPDIR/shim.log" 'libftmpi_pmpi: [1-9][0-9]* MPI_Allreduce calls protected, [1-9][0-9]* passed to MPI, 0 made from Fortran')
+[ "$n" -eq $NP ] || { cat "$TEST_TMPDIR/shim.log"; die "expected $NP ranks reporting protected calls, got $n"; }
+file_has "$TEST_TMPDIR/shim.log" 'MPI_SHORT with MPI_SUM is not protected' || die "no note about MPI_SHORT"
+[ "$(cat "$TEST_TMPDIR/child.out" 2>/dev/null)" = child-ran ] || die "the child of the shimmed program did not run"
+echo "C: $got, with and without the shim"
+
+# a non-MPI tool with the shim preloaded: untouched (MPI_Init never ran)
+out=$(LD_PRELOAD="$SHIM" sh -c 'echo plain' 2>&1)
+[ "$out" = plain ] || die "a preloaded non-MPI process printed '$out'"
+
+command -v mpifort >/dev/null 2>&1 || skip "C checks passed; no mpifort for the Fortran ones"
+for f in mpifh usempi f08; do
+    src="$top_srcdir/tests/shim/shim_check_$f.f90"
+    flags=
+    [ $f = mpifh ] && flags=-fallow-argument-mismatch
+    mpifort $flags -o "$TEST_TMPDIR/sc_$f" "$src" > "$TEST_TMPDIR/fc_$f.log" 2>&1 ||
+        mpifort -o "$TEST_TMPDIR/sc_$f" "$src" > "$TEST_TMPDIR/fc_$f.log" 2>&1 ||
+        { cat "$TEST_TMPDIR/fc_$f.log"; die "mpifort failed on $src"; }
+    run "$TEST_TMPDIR/f_native_$f.log" "" "$TEST_TMPDIR/sc_$f" || die "Fortran $f failed without the shim"
+    run "$TEST_TMPDIR/f_shim_$f.log" "$SHIM" "$TEST_TMPDIR/sc_$f" || { cat "$TEST_TMPDIR/f_shim_$f.log"; die "Fortran $f failed under the shim"; }
+    file_has "$TEST_TMPDIR/f_native_$f.log" '^fortran ok 4$' || die "Fortran $f: no result without the shim"
+    file_has "$TEST_TMPDIR/f_shim_$f.log" '^fortran ok 4$' || die "Fortran $f: no result under the shim"
+    n=$(count_lines "$TEST_TMPDIR/f_shim_$f.log" 'libftmpi_pmpi: 4 MPI_Allreduce calls protected, 0 passed to MPI, 4 made from Fortran')
+    [ "$n" -eq $NP ] || { cat "$TEST_TMPDIR/f_shim_$f.log"; die "Fortran $f: the shim did not see the 4 calls on every rank"; }
+    echo "Fortran $f: 4 calls protected on each of $NP ranks, same results"
+done
