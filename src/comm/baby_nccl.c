@@ -216,6 +216,13 @@ static int baby_nccl_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms,
     return FT_SUCCESS;
 }
 
+fti_baby_h fti_baby_nccl_runner(fti_comm_h comm)
+{
+    if (comm == NULL || comm->ops != &fti_backend_baby_nccl)
+        return NULL;
+    return ((struct baby_nccl_comm *)comm)->runner;
+}
+
 /* The table entry (comm.h): NCCL in an ftmpi-baby child. */
 const struct fti_comm_backend fti_backend_baby_nccl = {
     .name = "baby-nccl",

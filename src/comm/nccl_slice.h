@@ -47,4 +47,9 @@ void fti_nccl_decide(const fti_nccl_member_t *m, int size, fti_nccl_plan_t *plan
  * shrink of token in quorum q. */
 uint64_t fti_nccl_token(const unsigned char *id, uint64_t token, int64_t q);
 
+/* The child's runner under a baby-nccl comm (tests: kill, pid); NULL if
+ * comm is not baby-nccl. */
+struct fti_baby;
+struct fti_baby *fti_baby_nccl_runner(fti_comm_h comm);
+
 #endif
