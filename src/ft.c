@@ -33,6 +33,7 @@
 
 #include "ftmpi.h"
 #include "comm/mpi_backend.h"
+#include "device.h"
 #include "dtype.h"
 #include "log.h"
 #include "step.h"
@@ -135,6 +136,7 @@ FTMPI_EXPORT int FT_Finalize(void)
         FTI_INFO("FT_Finalize: %" PRIu64 " MPI requests were abandoned at deadlines (%" PRIu64
                  " bytes kept alive)",
                  n, bytes);
+    fti_device_release();
     fti_step_teardown(&st);
     return FT_SUCCESS;
 }
@@ -282,6 +284,15 @@ FTMPI_EXPORT int FT_Allreduce(const void *sendbuf, void *recvbuf, int count,
         fti_comm_destroy(st.slice);
         st.slice = NULL;
         return FT_ERR_ABORTED;
+    }
+    if (fti_device_ptr(recvbuf)) { /* a CUDA buffer (device.h) */
+        rc = fti_device_allreduce(&st, sendbuf, recvbuf, (size_t)count, dt, fop);
+        if (rc != FT_SUCCESS) {
+            latch(rc);
+            fti_comm_destroy(st.slice);
+            st.slice = NULL;
+        }
+        return rc;
     }
     size_t bytes = (size_t)count * fti_dtype_size(dt);
     if (sendbuf != MPI_IN_PLACE && sendbuf != recvbuf)
@@ -483,6 +494,10 @@ FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes)
 {
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
+    if (fti_device_ptr(buf)) {
+        FTI_ERROR("FT_State_register: '%s' is device memory; healing it is not supported yet", name);
+        return FT_ERR_UNSUPPORTED;
+    }
     int rc = fti_heal_register(st.heal, name, buf, bytes);
     if (rc == FT_ERR_EXISTS)
         FTI_ERROR("FT_State_register: '%s' is already registered", name);

@@ -11,7 +11,8 @@
  *
  * Commands (baby_chan.h): LISTEN opens the tcp ring's listener and replies
  * its address; CONNECT builds the ring; MAP / UNMAP a region; ALLREDUCE in
- * place in a region; ABORT drops the ring; EXIT.  Each command carries the
+ * place in a region; ABORT drops the ring; EXIT.  With NCCL (baby-nccl,
+ * baby_nccl_child.h): NCCL_ID, NCCL_INIT, NCCL_ALLREDUCE on CUDA IPC memory.  Each command carries the
  * rank's deadline and the child honours it.  A bad message or a closed
  * channel ends the child (exit 3 / 0).  Links libfti_base and libfti_comm
  * only: no MPI, no CUDA context unless a backend makes one.
@@ -33,7 +34,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ftmpi_config.h" /* FTMPI_HAVE_NCCL */
 #include "baby_chan.h"
+#ifdef FTMPI_HAVE_NCCL
+#include "baby_nccl_child.h"
+#endif
 #include "comm.h"
 #include "tcp.h"
 #include "ftmpi_errors.h"
@@ -59,6 +64,9 @@ static struct baby {
 
 static void drop_ring(void)
 {
+#ifdef FTMPI_HAVE_NCCL
+    fti_baby_nccl_drop();
+#endif
     fti_comm_destroy(B.comm);
     B.comm = NULL;
     fti_tcp_listener_destroy(B.listener);
@@ -169,6 +177,14 @@ static int dispatch(const fti_baby_hdr_t *h, const void *pl, int fd, void *reply
         return FT_SUCCESS;
     case FTI_BABY_EXIT:
         return FT_SUCCESS;
+    case FTI_BABY_NCCL_ID:
+    case FTI_BABY_NCCL_INIT:
+    case FTI_BABY_NCCL_ALLREDUCE:
+#ifdef FTMPI_HAVE_NCCL
+        return fti_baby_nccl_dispatch(h, pl, reply, rlen);
+#else
+        return FT_ERR_UNSUPPORTED; /* a child built without NCCL */
+#endif
     default:
         return FT_ERR_BAD_MESSAGE; /* a reply type sent to us */
     }

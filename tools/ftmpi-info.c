@@ -103,7 +103,7 @@ static void print_build(void)
     printf("  %-14s %s\n", "configure", FTMPI_CONFIGURE_ARGS[0] ? FTMPI_CONFIGURE_ARGS : "(no arguments)");
     printf("  %-14s %s\n", "MPI compiler", FTMPI_MPICC);
     printf("  %-14s %s (MPI standard %s)\n", "MPI library", FTMPI_MPI_LIBRARY, FTMPI_MPI_STANDARD);
-    printf("  %-14s %s\n", "backends", "tcp, mpi");
+    printf("  %-14s %s\n", "backends", FTMPI_BACKENDS_BUILT);
     printf("  %-14s %s\n", "CUDA", FTMPI_CUDA_SUMMARY);
     printf("  %-14s %s\n", "NCCL", FTMPI_NCCL_SUMMARY);
 }

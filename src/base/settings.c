@@ -14,7 +14,8 @@
 
 #define OFF(m) offsetof(fti_config_t, m), sizeof(((fti_config_t *)0)->m)
 
-static const char *const backend_choices[] = {"auto", "tcp", "mpi", "baby-tcp", NULL};
+static const char *const backend_choices[] = {"auto", "tcp",  "mpi", "baby-tcp",
+                                              "nccl", "baby-nccl", NULL};
 static const char *const world_choices[] = {"dynamic", "fixed_with_spares", NULL};
 static const char *const bool_choices[] = {"0", "1", NULL};
 static const char *const shim_choices[] = {"auto", "abort", "return", "continue", NULL};
@@ -30,7 +31,9 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_INT, OFF(group_size), 0, 1 << 20, NULL},
     {"FTMPI_MIN_REPLICAS", "1", "fewest groups that may commit a step",
      FTI_CFG_INT, OFF(min_replicas), 1, 1 << 20, NULL},
-    {"FTMPI_BACKEND", "auto", "cross-group data plane: auto, tcp, mpi or baby-tcp (the tcp ring in an ftmpi-baby child process)",
+    {"FTMPI_BACKEND", "auto", "cross-group data plane: auto, tcp, mpi, baby-tcp (the tcp ring in an ftmpi-baby child process), "
+     "nccl or baby-nccl (NCCL in process or in the child; builds with CUDA and NCCL only); auto: mpi in mode B, "
+     "else tcp, and nccl for device buffers when built with NCCL",
      FTI_CFG_ENUM, OFF(backend), 0, 0, backend_choices},
     {"FTMPI_WORLD_SIZE_MODE", "dynamic", "dynamic, or fixed_with_spares (participants capped at min replicas)",
      FTI_CFG_ENUM, OFF(world_mode), 0, 0, world_choices},

@@ -13,7 +13,10 @@
 
 #include "sizes.h"
 
-enum fti_backend { FTI_BACKEND_AUTO, FTI_BACKEND_TCP, FTI_BACKEND_MPI, FTI_BACKEND_BABY_TCP };
+enum fti_backend {
+    FTI_BACKEND_AUTO, FTI_BACKEND_TCP, FTI_BACKEND_MPI, FTI_BACKEND_BABY_TCP,
+    FTI_BACKEND_NCCL, FTI_BACKEND_BABY_NCCL /* built with CUDA and NCCL only */
+};
 enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
 /* FTMPI_SHIM_ON_FAILURE; auto: abort under MPI_ERRORS_ARE_FATAL, return
  * otherwise (DESIGN section 10). */

@@ -239,7 +239,9 @@ int fti_baby_spawns(fti_baby_h b)
 static const char *cmd_name(int type)
 {
     static const char *const names[] = {"?", "listen", "connect", "map", "unmap",
-                                        "allreduce", "abort", "exit"};
+                                        "allreduce", "abort", "exit", "nccl-id",
+                                        "nccl-init", "nccl-allreduce"};
+    _Static_assert(sizeof(names) / sizeof(names[0]) == FTI_BABY_TYPE_END, "a name per command");
     return type > 0 && type < FTI_BABY_TYPE_END ? names[type] : "?";
 }
 
@@ -446,6 +448,15 @@ int fti_baby_allreduce(fti_baby_h b, void *buf, size_t count, enum fti_dtype dty
         memcpy(buf, b->staging.base, bytes);
     if (rc != FT_SUCCESS)
         fti_baby_kill(b);
+    return rc;
+}
+
+int fti_baby_command(fti_baby_h b, int type, const void *pl, size_t len, int64_t deadline_ms,
+                     void *reply, size_t rcap, size_t *rlen_p)
+{
+    int rc = fti_baby_start(b, deadline_ms);
+    if (rc == FT_SUCCESS)
+        rc = call(b, type, pl, len, -1, deadline_ms, reply, rcap, rlen_p);
     return rc;
 }
 

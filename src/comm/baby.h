@@ -94,6 +94,14 @@ int fti_baby_connect(fti_baby_h b, int rank, int size, const char *next_addr,
 int fti_baby_allreduce(fti_baby_h b, void *buf, size_t count, enum fti_dtype dtype,
                        enum fti_op op, int64_t deadline_ms);
 
+/* One command of baby_chan.h (type, payload pl of len bytes) and its reply
+ * (at most rcap bytes into reply, their number in *rlen_p), starting a
+ * child if there is none; a channel failure kills the child (as every
+ * command), an error the child reports is returned with the child alive.
+ * For backends that add commands (baby_nccl.c). */
+int fti_baby_command(fti_baby_h b, int type, const void *pl, size_t len, int64_t deadline_ms,
+                     void *reply, size_t rcap, size_t *rlen_p);
+
 /* The child's pid (-1: none), and how many children were started. */
 pid_t fti_baby_pid(fti_baby_h b);
 int fti_baby_spawns(fti_baby_h b);

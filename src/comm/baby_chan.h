@@ -32,6 +32,10 @@ enum fti_baby_type {
     FTI_BABY_ALLREDUCE,  /* fti_baby_allreduce_t, in place in a mapped region */
     FTI_BABY_ABORT,      /* drop the ring, stay alive */
     FTI_BABY_EXIT,       /* reply, then exit 0 */
+    /* baby-nccl (children built with NCCL; others answer FT_ERR_UNSUPPORTED) */
+    FTI_BABY_NCCL_ID,        /* -> reply fti_baby_nccl_id_t: a new unique id */
+    FTI_BABY_NCCL_INIT,      /* fti_baby_nccl_init_t: join the communicator */
+    FTI_BABY_NCCL_ALLREDUCE, /* fti_baby_nccl_allreduce_t: in place, CUDA IPC memory */
     FTI_BABY_TYPE_END,
     FTI_BABY_REPLY = 0x100 /* | the command's type */
 };
@@ -73,6 +77,29 @@ typedef struct fti_baby_allreduce {
     uint64_t count;
     int32_t dtype, op; /* enum fti_dtype, enum fti_op */
 } fti_baby_allreduce_t;
+
+/* baby-nccl payloads: the unique id's bytes, and a device buffer as a
+ * CUDA IPC memory handle of its allocation plus the buffer's offset. */
+#define FTI_BABY_NCCL_ID_BYTES 128
+#define FTI_BABY_IPC_BYTES 64
+typedef struct fti_baby_nccl_id {
+    unsigned char id[FTI_BABY_NCCL_ID_BYTES];
+} fti_baby_nccl_id_t;
+
+typedef struct fti_baby_nccl_init {
+    unsigned char id[FTI_BABY_NCCL_ID_BYTES];
+    int32_t rank, size;
+    int32_t device; /* the parent's CUDA device */
+    int32_t reserved;
+} fti_baby_nccl_init_t;
+
+typedef struct fti_baby_nccl_allreduce {
+    unsigned char handle[FTI_BABY_IPC_BYTES]; /* cudaIpcMemHandle_t */
+    uint64_t offset; /* of the buffer in the allocation */
+    uint64_t alloc_bytes;
+    uint64_t count;
+    int32_t dtype, op;
+} fti_baby_nccl_allreduce_t;
 
 /* Sends one message (header fields magic, version, len, reserved are
  * filled in here) with len payload bytes, and pass_fd (>= 0) as

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftmpi_config.h" /* FTMPI_HAVE_NCCL */
 #include "reduce.h"
 
 typedef struct fti_comm *fti_comm_h;
@@ -44,6 +45,9 @@ enum fti_comm_need {
     /* A child process runs the collective (baby-* backends): the program
      * to start and where to bind it (child_path, child_cpus, child_env). */
     FTI_COMM_NEEDS_CHILD = 1u << 2,
+    /* A CUDA device: the backend reduces device buffers in place (nccl,
+     * baby-nccl); built only with CUDA and NCCL (FTMPI_HAVE_NCCL). */
+    FTI_COMM_NEEDS_DEVICE = 1u << 3,
 };
 
 /* Everything a rendezvous may use; the fields a backend's needs do not
@@ -93,7 +97,12 @@ struct fti_comm {
 #else
 #define FTI_TEST_BACKENDS(X)
 #endif
-#define FTI_BACKENDS(X) X(tcp) X(mpi) X(baby_tcp) FTI_TEST_BACKENDS(X)
+#ifdef FTMPI_HAVE_NCCL
+#define FTI_NCCL_BACKENDS(X) X(nccl) X(baby_nccl)
+#else
+#define FTI_NCCL_BACKENDS(X)
+#endif
+#define FTI_BACKENDS(X) X(tcp) X(mpi) X(baby_tcp) FTI_NCCL_BACKENDS(X) FTI_TEST_BACKENDS(X)
 
 #define FTI_BACKEND_DECLARE(x) extern const struct fti_comm_backend fti_backend_##x;
 FTI_BACKENDS(FTI_BACKEND_DECLARE)

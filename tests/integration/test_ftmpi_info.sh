@@ -39,14 +39,19 @@ if [ -n "$MPIRUN" ] && "$MPIRUN" --version 2>/dev/null | grep -q 'Open MPI'; the
 fi
 grep -Eq '^  prefix +/' "$T/out" || die "no install prefix"
 grep -Eq '^  configure +[^ ]' "$T/out" || die "no configure line"
-grep -Eq '^  backends +tcp, mpi$' "$T/out" || die "backends not 'tcp, mpi': $(grep backends "$T/out")"
-# CUDA and NCCL: nothing uses them yet, so never "on"
-grep -Eq '^  CUDA +(off|not found in .*|detected .*, not used yet)$' "$T/out" ||
+grep -Eq '^  backends +tcp, mpi, baby-tcp(, nccl, baby-nccl)?$' "$T/out" || die "backends not 'tcp, mpi, baby-tcp[, nccl, baby-nccl]': $(grep backends "$T/out")"
+# CUDA and NCCL: as configure found them (used: device buffers, nccl backends)
+grep -Eq '^  CUDA +(off|not found in .*|yes \(.*\))$' "$T/out" ||
     die "CUDA shown as: $(grep '^  CUDA' "$T/out")"
-grep -Eq '^  NCCL +(off|not found in .*|detected .*, not used yet)$' "$T/out" ||
+grep -Eq '^  NCCL +(off|not found in .*|yes \(.*\))$' "$T/out" ||
     die "NCCL shown as: $(grep '^  NCCL' "$T/out")"
 if grep -q '^#define FTMPI_HAVE_CUDA 1' "$cfg"; then
-    grep -Eq '^  CUDA +detected ' "$T/out" || die "configure found CUDA, ftmpi-info does not say so"
+    grep -Eq '^  CUDA +yes ' "$T/out" || die "configure found CUDA, ftmpi-info does not say so"
+fi
+if grep -q '^#define FTMPI_HAVE_NCCL 1' "$cfg"; then
+    grep -Eq '^  backends +.*, nccl, baby-nccl$' "$T/out" || die "built with NCCL, backends do not list nccl"
+else
+    grep -q 'nccl' "$T/out" && grep -Eq '^  backends +.*nccl' "$T/out" && die "no NCCL, yet nccl listed"
 fi
 
 # the current value comes from the environment, marked with *

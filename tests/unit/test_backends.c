@@ -33,7 +33,7 @@ static void test_entries_complete(void **state)
         assert_non_null(b->destroy);
         assert_ptr_equal(fti_comm_backend_find(b->name), b); /* names are unique */
         assert_int_equal(b->needs & ~(unsigned)(FTI_COMM_NEEDS_STORE | FTI_COMM_NEEDS_WORLD |
-                                                FTI_COMM_NEEDS_CHILD),
+                                                FTI_COMM_NEEDS_CHILD | FTI_COMM_NEEDS_DEVICE),
                          0);
     }
     assert_true(n >= 2);
@@ -68,6 +68,8 @@ static void test_slice_of_one(void **state)
         const struct fti_comm_backend *b = fti_comm_backend_at(i);
         if (b->needs & FTI_COMM_NEEDS_WORLD)
             continue; /* needs MPI_Init and a job: the integration tests */
+        if (b->needs & FTI_COMM_NEEDS_DEVICE)
+            continue; /* needs a GPU: tests/gpu/ */
         fti_comm_rendezvous_t r = {.quorum_id = 7, .size = 1, .bind_host = "127.0.0.1"};
         char child[4096];
         if (b->needs & FTI_COMM_NEEDS_CHILD) {

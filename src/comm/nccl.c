@@ -1,0 +1,369 @@
+/* nccl.c - the core of the nccl backend: one non-blocking NCCL
+ * communicator, every wait polled against a deadline (see nccl_comm.h). */
+#include "nccl_comm.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ftmpi_errors.h"
+#include "log.h"
+#include "util.h"
+
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+#define FTI_NCCL_SHRINK 1
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 7)
+#define FTI_NCCL_REVOKE 1
+#endif
+
+_Static_assert(sizeof(ncclUniqueId) == FTI_NCCL_ID_BYTES, "ncclUniqueId size");
+
+#define POLL_US 200       /* between polls of an NCCL or CUDA operation */
+#define FINALIZE_MS 2000  /* a polite finalize before destroy, else abort */
+
+struct fti_nccl {
+    ncclComm_t comm;
+    cudaStream_t stream;
+    int device;
+    int rank, size;
+    int aborted;
+    void *stage;        /* device buffer for host buffers */
+    size_t stage_bytes;
+};
+
+static fti_nccl_stats_t stats;
+
+void fti_nccl_stats(fti_nccl_stats_t *s)
+{
+    *s = stats;
+}
+
+int fti_nccl_can_shrink(void)
+{
+#ifdef FTI_NCCL_SHRINK
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int fti_nccl_can_revoke(void)
+{
+#ifdef FTI_NCCL_REVOKE
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static void nap(void)
+{
+    struct timespec ts = {0, POLL_US * 1000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits for the communicator's pending operation (init, shrink, enqueue,
+ * finalize) before deadline_ms: ncclCommGetAsyncError until it is not
+ * ncclInProgress. */
+static int wait_comm(ncclComm_t comm, int64_t deadline_ms, const char *what)
+{
+    for (;;) {
+        ncclResult_t st = ncclSuccess;
+        ncclResult_t r = ncclCommGetAsyncError(comm, &st);
+        if (r == ncclSuccess && st == ncclSuccess)
+            return FT_SUCCESS;
+        if (r != ncclSuccess || st != ncclInProgress) {
+            FTI_WARN("nccl: %s failed: %s (%s)", what,
+                     ncclGetErrorString(r != ncclSuccess ? r : st), ncclGetLastError(comm));
+            return FT_ERR_PROC_FAILED;
+        }
+        if (fti_now_ms() >= deadline_ms) {
+            FTI_WARN("nccl: %s not done before the deadline", what);
+            return FT_ERR_TIMEOUT;
+        }
+        nap();
+    }
+}
+
+/* Waits for the stream's work (the allreduce) while watching the
+ * communicator's async error, before deadline_ms. */
+static int wait_stream(struct fti_nccl *n, int64_t deadline_ms)
+{
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(n->stream);
+        if (e == cudaSuccess)
+            return wait_comm(n->comm, deadline_ms, "allreduce");
+        if (e != cudaErrorNotReady) {
+            FTI_WARN("nccl: the stream failed: %s", cudaGetErrorString(e));
+            return FT_ERR_PROC_FAILED;
+        }
+        ncclResult_t st = ncclSuccess;
+        if (ncclCommGetAsyncError(n->comm, &st) != ncclSuccess ||
+            (st != ncclSuccess && st != ncclInProgress)) {
+            FTI_WARN("nccl: allreduce failed: %s (%s)", ncclGetErrorString(st),
+                     ncclGetLastError(n->comm));
+            return FT_ERR_PROC_FAILED;
+        }
+        if (fti_now_ms() >= deadline_ms) {
+            FTI_WARN("nccl: allreduce not done before the deadline");
+            return FT_ERR_TIMEOUT;
+        }
+        nap();
+    }
+}
+
+int fti_nccl_unique_id(unsigned char *id)
+{
+    ncclUniqueId u;
+    ncclResult_t r = ncclGetUniqueId(&u);
+    if (r != ncclSuccess) {
+        FTI_WARN("nccl: ncclGetUniqueId: %s", ncclGetErrorString(r));
+        return FT_ERR_SYSTEM;
+    }
+    memcpy(id, u.internal, FTI_NCCL_ID_BYTES);
+    return FT_SUCCESS;
+}
+
+/* A handle with its stream on the device (the current one if device < 0). */
+static int handle_new(int device, int rank, int size, struct fti_nccl **n_p)
+{
+    if (device < 0 && cudaGetDevice(&device) != cudaSuccess)
+        return FT_ERR_UNSUPPORTED;
+    cudaError_t e = cudaSetDevice(device);
+    struct fti_nccl *n = e == cudaSuccess ? calloc(1, sizeof(*n)) : NULL;
+    if (e != cudaSuccess) {
+        FTI_WARN("nccl: CUDA device %d: %s", device, cudaGetErrorString(e));
+        return FT_ERR_UNSUPPORTED;
+    }
+    if (n == NULL)
+        return FT_ERR_NO_MEMORY;
+    e = cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        FTI_WARN("nccl: cudaStreamCreate: %s", cudaGetErrorString(e));
+        free(n);
+        return FT_ERR_SYSTEM;
+    }
+    n->device = device;
+    n->rank = rank;
+    n->size = size;
+    *n_p = n;
+    return FT_SUCCESS;
+}
+
+static ncclConfig_t nonblocking(void)
+{
+    ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
+    c.blocking = 0;
+    return c;
+}
+
+int fti_nccl_init(const unsigned char *id, int rank, int size, int device, int64_t deadline_ms,
+                  fti_nccl_h *n_p)
+{
+    if (id == NULL || size < 1 || rank < 0 || rank >= size)
+        return FT_ERR_ARG;
+    struct fti_nccl *n = NULL;
+    int rc = handle_new(device, rank, size, &n);
+    if (rc != FT_SUCCESS)
+        return rc;
+    ncclUniqueId u;
+    memcpy(u.internal, id, FTI_NCCL_ID_BYTES);
+    ncclConfig_t cfg = nonblocking();
+    ncclResult_t r = ncclCommInitRankConfig(&n->comm, size, u, rank, &cfg);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        FTI_WARN("nccl: ncclCommInitRankConfig (rank %d of %d): %s", rank, size,
+                 ncclGetErrorString(r));
+        rc = FT_ERR_PROC_FAILED;
+    } else {
+        rc = wait_comm(n->comm, deadline_ms, "init");
+    }
+    if (rc != FT_SUCCESS) {
+        fti_nccl_free(n);
+        return rc;
+    }
+    stats.inits++;
+    *n_p = n;
+    return FT_SUCCESS;
+}
+
+int fti_nccl_shrink(fti_nccl_h old, const int *exclude, int n_ex, int64_t deadline_ms,
+                    fti_nccl_h *n_p)
+{
+#ifdef FTI_NCCL_SHRINK
+    if (old == NULL || old->aborted || n_ex < 1 || n_ex >= old->size)
+        return FT_ERR_ARG;
+    int below = 0;
+    for (int i = 0; i < n_ex; i++) {
+        if (exclude[i] == old->rank || exclude[i] < 0 || exclude[i] >= old->size ||
+            (i > 0 && exclude[i] <= exclude[i - 1]))
+            return FT_ERR_ARG;
+        below += exclude[i] < old->rank;
+    }
+    struct fti_nccl *n = NULL;
+    int rc = handle_new(old->device, old->rank - below, old->size - n_ex, &n);
+    if (rc != FT_SUCCESS)
+        return rc;
+    ncclConfig_t cfg = nonblocking();
+    ncclResult_t r = ncclCommShrink(old->comm, (int *)exclude, n_ex, &n->comm, &cfg,
+                                    NCCL_SHRINK_ABORT);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        FTI_WARN("nccl: ncclCommShrink: %s", ncclGetErrorString(r));
+        rc = FT_ERR_PROC_FAILED;
+    } else {
+        rc = wait_comm(n->comm, deadline_ms, "shrink");
+    }
+    if (rc != FT_SUCCESS) {
+        fti_nccl_free(n);
+        return rc;
+    }
+    stats.shrinks++;
+    *n_p = n;
+    return FT_SUCCESS;
+#else
+    (void)old, (void)exclude, (void)n_ex, (void)deadline_ms, (void)n_p;
+    return FT_ERR_UNSUPPORTED;
+#endif
+}
+
+static int nccl_type(enum fti_dtype dt, ncclDataType_t *t_p)
+{
+    switch (dt) {
+    case FTI_DT_FLOAT: *t_p = ncclFloat32; return FT_SUCCESS;
+    case FTI_DT_DOUBLE: *t_p = ncclFloat64; return FT_SUCCESS;
+    case FTI_DT_INT:
+    case FTI_DT_INT32: *t_p = ncclInt32; return FT_SUCCESS;
+    case FTI_DT_LONG:
+        *t_p = sizeof(long) == 8 ? ncclInt64 : ncclInt32;
+        return FT_SUCCESS;
+    case FTI_DT_INT64: *t_p = ncclInt64; return FT_SUCCESS;
+    case FTI_DT_UINT64: *t_p = ncclUint64; return FT_SUCCESS;
+    default: return FT_ERR_UNSUPPORTED;
+    }
+}
+
+static int nccl_op(enum fti_op op, ncclRedOp_t *o_p)
+{
+    switch (op) {
+    case FTI_OP_SUM: *o_p = ncclSum; return FT_SUCCESS;
+    case FTI_OP_PROD: *o_p = ncclProd; return FT_SUCCESS;
+    case FTI_OP_MAX: *o_p = ncclMax; return FT_SUCCESS;
+    case FTI_OP_MIN: *o_p = ncclMin; return FT_SUCCESS;
+    case FTI_OP_AVG: *o_p = ncclAvg; return FT_SUCCESS; /* NCCL 2.10+ */
+    default: return FT_ERR_UNSUPPORTED;
+    }
+}
+
+/* The device buffer for buf: buf itself, or the staging buffer with buf's
+ * bytes copied in (*staged set). */
+static int device_view(struct fti_nccl *n, void *buf, size_t bytes, void **dev_p, int *staged)
+{
+    struct cudaPointerAttributes a;
+    *staged = 0;
+    if (cudaPointerGetAttributes(&a, buf) == cudaSuccess &&
+        (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged)) {
+        *dev_p = buf;
+        return FT_SUCCESS;
+    }
+    (void)cudaGetLastError(); /* a host pointer may leave an error behind */
+    if (n->stage_bytes < bytes) {
+        cudaFree(n->stage);
+        n->stage = NULL;
+        n->stage_bytes = 0;
+        if (cudaMalloc(&n->stage, bytes) != cudaSuccess)
+            return FT_ERR_NO_MEMORY;
+        n->stage_bytes = bytes;
+    }
+    if (cudaMemcpyAsync(n->stage, buf, bytes, cudaMemcpyHostToDevice, n->stream) != cudaSuccess)
+        return FT_ERR_SYSTEM;
+    *dev_p = n->stage;
+    *staged = 1;
+    return FT_SUCCESS;
+}
+
+int fti_nccl_allreduce(fti_nccl_h n, void *buf, size_t count, enum fti_dtype dt, enum fti_op op,
+                       int64_t deadline_ms)
+{
+    ncclDataType_t t;
+    ncclRedOp_t o;
+    if (n == NULL || n->aborted)
+        return FT_ERR_ABORTED;
+    if (nccl_type(dt, &t) != FT_SUCCESS || nccl_op(op, &o) != FT_SUCCESS)
+        return FT_ERR_UNSUPPORTED;
+    if (count == 0)
+        return FT_SUCCESS;
+    size_t bytes = count * fti_dtype_size(dt);
+    void *dev = NULL;
+    int staged = 0;
+    if (cudaSetDevice(n->device) != cudaSuccess)
+        return FT_ERR_SYSTEM;
+    int rc = device_view(n, buf, bytes, &dev, &staged);
+    if (rc != FT_SUCCESS) {
+        FTI_WARN("nccl: staging %zu bytes on device %d failed", bytes, n->device);
+        return rc; /* the communicator is untouched */
+    }
+    ncclResult_t r = ncclAllReduce(dev, dev, count, t, o, n->comm, n->stream);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        FTI_WARN("nccl: ncclAllReduce: %s (%s)", ncclGetErrorString(r), ncclGetLastError(n->comm));
+        rc = FT_ERR_PROC_FAILED;
+    } else {
+        if (staged)
+            (void)cudaMemcpyAsync(buf, dev, bytes, cudaMemcpyDeviceToHost, n->stream);
+        rc = wait_stream(n, deadline_ms);
+    }
+    if (rc != FT_SUCCESS)
+        fti_nccl_abort(n);
+    return rc;
+}
+
+void fti_nccl_abort(fti_nccl_h n)
+{
+    if (n == NULL || n->aborted || n->comm == NULL)
+        return;
+#ifdef FTI_NCCL_REVOKE
+    /* stop what is in flight; abort does not wait for it to quiesce */
+    (void)ncclCommRevoke(n->comm, NCCL_REVOKE_DEFAULT);
+#endif
+    (void)ncclCommAbort(n->comm);
+    n->comm = NULL;
+    n->aborted = 1;
+    stats.aborts++;
+}
+
+int fti_nccl_ok(fti_nccl_h n)
+{
+    return n != NULL && !n->aborted;
+}
+
+int fti_nccl_rank(fti_nccl_h n)
+{
+    return n ? n->rank : -1;
+}
+
+int fti_nccl_size(fti_nccl_h n)
+{
+    return n ? n->size : 0;
+}
+
+void fti_nccl_free(fti_nccl_h n)
+{
+    if (n == NULL)
+        return;
+    if (n->comm && !n->aborted) {
+        int rc = FT_ERR_PROC_FAILED;
+        ncclResult_t r = ncclCommFinalize(n->comm);
+        if (r == ncclSuccess || r == ncclInProgress)
+            rc = wait_comm(n->comm, fti_now_ms() + FINALIZE_MS, "finalize");
+        if (rc == FT_SUCCESS)
+            (void)ncclCommDestroy(n->comm);
+        else
+            fti_nccl_abort(n);
+    }
+    if (n->stage)
+        cudaFree(n->stage);
+    if (n->stream)
+        cudaStreamDestroy(n->stream);
+    free(n);
+}

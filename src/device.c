@@ -1,0 +1,189 @@
+/* device.c - device buffers of FT_Allreduce (see device.h). */
+#include "device.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "ftmpi_config.h"
+#include "ftmpi_errors.h"
+#include "log.h"
+#include "util.h"
+
+#ifndef FTMPI_HAVE_CUDA
+
+/* Built without CUDA: no pointer is device memory. */
+bool fti_device_ptr(const void *p)
+{
+    (void)p;
+    return false;
+}
+
+int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf, size_t count,
+                         enum fti_dtype dt, enum fti_op op)
+{
+    (void)s, (void)sendbuf, (void)recvbuf, (void)count, (void)dt, (void)op;
+    return FT_ERR_UNSUPPORTED;
+}
+
+void fti_device_release(void)
+{
+}
+
+#else
+
+#include <cuda_runtime_api.h>
+#ifdef FTMPI_HAVE_NCCL
+#include "comm/nccl_comm.h"
+#endif
+
+static struct {
+    fti_comm_h slice;  /* the auto nccl slice, or NULL */
+    int64_t quorum_id; /* the quorum it was built for */
+    void *host;        /* pinned staging */
+    size_t host_bytes;
+} D = {NULL, -1, NULL, 0};
+
+bool fti_device_ptr(const void *p)
+{
+    struct cudaPointerAttributes a;
+    if (p == NULL || p == MPI_IN_PLACE)
+        return false;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError(); /* no device, or not CUDA's */
+        return false;
+    }
+    return a.type == cudaMemoryTypeDevice;
+}
+
+void fti_device_release(void)
+{
+    fti_comm_destroy(D.slice);
+    D.slice = NULL;
+    D.quorum_id = -1;
+    if (D.host)
+        cudaFreeHost(D.host);
+    D.host = NULL;
+    D.host_bytes = 0;
+#ifdef FTMPI_HAVE_NCCL
+    fti_nccl_drop_parked();
+#endif
+}
+
+static int pinned(size_t bytes, void **p_p)
+{
+    if (D.host_bytes < bytes) {
+        if (D.host)
+            cudaFreeHost(D.host);
+        D.host = NULL;
+        D.host_bytes = 0;
+        if (cudaMallocHost(&D.host, bytes) != cudaSuccess) {
+            FTI_ERROR("FT_Allreduce: %zu bytes of pinned host memory: %s", bytes,
+                      cudaGetErrorString(cudaGetLastError()));
+            return FT_ERR_NO_MEMORY;
+        }
+        D.host_bytes = bytes;
+    }
+    *p_p = D.host;
+    return FT_SUCCESS;
+}
+
+static int copy(void *dst, const void *src, size_t bytes)
+{
+    cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+    if (e == cudaSuccess)
+        return FT_SUCCESS;
+    FTI_ERROR("FT_Allreduce: copying %zu bytes of device memory: %s", bytes, cudaGetErrorString(e));
+    return FT_ERR_SYSTEM;
+}
+
+/* The auto nccl slice of s's quorum, built at its first device allreduce. */
+static int auto_slice(struct fti_step *s, fti_comm_h *c_p)
+{
+    const struct fti_comm_backend *b = fti_comm_backend_find("nccl");
+    if (b == NULL)
+        return FT_ERR_UNSUPPORTED;
+    if (D.slice != NULL && D.quorum_id == s->slice_quorum_id) {
+        *c_p = D.slice;
+        return FT_SUCCESS;
+    }
+    fti_comm_destroy(D.slice);
+    D.slice = NULL;
+    fti_comm_rendezvous_t r = {
+        .quorum_id = s->res.quorum_id,
+        .group_rank = s->group_rank,
+        .replica_rank = s->res.replica_rank,
+        .size = s->res.replica_world_size,
+        .store_address = s->res.store_address,
+        .bind_host = s->cfg.bind_host,
+        .connect_timeout_ms = s->cfg.connect_timeout_ms,
+    };
+    int rc = fti_comm_create(b, &r, fti_now_ms() + s->cfg.timeout_ms, &D.slice);
+    if (rc != FT_SUCCESS) {
+        FTI_WARN("quorum %" PRId64 ": nccl slice of %d for device buffers not built: %s",
+                 r.quorum_id, r.size, FT_Error_string(rc));
+        D.slice = NULL;
+        return rc;
+    }
+    D.quorum_id = s->slice_quorum_id;
+    *c_p = D.slice;
+    return FT_SUCCESS;
+}
+
+/* The communicator that reduces device memory for s (NULL: stage through
+ * host memory and s->slice). */
+static int pick(struct fti_step *s, fti_comm_h *c_p)
+{
+    *c_p = NULL;
+    if (s->backend->needs & FTI_COMM_NEEDS_DEVICE) {
+        *c_p = s->slice;
+        return s->slice ? FT_SUCCESS : FT_ERR_INTERNAL;
+    }
+    if (s->slice == NULL)
+        return FT_ERR_INTERNAL;
+    if (s->cfg.backend == FTI_BACKEND_AUTO && !s->mode_b &&
+        fti_comm_backend_find("nccl") != NULL)
+        return auto_slice(s, c_p);
+    return FT_SUCCESS;
+}
+
+int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf, size_t count,
+                         enum fti_dtype dt, enum fti_op op)
+{
+    size_t bytes = count * fti_dtype_size(dt);
+    int rc = FT_SUCCESS;
+    if (sendbuf != MPI_IN_PLACE && sendbuf != recvbuf)
+        rc = copy(recvbuf, sendbuf, bytes);
+    if (rc != FT_SUCCESS || count == 0)
+        return rc;
+    fti_comm_h c = NULL;
+    rc = pick(s, &c);
+    bool scale = op == FTI_OP_AVG && s->res.participants != s->res.replica_world_size;
+    bool host = c == NULL || s->res.spare || scale; /* the host copy is needed */
+    void *h = NULL;
+    if (rc == FT_SUCCESS && host)
+        rc = pinned(bytes, &h);
+    if (rc == FT_SUCCESS && host && !s->res.spare)
+        rc = copy(h, recvbuf, bytes);
+    if (rc == FT_SUCCESS && s->res.spare)
+        fti_reduce_identity(h, count, dt, op);
+    if (rc == FT_SUCCESS && c != NULL && s->res.spare)
+        rc = copy(recvbuf, h, bytes);
+    enum fti_op wop = scale ? FTI_OP_SUM : op;
+    int64_t deadline = fti_now_ms() + s->cfg.timeout_ms;
+    if (rc == FT_SUCCESS)
+        rc = c ? fti_comm_allreduce(c, recvbuf, count, dt, wop, deadline)
+               : fti_comm_allreduce(s->slice, h, count, dt, wop, deadline);
+    if (rc == FT_SUCCESS && c != NULL && scale)
+        rc = copy(h, recvbuf, bytes);
+    if (rc == FT_SUCCESS && scale)
+        fti_reduce_scale(h, count, dt, s->res.participants);
+    if (rc == FT_SUCCESS && (c == NULL || scale))
+        rc = copy(recvbuf, h, bytes);
+    if (rc != FT_SUCCESS && c != NULL && c == D.slice) {
+        fti_comm_destroy(D.slice); /* dead: the next quorum builds a new one */
+        D.slice = NULL;
+    }
+    return rc;
+}
+
+#endif
