@@ -23,8 +23,18 @@
  * part in every allreduce with the op's identity element instead of its
  * data, and FT_AVG divides by the participants.
  *
- * Threads: every FT_ call runs on the application's thread (ftmpi.h), so
- * `st` needs no lock.
+ * Asynchronous progress (progress.h): FT_Iallreduce hands its reduction
+ * to the progress thread, which runs the step's reductions in order;
+ * FT_Wait waits for one; a failure of one fails every later one at once
+ * and is latched by FT_Wait or, at the latest, by FT_Commit, which first
+ * waits for them all.  FT_Allreduce runs its reduction on the calling
+ * thread when nothing is in flight.  FT_QUORUM_ASYNC hands the whole
+ * quorum round (slice, heal) to the same thread; the next FT_ call that
+ * reads the step's state waits for it (quorum_sync).
+ *
+ * Threads: every FT_ call runs on the application's thread (ftmpi.h);
+ * step.h says which part of `st` the progress thread owns when, so `st`
+ * needs no lock.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -41,19 +51,12 @@
 
 FTMPI_EXPORT MPI_Op ftmpi_op_avg = MPI_OP_NULL;
 
-struct ftmpi_request {
-    const void *sendbuf;
-    void *recvbuf;
-    int count;
-    MPI_Datatype datatype;
-    MPI_Op op;
-    FT_Comm comm;
-};
-
 static struct fti_step st;
 
 /* Outlives FT_Finalize (ftmpi.h: information about this process). */
 static int failures_survived;
+
+static void quorum_sync(void);
 
 static void latch(int rc)
 {
@@ -68,6 +71,27 @@ static void log_ctx_update(void)
 }
 
 /* ---- FT_Init / FT_Finalize --------------------------------------------- */
+
+/* Where the step's jobs run (progress.h).  A backend whose rendezvous needs
+ * the world's ranks (the mpi backend) makes MPI calls, and so does the
+ * group's quorum exchange with more than one rank: MPI allows them on the
+ * progress thread only when it granted MPI_THREAD_MULTIPLE.  Otherwise
+ * the reductions run synchronously (inside FT_Iallreduce) and
+ * FT_QUORUM_ASYNC is a plain FT_Quorum. */
+static int progress_start(void)
+{
+    int provided = MPI_THREAD_SINGLE;
+    if (MPI_Query_thread(&provided) != MPI_SUCCESS)
+        provided = MPI_THREAD_SINGLE;
+    bool multiple = provided >= MPI_THREAD_MULTIPLE;
+    bool backend_mpi = (st.backend->needs & FTI_COMM_NEEDS_WORLD) != 0;
+    st.async_allreduce = !backend_mpi || multiple;
+    st.async_quorum = st.async_allreduce && (st.group_size == 1 || multiple);
+    FTI_DEBUG("FT_Init: asynchronous reductions %s, asynchronous quorum %s",
+              st.async_allreduce ? "on" : "off (MPI calls, no MPI_THREAD_MULTIPLE)",
+              st.async_quorum ? "on" : "off (MPI calls, no MPI_THREAD_MULTIPLE)");
+    return fti_progress_create(st.async_allreduce, &st.progress);
+}
 
 static void log_init(void)
 {
@@ -105,6 +129,8 @@ FTMPI_EXPORT int FT_Init(int *argc, char ***argv)
     st.mb.split = MPI_COMM_NULL;
 
     int rc = fti_step_setup(&st);
+    if (rc == FT_SUCCESS)
+        rc = progress_start();
     if (rc != FT_SUCCESS) {
         fti_step_teardown(&st);
         return rc;
@@ -120,6 +146,10 @@ FTMPI_EXPORT int FT_Finalize(void)
 {
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
+    quorum_sync();
+    /* every job run; requests not waited for keep their results */
+    fti_progress_destroy(st.progress);
+    st.progress = NULL;
     FTI_DEBUG("FT_Finalize at step %" PRId64 "%s", st.step, st.lost ? " (group lost)" : "");
     /* the other groups need not wait for this one (LIGHTHOUSE_FINALIZE);
      * in mode B every rank says so, as the manager may be the rank that
@@ -201,24 +231,10 @@ static int quorum_apply(const Ftmpi__LighthouseQuorumResponse *resp,
     return rc;
 }
 
-FTMPI_EXPORT int FT_Quorum(int flags)
+/* The quorum round and everything it brings (slice, heal): on the progress
+ * thread for FT_QUORUM_ASYNC, which owns `st` until quorum_sync. */
+static int quorum_run(int flags)
 {
-    if (!st.initialized)
-        return FT_ERR_NOT_INITIALIZED;
-    if (flags & ~FT_QUORUM_SHRINK_ONLY)
-        return FT_ERR_ARG;
-    if (st.lost)
-        return FT_ERR_GROUP_LOST;
-    if (st.in_step) {
-        FTI_ERROR("FT_Quorum: the step started by the last FT_Quorum has not been committed");
-        return FT_ERR_STATE;
-    }
-    st.in_step = true;
-    st.latched = FT_SUCCESS;
-    st.quorum_ok = false;
-    /* the state of st.step is what the application holds now: serve it */
-    fti_heal_set_step(st.heal, st.step, true);
-
     int64_t t0 = fti_now_ms();
     Ftmpi__LighthouseQuorumResponse *resp = NULL;
     /* every rank runs the same group operations in every FT_Quorum (their
@@ -251,7 +267,119 @@ FTMPI_EXPORT int FT_Quorum(int flags)
     return rc;
 }
 
+/* An FT_QUORUM_ASYNC quorum in flight (async_quorum only). */
+static struct {
+    struct fti_job job;
+    int flags;
+    bool pending;
+} aq;
+
+static int quorum_job(void *arg)
+{
+    (void)arg;
+    return quorum_run(aq.flags);
+}
+
+/* Waits for the step's FT_QUORUM_ASYNC quorum, if one is in flight: every
+ * FT_ call that reads the step's state calls it first (its error is
+ * latched by the job and returned by the step's collectives and commit). */
+static void quorum_sync(void)
+{
+    if (!aq.pending)
+        return;
+    (void)fti_progress_wait(st.progress, &aq.job);
+    aq.pending = false;
+}
+
+FTMPI_EXPORT int FT_Quorum(int flags)
+{
+    if (!st.initialized)
+        return FT_ERR_NOT_INITIALIZED;
+    if (flags & ~(FT_QUORUM_SHRINK_ONLY | FT_QUORUM_ASYNC))
+        return FT_ERR_ARG;
+    quorum_sync();
+    if (st.lost)
+        return FT_ERR_GROUP_LOST;
+    if (st.in_step) {
+        FTI_ERROR("FT_Quorum: the step started by the last FT_Quorum has not been committed");
+        return FT_ERR_STATE;
+    }
+    /* requests of the last step that were never waited for */
+    fti_progress_drain(st.progress);
+    fti_progress_reset(st.progress);
+    st.epoch++;
+    st.in_step = true;
+    st.latched = FT_SUCCESS;
+    st.quorum_ok = false;
+    /* the state of st.step is what the application holds now: serve it */
+    fti_heal_set_step(st.heal, st.step, true);
+    if ((flags & FT_QUORUM_ASYNC) && st.async_quorum) {
+        aq.flags = flags;
+        aq.job = (struct fti_job){.fn = quorum_job};
+        aq.pending = true;
+        fti_progress_submit(st.progress, &aq.job);
+        return FT_SUCCESS;
+    }
+    return quorum_run(flags);
+}
+
 /* ---- collectives -------------------------------------------------------- */
+
+/* A reduction: the job the progress thread runs (progress.h) and what it
+ * needs, all taken at the start so that the job reads nothing of `st` but
+ * the slice (step.h, Threads). */
+struct ftmpi_request {
+    struct fti_job job;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count, bytes;
+    enum fti_dtype dt;
+    enum fti_op op;     /* FTI_OP_SUM for an average over fewer participants than members */
+    bool spare, scale;
+    bool device;        /* recvbuf is CUDA memory (device.h) */
+    int participants;
+    int64_t timeout_ms; /* from the moment the job starts */
+    int64_t epoch;      /* the step (FT_Quorum call) it belongs to */
+};
+
+/* The slice failed under a reduction: the communicator is dead; closing it
+ * now tells the ring at once.  The backend logged the failure. */
+static void allreduce_failed(int rc)
+{
+    (void)rc;
+    fti_comm_destroy(st.slice);
+    st.slice = NULL;
+}
+
+/* The job: on the progress thread while requests are in flight, else on
+ * the application's (fti_progress_run). */
+static int allreduce_job(void *arg)
+{
+    struct ftmpi_request *r = arg;
+    if (r->device) { /* a CUDA buffer (device.h): its own slice or staging */
+        int rc = fti_device_allreduce(&st, r->sendbuf, r->recvbuf, r->count, r->dt, r->op);
+        if (rc != FT_SUCCESS)
+            allreduce_failed(rc);
+        return rc;
+    }
+    if (r->sendbuf != MPI_IN_PLACE && r->sendbuf != r->recvbuf)
+        memmove(r->recvbuf, r->sendbuf, r->bytes);
+    if (r->count == 0)
+        return FT_SUCCESS;
+    if (st.slice == NULL)
+        return FT_ERR_INTERNAL;
+    /* spares: they take part with the identity, and an average divides by
+     * the participants, not by the members */
+    if (r->spare)
+        fti_reduce_identity(r->recvbuf, r->count, r->dt, r->op);
+    int rc = fti_comm_allreduce(st.slice, r->recvbuf, r->count, r->dt,
+                                r->scale ? FTI_OP_SUM : r->op, fti_now_ms() + r->timeout_ms);
+    if (rc == FT_SUCCESS && r->scale)
+        fti_reduce_scale(r->recvbuf, r->count, r->dt, r->participants);
+    if (rc != FT_SUCCESS)
+        allreduce_failed(rc);
+    return rc;
+}
 
 static int check_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                            MPI_Op op, FT_Comm comm, enum fti_dtype *dt_p, enum fti_op *op_p)
@@ -264,61 +392,63 @@ static int check_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Da
     return fti_reduction_from_mpi(datatype, op, ftmpi_op_avg, dt_p, op_p);
 }
 
-FTMPI_EXPORT int FT_Allreduce(const void *sendbuf, void *recvbuf, int count,
-                              MPI_Datatype datatype, MPI_Op op, FT_Comm comm)
+/* Checks the call and the step (waiting for an FT_QUORUM_ASYNC quorum) and
+ * fills *r; the job is not started.  A step that already failed returns
+ * FT_ERR_ABORTED: this rank will not take part, so its ring is closed
+ * (after the reductions in flight) and its peers fail now instead of at
+ * their deadline. */
+static int prepare_allreduce(const char *what, const void *sendbuf, void *recvbuf, int count,
+                             MPI_Datatype datatype, MPI_Op op, FT_Comm comm,
+                             struct ftmpi_request *r)
 {
     enum fti_dtype dt;
     enum fti_op fop;
     int rc = check_allreduce(sendbuf, recvbuf, count, datatype, op, comm, &dt, &fop);
     if (rc != FT_SUCCESS)
         return rc;
+    quorum_sync();
     if (st.lost)
         return FT_ERR_GROUP_LOST;
     if (!st.in_step) {
-        FTI_ERROR("FT_Allreduce: outside a step (call FT_Quorum first)");
+        FTI_ERROR("%s: outside a step (call FT_Quorum first)", what);
         return FT_ERR_STATE;
     }
+    latch(fti_progress_failed(st.progress));
     if (st.latched != FT_SUCCESS) {
-        /* this rank will not take part: close the ring so that its peers
-         * fail now instead of at their deadline */
+        fti_progress_drain(st.progress);
         fti_comm_destroy(st.slice);
         st.slice = NULL;
         return FT_ERR_ABORTED;
     }
-    if (fti_device_ptr(recvbuf)) { /* a CUDA buffer (device.h) */
-        rc = fti_device_allreduce(&st, sendbuf, recvbuf, (size_t)count, dt, fop);
-        if (rc != FT_SUCCESS) {
-            latch(rc);
-            fti_comm_destroy(st.slice);
-            st.slice = NULL;
-        }
+    *r = (struct ftmpi_request){
+        .job = {.fn = allreduce_job, .abortable = true},
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .count = (size_t)count,
+        .bytes = (size_t)count * fti_dtype_size(dt),
+        .dt = dt,
+        .op = fop,
+        .spare = st.res.spare,
+        .scale = fop == FTI_OP_AVG && st.res.participants != st.res.replica_world_size,
+        .participants = st.res.participants,
+        .timeout_ms = st.cfg.timeout_ms,
+        .epoch = st.epoch,
+        .device = fti_device_ptr(recvbuf),
+    };
+    r->job.arg = r;
+    return FT_SUCCESS;
+}
+
+FTMPI_EXPORT int FT_Allreduce(const void *sendbuf, void *recvbuf, int count,
+                              MPI_Datatype datatype, MPI_Op op, FT_Comm comm)
+{
+    struct ftmpi_request r;
+    int rc = prepare_allreduce("FT_Allreduce", sendbuf, recvbuf, count, datatype, op, comm, &r);
+    if (rc != FT_SUCCESS)
         return rc;
-    }
-    size_t bytes = (size_t)count * fti_dtype_size(dt);
-    if (sendbuf != MPI_IN_PLACE && sendbuf != recvbuf)
-        memmove(recvbuf, sendbuf, bytes);
-    if (count == 0)
-        return FT_SUCCESS;
-    if (st.slice == NULL) {
-        latch(FT_ERR_INTERNAL);
-        return FT_ERR_INTERNAL;
-    }
-    /* spares: they take part with the identity, and an average divides by
-     * the participants, not by the members */
-    if (st.res.spare)
-        fti_reduce_identity(recvbuf, (size_t)count, dt, fop);
-    bool scale = fop == FTI_OP_AVG && st.res.participants != st.res.replica_world_size;
-    rc = fti_comm_allreduce(st.slice, recvbuf, (size_t)count, dt, scale ? FTI_OP_SUM : fop,
-                            fti_now_ms() + st.cfg.timeout_ms);
-    if (rc == FT_SUCCESS && scale)
-        fti_reduce_scale(recvbuf, (size_t)count, dt, st.res.participants);
-    if (rc != FT_SUCCESS) {
-        /* the backend logged the failure */
-        latch(rc);
-        /* the communicator is dead; closing it now tells the ring at once */
-        fti_comm_destroy(st.slice);
-        st.slice = NULL;
-    }
+    /* on this thread when nothing is in flight: no hand-off */
+    rc = fti_progress_run(st.progress, &r.job);
+    latch(rc);
     return rc;
 }
 
@@ -326,17 +456,17 @@ FTMPI_EXPORT int FT_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                                MPI_Datatype datatype, MPI_Op op, FT_Comm comm,
                                FT_Request *request)
 {
-    enum fti_dtype dt;
-    enum fti_op fop;
     if (request == NULL)
         return FT_ERR_ARG;
-    int rc = check_allreduce(sendbuf, recvbuf, count, datatype, op, comm, &dt, &fop);
-    if (rc != FT_SUCCESS)
-        return rc;
     struct ftmpi_request *r = malloc(sizeof(*r));
     if (r == NULL)
         return FT_ERR_NO_MEMORY;
-    *r = (struct ftmpi_request){sendbuf, recvbuf, count, datatype, op, comm};
+    int rc = prepare_allreduce("FT_Iallreduce", sendbuf, recvbuf, count, datatype, op, comm, r);
+    if (rc != FT_SUCCESS) {
+        free(r);
+        return rc;
+    }
+    fti_progress_submit(st.progress, &r->job);
     *request = r;
     return FT_SUCCESS;
 }
@@ -348,7 +478,10 @@ FTMPI_EXPORT int FT_Wait(FT_Request *request)
     struct ftmpi_request *r = *request;
     if (r == NULL)
         return FT_SUCCESS;
-    int rc = FT_Allreduce(r->sendbuf, r->recvbuf, r->count, r->datatype, r->op, r->comm);
+    /* FT_Finalize drained every job */
+    int rc = st.progress != NULL ? fti_progress_wait(st.progress, &r->job) : r->job.rc;
+    if (st.initialized && r->epoch == st.epoch)
+        latch(rc); /* a request of an older step fails nothing now */
     free(r);
     *request = FT_REQUEST_NULL;
     return rc;
@@ -404,6 +537,11 @@ FTMPI_EXPORT int FT_Commit(int *committed)
     *committed = 0;
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
+    quorum_sync();
+    /* every reduction of the step ends first; one that failed, waited for
+     * or not, fails the step */
+    fti_progress_drain(st.progress);
+    latch(fti_progress_failed(st.progress));
     if (st.lost) {
         st.in_step = false;
         return FT_ERR_GROUP_LOST;
@@ -463,6 +601,7 @@ FTMPI_EXPORT int FT_Commit(int *committed)
 
 FTMPI_EXPORT int FT_Comm_size(FT_Comm comm, int *size)
 {
+    quorum_sync();
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
     if (comm != FT_COMM_REPLICAS || size == NULL)
@@ -475,6 +614,7 @@ FTMPI_EXPORT int FT_Comm_size(FT_Comm comm, int *size)
 
 FTMPI_EXPORT int FT_Comm_rank(FT_Comm comm, int *rank)
 {
+    quorum_sync();
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
     if (comm != FT_COMM_REPLICAS || rank == NULL)
@@ -487,11 +627,13 @@ FTMPI_EXPORT int FT_Comm_rank(FT_Comm comm, int *rank)
 
 FTMPI_EXPORT int64_t FT_Step(void)
 {
+    quorum_sync();
     return st.step;
 }
 
 FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes)
 {
+    quorum_sync();
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
     if (fti_device_ptr(buf)) {
@@ -509,6 +651,7 @@ FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes)
 FTMPI_EXPORT int FT_State_register_shard(const char *name, void *buf, MPI_Datatype datatype,
                                          int64_t global_count, int64_t offset, int64_t count)
 {
+    quorum_sync();
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
     return fti_ckpt_register_shard(st.ckpt, st.heal, name, buf, datatype, global_count, offset,
@@ -517,6 +660,7 @@ FTMPI_EXPORT int FT_State_register_shard(const char *name, void *buf, MPI_Dataty
 
 FTMPI_EXPORT int FT_Checkpoint(int flags)
 {
+    quorum_sync();
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
     if (flags != 0)
@@ -530,6 +674,7 @@ FTMPI_EXPORT int FT_Checkpoint(int flags)
 
 FTMPI_EXPORT int ftmpi_checkpoint_stats(ftmpi_checkpoint_stats_t *stats)
 {
+    quorum_sync();
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
     if (stats == NULL)
@@ -550,6 +695,7 @@ FTMPI_EXPORT int ftmpi_replica_id(char *buf, size_t len)
 
 FTMPI_EXPORT int ftmpi_failures_survived(void)
 {
+    quorum_sync();
     return failures_survived;
 }
 
@@ -565,6 +711,7 @@ FTMPI_EXPORT int ftmpi_group_comm(MPI_Comm *comm_p)
 
 FTMPI_EXPORT int64_t ftmpi_quorum_id(void)
 {
+    quorum_sync();
     return st.initialized && st.have_quorum ? st.res.quorum_id : -1;
 }
 

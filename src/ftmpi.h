@@ -29,13 +29,22 @@
  * Thread safety: every FT_ call of a process must be made from one thread
  * at a time (the thread that called FT_Init, or calls serialised by the
  * application, as with MPI_THREAD_SERIALIZED).  The library runs its own
- * background threads (RPC servers, heartbeats); they never call back into
- * application code and never call MPI: every MPI call of the library is
- * made by the thread making the FT_ calls.  Any thread level MPI grants is
+ * background threads (RPC servers, heartbeats, the progress thread); they
+ * never call back into application code.  Any thread level MPI grants is
  * enough when that is the thread that initialised MPI (MPI_THREAD_FUNNELED
  * states it exactly); from another thread FT_Init needs
  * MPI_THREAD_SERIALIZED and fails with FT_ERR_CONFIG otherwise.
  * FT_Error_string is safe from any thread.
+ *
+ * Asynchronous progress: FT_Iallreduce's reduction and an FT_QUORUM_ASYNC
+ * quorum run on the library's progress thread while the application
+ * computes.  That thread calls MPI only when MPI granted
+ * MPI_THREAD_MULTIPLE; otherwise, with the `mpi` backend (mode B, the
+ * drop-in) FT_Iallreduce runs its reduction before it returns, and with
+ * the `mpi` backend or a group of more than one rank FT_QUORUM_ASYNC is a
+ * plain (blocking) FT_Quorum.  The tcp and baby-* backends make no MPI
+ * call: their reductions are always asynchronous, and so is the quorum of
+ * a group of one rank.
  */
 #ifndef FTMPI_H
 #define FTMPI_H
@@ -74,8 +83,22 @@ FTMPI_EXPORT int FT_Finalize(void);
 
 /* Starts a step: asks for a quorum, rebuilds the slice when the quorum
  * changed and heals this rank's registered state when it is behind.
- * flags: 0 or FT_QUORUM_SHRINK_ONLY. */
+ * flags: 0, or either or both of FT_QUORUM_SHRINK_ONLY and
+ * FT_QUORUM_ASYNC.
+ *
+ * FT_QUORUM_ASYNC: FT_Quorum returns FT_SUCCESS at once and the quorum,
+ * the slice and any heal complete on the progress thread (see Thread
+ * safety above for when it is a plain FT_Quorum).  The next FT_ call that
+ * reads the step's state waits for it: FT_Allreduce, FT_Iallreduce,
+ * FT_Commit, FT_Step, FT_Comm_size, FT_Comm_rank, FT_State_register*,
+ * FT_Checkpoint, ftmpi_quorum_id, ftmpi_failures_survived, FT_Finalize;
+ * the quorum's error is then latched and returned by the step's
+ * collectives and FT_Commit.  Until that first wait the application must
+ * neither write nor read its registered buffers (FT_State_register): a
+ * heal may be installing the group's new state into them.  Anything else
+ * (loading the next batch, work on other memory) overlaps the quorum. */
 #define FT_QUORUM_SHRINK_ONLY 0x1
+#define FT_QUORUM_ASYNC 0x2
 FTMPI_EXPORT int FT_Quorum(int flags);
 
 /* Allreduce across the replica groups of the current quorum (MPI's
@@ -89,16 +112,25 @@ FTMPI_EXPORT int FT_Quorum(int flags);
 FTMPI_EXPORT int FT_Allreduce(const void *sendbuf, void *recvbuf, int count,
                               MPI_Datatype datatype, MPI_Op op, FT_Comm comm);
 
-/* Non-blocking form; the buffers must stay untouched until FT_Wait.  There
- * is no asynchronous progress yet: FT_Iallreduce checks its arguments
- * (returning FT_ERR_UNSUPPORTED etc. at once) and the reduction itself runs
- * inside FT_Wait, which returns what FT_Allreduce would. */
+/* Non-blocking form; the buffers must stay untouched until FT_Wait.
+ * FT_Iallreduce checks its arguments and the step (returning
+ * FT_ERR_UNSUPPORTED, FT_ERR_STATE etc. at once, and FT_ERR_ABORTED when
+ * the step already failed; *request is then not set), starts the
+ * reduction on the progress thread and returns.  Several requests may be
+ * in flight (e.g. gradient buckets): they run one after the other in the
+ * order they were started, each with its own FTMPI_TIMEOUT_MS from when
+ * it starts.  When one fails, every later one of the step fails at once
+ * with FT_ERR_ABORTED; FT_Wait returns what FT_Allreduce would, in any
+ * order, and latches it like FT_Allreduce.  FT_Commit first waits for
+ * every request of the step (a failed one not yet waited for fails the
+ * step too); each must still be freed with FT_Wait. */
 typedef struct ftmpi_request *FT_Request;
 #define FT_REQUEST_NULL ((FT_Request)0)
 FTMPI_EXPORT int FT_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                                MPI_Datatype datatype, MPI_Op op, FT_Comm comm,
                                FT_Request *request);
-/* Completes and frees *request, then sets it to FT_REQUEST_NULL. */
+/* Completes and frees *request, then sets it to FT_REQUEST_NULL
+ * (FT_REQUEST_NULL: FT_SUCCESS at once). */
 FTMPI_EXPORT int FT_Wait(FT_Request *request);
 
 /* Ends the step: *committed is 1 when every collective of the step

@@ -9,9 +9,15 @@
  * modeb.h; duplicated either way).  Group rank 0 is the manager
  * (control/manager.h).
  *
- * Threads: every FT_ call runs on the application's thread (ftmpi.h), so
- * the state needs no lock; the background threads (rank server,
- * heartbeats) keep their own state.
+ * Threads: every FT_ call runs on the application's thread (ftmpi.h); the
+ * progress thread (progress.h, started by FT_Init when allowed) runs the
+ * step's jobs.  The state needs no lock because the two never use the same
+ * part at once: while an FT_QUORUM_ASYNC quorum is in flight the progress
+ * thread owns all of it (every FT_ call that reads it waits for the quorum
+ * first); while reductions are in flight it owns `slice` alone (the
+ * application thread drains them before it touches the slice: FT_Quorum,
+ * FT_Commit, a latched FT_Iallreduce, FT_Finalize).  The other background
+ * threads (rank server, heartbeats) keep their own state.
  */
 #ifndef FTI_STEP_H
 #define FTI_STEP_H
@@ -27,6 +33,7 @@
 #include "manager.h"
 #include "ckpt.h"
 #include "modeb.h"
+#include "progress.h"
 #include "rank_server.h"
 #include "results.h"
 #include "settings.h"
@@ -66,6 +73,12 @@ struct fti_step {
     char member_data[16];           /* mode B: QuorumMember.data (first world rank) */
     size_t member_data_len;
     bool shim;                      /* libftmpi_pmpi: every world rank a group of one (shim_init.c) */
+
+    /* asynchronous progress (ft.c, progress.h) */
+    fti_progress_h progress;        /* threaded when async_allreduce */
+    bool async_allreduce;           /* reductions run on the progress thread */
+    bool async_quorum;              /* FT_QUORUM_ASYNC runs there too */
+    int64_t epoch;                  /* FT_Quorum calls: a request's step */
 };
 
 /* ---- step_init.c ---------------------------------------------------------- */

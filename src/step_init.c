@@ -78,8 +78,10 @@ static int check_uniform(const struct fti_step *s)
 }
 
 /* The thread level FT_Init needs.  The library's own threads (RPC server,
- * heartbeats, heal checksums, the lighthouse's) never call MPI; every MPI
- * call is made by the thread that makes the FT_ calls.  So: from the
+ * heartbeats, heal checksums, the lighthouse's) never call MPI; the
+ * progress thread (progress.c) calls MPI only when MPI granted
+ * MPI_THREAD_MULTIPLE, otherwise every MPI call is made by the thread that
+ * makes the FT_ calls.  So: from the
  * thread that initialised MPI, any level (MPI_THREAD_SINGLE included:
  * Open MPI and MPICH treat it as FUNNELED, which states it exactly); from
  * another thread, MPI_THREAD_SERIALIZED at least. */

@@ -12,6 +12,13 @@
 # The last column is the share of an ft_sgd step that the step protocol
 # alone costs: overhead / ft_sgd step, both measured in this run.
 # S = 300 (BENCH_QUICK: 60); F = 262144 features (a 1 MiB gradient).
+#
+# Then the asynchronous quorum (issue 15), for G in 2 8 32 groups:
+# bench_step --sleep-ms 5 (a compute of 5 ms) with FT_Quorum(0) and with
+# FT_Quorum(FT_QUORUM_ASYNC); the quorum's cost on the step's critical path
+# is the FT_Quorum call plus the wait for it after the compute (bench_step.c),
+# median over the steps after 20, then over the groups.  AS steps (100,
+# BENCH_QUICK: 40).
 . "$(dirname "$0")/bench_common.sh"
 bench_selected step || exit 0
 
@@ -21,9 +28,11 @@ SGD=$top_builddir/examples/ft_sgd
 STEPS=300
 SGD_STEPS=60
 FEATURES=262144
+AS=100
 if [ -n "$BENCH_QUICK" ]; then
     STEPS=60
     SGD_STEPS=30
+    AS=40
 fi
 
 # run_groups G TAG CMD...: G groups running CMD under one lighthouse;
@@ -99,6 +108,32 @@ done
         printf "%6d %11.1f %11.1f %13.1f %14s %12s\n", $1, $2, $3, $4, $5 == "nan" ? "n/a" : sprintf("%.1f", $5), share }'
     echo "(medians; overhead = FT_Quorum + FT_Commit per step with nothing else in the step;"
     echo " share = overhead / one ft_sgd step of the same number of groups)"
+    echo
+} | table_out step.txt
+
+# the asynchronous quorum: sync vs async with the same 5 ms compute
+rows=""
+for g in 2 8 32; do
+    for a in 0 1; do
+        note "groups=$g: FT_Quorum(${a#0}) with a 5 ms compute, async=$a, $AS steps"
+        if ! run_groups "$g" "async$a.$g" "$PROG" --steps "$AS" --warmup 20 --sleep-ms 5 \
+            --async-quorum "$a"; then
+            note "bench_step --async-quorum $a with $g groups failed:"
+            tail -n 3 "$BT/async$a.$g".* >&2
+            status=1
+        fi
+    done
+    qs=$(cat "$BT/async0.$g".[0-9]* | awk '$2 == "SUMMARY" { print $6 }' | median)
+    qa=$(cat "$BT/async1.$g".[0-9]* | awk '$2 == "SUMMARY" { print $6 }' | median)
+    rows="$rows$g $qs $qa
+"
+done
+{
+    echo "# bench_step async quorum $(date -u +%Y-%m-%dT%H:%M:%SZ) $BENCH_MACHINE (at the start); steps=$AS, compute 5 ms"
+    printf "%6s %15s %16s %8s\n" groups sync_quorum_us async_quorum_us target
+    printf "%s" "$rows" | awk 'NF == 3 { printf "%6d %15.1f %16.1f %8s\n", $1, $2, $3, $1 == 8 ? "<= 20" : "-" }'
+    echo "(medians of the quorum's cost on the step's critical path: the FT_Quorum call plus"
+    echo " the wait for it after the compute; async = FT_Quorum(FT_QUORUM_ASYNC))"
     echo
 } | table_out step.txt
 exit $status
