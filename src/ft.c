@@ -302,7 +302,7 @@ FTMPI_EXPORT int FT_Allreduce(const void *sendbuf, void *recvbuf, int count,
     if (rc == FT_SUCCESS && scale)
         fti_reduce_scale(recvbuf, (size_t)count, dt, st.res.participants);
     if (rc != FT_SUCCESS) {
-        /* the backend logged the failure */
+        fti_step_collective_failed(&st, rc); /* the one error line, the failed peer */
         latch(rc);
         /* the communicator is dead; closing it now tells the ring at once */
         fti_comm_destroy(st.slice);
