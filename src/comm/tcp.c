@@ -176,8 +176,10 @@ static void plan_step(const struct plan *p, int t, struct step *s)
 /* Why the engine stopped; logged once by the caller. */
 struct why {
     const char *what;
-    int err;           /* errno, 0 if none */
+    int err;            /* errno, 0 if none */
     enum tcp_side side; /* whose connection failed, SIDE_NONE if none */
+    int next_hup;       /* next closed after we sent it everything (engine_wait) */
+    int prev_hup;       /* prev closed after it sent us everything */
 };
 
 static int engine_fail(struct why *w, const char *what, int err, enum tcp_side side, int rc)
@@ -262,14 +264,24 @@ static int engine_recv(struct engine *e, int *progress, struct why *why)
 
 /* Both directions blocked: waits until one can move or the deadline.  The
  * next rank never writes to us, so its socket turning readable while we
- * still owe it data means it closed or reset. */
+ * still owe it data means it closed or reset.  A neighbour we are done with
+ * (everything sent to next, or received from prev) may close without
+ * failing this allreduce (it may have finished and left); it is only noted
+ * (why->next_hup, prev_hup: POLLRDHUP, not data of its next allreduce), so
+ * that a failure seen later on the other side is blamed on the neighbour
+ * that closed first, the one that died rather than the one that closed its
+ * ring after seeing it. */
 static int engine_wait(struct engine *e, int want_out, int want_in, int64_t deadline_ms,
                        struct why *why)
 {
     const int T = e->p->nsteps;
+    const short hup = (short)(POLLRDHUP | POLLERR | POLLHUP);
+    int next_done = e->ts == T, prev_done = !want_in;
     struct pollfd pf[2] = {
-        {e->ts < T ? e->tc->next_fd : -1, (short)(POLLIN | (want_out ? POLLOUT : 0)), 0},
-        {want_in ? e->tc->prev_fd : -1, POLLIN, 0},
+        {!next_done || !why->next_hup ? e->tc->next_fd : -1,
+         (short)(next_done ? POLLRDHUP : POLLIN | (want_out ? POLLOUT : 0)), 0},
+        {!prev_done || !why->prev_hup ? e->tc->prev_fd : -1,
+         (short)(prev_done ? POLLRDHUP : POLLIN), 0},
     };
     /* spin briefly first: the peer's bytes are often microseconds away,
      * and a sleep and wake-up cost more than that.  Yielding lets a peer
@@ -290,12 +302,16 @@ static int engine_wait(struct engine *e, int want_out, int want_in, int64_t dead
             return engine_fail(why, "deadline passed", 0, SIDE_NONE, FT_ERR_TIMEOUT);
         return FT_SUCCESS;
     }
-    if (pf[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
+    if (next_done && (pf[0].revents & hup))
+        why->next_hup = 1;
+    else if (!next_done && (pf[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL)))
         return engine_fail(why, "next rank closed the connection", 0, SIDE_NEXT,
                            FT_ERR_PROC_FAILED);
     if (pf[0].revents & POLLOUT)
         e->out_ready = 1;
-    if (pf[1].revents)
+    if (prev_done && (pf[1].revents & hup))
+        why->prev_hup = 1;
+    else if (!prev_done && pf[1].revents)
         e->in_ready = 1;
     return FT_SUCCESS;
 }
@@ -417,7 +433,7 @@ int fti_tcp_ring_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype
     } else {
         rc = scratch_reserve(tc, cbytes);
     }
-    struct why why = {"out of memory", 0, SIDE_NONE};
+    struct why why = {"out of memory", 0, SIDE_NONE, 0, 0};
     if (rc == FT_SUCCESS)
         rc = engine_run(tc, &p, cbytes, deadline_ms, &why);
     if (rc != FT_SUCCESS) {
@@ -431,7 +447,13 @@ int fti_tcp_ring_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype
             FTI_DEBUG("tcp ring allreduce (rank %d of %d, %zu x %s): %s", c->rank, n, count,
                       fti_dtype_name(dt), why.what);
         }
+        /* the neighbour that closed first is the one that failed; the other
+         * closed its ring after seeing it */
         tc->failed = why.side;
+        if (why.side == SIDE_PREV && why.next_hup)
+            tc->failed = SIDE_NEXT;
+        else if (why.side == SIDE_NEXT && why.prev_hup)
+            tc->failed = SIDE_PREV;
         tc->dead = 1;
         tcp_close_fds(tc);
         return rc;
