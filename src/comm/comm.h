@@ -17,8 +17,10 @@
  * directly.
  *
  * Errors: any failure (peer closed, deadline passed) returns an FT_ERR_*
- * code, logged once by the backend where it was seen; after one the
- * communicator is dead and only destroy may be called.
+ * code; after one the communicator is dead and only failed_peer and
+ * destroy may be called.  A failed create is logged by the backend where
+ * it was seen; a failed allreduce only at debug level there: the step logs
+ * its one error line, naming the peer that failed_peer reports.
  * Threads: one thread at a time per communicator.
  */
 #ifndef FTI_COMM_H
