@@ -652,7 +652,7 @@ static int app_start(struct app *a, int *argc, char ***argv)
     }
     rc = FT_Init(argc, argv);
     if (rc != FT_SUCCESS) {
-        fprintf(stderr, "ft_sgd: FT_Init failed: %s (%d)\n", FT_Error_string(rc), rc);
+        fprintf(stderr, "ft_sgd: FT_Init failed: %s\n", FT_Error_string(rc));
         MPI_Finalize();
         return 2;
     }

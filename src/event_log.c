@@ -187,6 +187,32 @@ void fti_event_commit(fti_event_log_h l, int64_t step, bool committed, int parti
     line_end(l, &b);
 }
 
+/* Appends ",\"name\":" and s as a JSON string, or null when s is NULL. */
+static void sb_field_or_null(struct sbuf *b, const char *name, const char *s)
+{
+    sb_printf(b, ",\"%s\":", name);
+    if (s != NULL)
+        sb_json_string(b, s);
+    else
+        sb_add(b, "null", 4);
+}
+
+void fti_event_collective_failed(fti_event_log_h l, int64_t step, int64_t quorum_id,
+                                 int peer_replica_rank, const char *peer_id,
+                                 const char *peer_address, int error)
+{
+    struct sbuf b = {0};
+    if (l == NULL)
+        return;
+    line_begin(l, &b, "collective_failed", step);
+    sb_printf(&b, ",\"quorum_id\":%" PRId64, quorum_id);
+    sb_field_or_null(&b, "peer", peer_id);
+    sb_printf(&b, ",\"peer_replica_rank\":%d", peer_replica_rank);
+    sb_field_or_null(&b, "peer_address", peer_address);
+    sb_printf(&b, ",\"error\":%d,\"error_name\":\"%s\"", error, fti_error_name(error));
+    line_end(l, &b);
+}
+
 void fti_event_checkpoint(fti_event_log_h l, int64_t step, const char *what, uint64_t bytes,
                           int error)
 {
@@ -196,6 +222,7 @@ void fti_event_checkpoint(fti_event_log_h l, int64_t step, const char *what, uin
     line_begin(l, &b, "checkpoint", step);
     sb_printf(&b, ",\"what\":");
     sb_json_string(&b, what);
-    sb_printf(&b, ",\"bytes\":%" PRIu64 ",\"error\":%d", bytes, error);
+    sb_printf(&b, ",\"bytes\":%" PRIu64 ",\"error\":%d,\"error_name\":\"%s\"", bytes, error,
+              fti_error_name(error));
     line_end(l, &b);
 }

@@ -11,6 +11,9 @@
  *           quorum_ms, changed, heal, error
  *   heal:   bytes, heal_ms, source, max_step, error
  *   commit: committed, error, participants
+ *   collective_failed: quorum_id, peer (the failed peer's replica id, null
+ *           when unknown), peer_replica_rank (-1 unknown), peer_address
+ *           (its slice listener, null unknown), error
  *   checkpoint: what (published, loaded, dropped, write_failed), bytes, error
  * ("error" is the FT_Error code, 0 on success, "error_name" its enum name
  * such as "FT_ERR_PROC_FAILED"; members: the quorum's replica ids, from a
@@ -41,6 +44,12 @@ void fti_event_heal(fti_event_log_h log, int64_t step, int64_t max_step, uint64_
                     int64_t heal_ms, const char *source, int error);
 void fti_event_commit(fti_event_log_h log, int64_t step, bool committed, int participants,
                       int error);
+/* An FT_Allreduce over the slice of quorum_id failed (error): the peer
+ * whose connection broke, as far as known (peer_replica_rank -1, peer_id
+ * and peer_address NULL when not). */
+void fti_event_collective_failed(fti_event_log_h log, int64_t step, int64_t quorum_id,
+                                 int peer_replica_rank, const char *peer_id,
+                                 const char *peer_address, int error);
 
 /* A checkpoint of `step` was published, loaded, dropped by the group, or
  * this rank's write failed (ckpt.c). */

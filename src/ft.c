@@ -342,11 +342,12 @@ struct ftmpi_request {
     int64_t epoch;      /* the step (FT_Quorum call) it belongs to */
 };
 
-/* The slice failed under a reduction: the communicator is dead; closing it
- * now tells the ring at once.  The backend logged the failure. */
+/* The slice failed under a reduction: one error line naming the failed peer
+ * (the backend logged at debug level); the communicator is dead, closing it
+ * now tells the ring at once. */
 static void allreduce_failed(int rc)
 {
-    (void)rc;
+    fti_step_collective_failed(&st, rc); /* the one error line, the failed peer */
     fti_comm_destroy(st.slice);
     st.slice = NULL;
 }

@@ -64,6 +64,9 @@ struct fti_step {
     int64_t heals, heal_bytes;      /* healed steps and bytes (reported to the lighthouse) */
     bool killed;                    /* a MANAGER_KILL reached the group */
     fti_members_t prev_members;     /* the previous quorum's (full replies) */
+    fti_members_t members;          /* the last quorum's, replica-rank order: ids (and
+                                     * manager addresses: full replies); n 0 = unknown
+                                     * (a compact reply that names no members) */
 
     bool mode_b;
     fti_modeb_t mb;                 /* mode B only */
@@ -139,9 +142,17 @@ int fti_step_results(const struct fti_step *s, const Ftmpi__LighthouseQuorumResp
                      fti_quorum_result_t *res_p);
 
 /* Whether the quorum just received (results res) counts as a failure the
- * job survived; remembers what the next quorum is compared with. */
+ * job survived; remembers what the next quorum is compared with, and its
+ * members (s->members). */
 bool fti_step_count_failure(struct fti_step *s, const Ftmpi__LighthouseQuorumResponse *resp,
                             const fti_quorum_result_t *res);
+
+/* An FT_Allreduce over the slice failed with rc (the backend logged it at
+ * debug level only): logs the one error line, naming the failed peer (its
+ * replica id from s->members, its address) when the backend knows it
+ * (fti_comm_failed_peer), and writes the event log's collective_failed
+ * line.  Call before the slice is destroyed. */
+void fti_step_collective_failed(struct fti_step *s, int rc);
 
 /* Builds the slice of s->res through the backend's rendezvous; the old one
  * is destroyed first.  Failures are logged where they are seen. */

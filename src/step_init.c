@@ -243,8 +243,10 @@ int fti_step_setup(struct fti_step *s)
                                  s->cfg.heartbeat_ms, &s->manager);
     if (mrc == FT_SUCCESS && s->group_rank == 0)
         fti_manager_report(s->manager, s->cfg.restart_count, 0, 0);
-    if (mrc == FT_SUCCESS && s->group_rank == 0 && s->elog != NULL)
-        fti_manager_want_member_ids(s->manager); /* the event log's members */
+    /* the event log's members, and the replica id of a failed peer in
+     * FT_Allreduce's error line (up to 64 members) */
+    if (mrc == FT_SUCCESS && s->group_rank == 0)
+        fti_manager_want_member_ids(s->manager);
     if (MPI_Bcast(&mrc, 1, MPI_INT, 0, fti_group_comm(s->group)) != MPI_SUCCESS)
         mrc = FT_ERR_MPI;
     rc = rc != FT_SUCCESS ? rc : mrc;
@@ -270,6 +272,7 @@ void fti_step_teardown(struct fti_step *s)
     fti_event_log_close(s->elog);
     s->elog = NULL;
     fti_members_free(&s->prev_members);
+    fti_members_free(&s->members);
     if (s->lost)
         fti_group_mark_lost(s->group);
     fti_group_destroy(s->group);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "ftmpi.h"
+#include "error.h"
 #include "log.h"
 #include "affinity.h"
 #include "slice.h"
@@ -133,9 +134,30 @@ int fti_step_results(const struct fti_step *s, const Ftmpi__LighthouseQuorumResp
     return FT_SUCCESS;
 }
 
+/* s->members: the quorum's replica ids in replica-rank order (a full
+ * reply's participants and a compact one's member_ids are both sorted by
+ * replica id, as replica ranks are); empty when the reply names none. */
+static void note_members(struct fti_step *s, const Ftmpi__LighthouseQuorumResponse *resp)
+{
+    fti_members_t m = {NULL, 0};
+    fti_members_free(&s->members);
+    if (resp->n_results == 0) {
+        if (fti_members_of(resp->quorum, &m) != FT_SUCCESS)
+            return; /* unknown: the error lines name the replica rank only */
+    } else if (resp->n_member_ids > 0) {
+        if ((m.m = calloc(resp->n_member_ids, sizeof(*m.m))) == NULL)
+            return;
+        m.n = resp->n_member_ids;
+        for (size_t i = 0; i < m.n; i++) /* cut to fit, as fti_members_of does */
+            (void)fti_strlcpy(m.m[i].replica_id, resp->member_ids[i], sizeof(m.m[i].replica_id));
+    }
+    s->members = m;
+}
+
 bool fti_step_count_failure(struct fti_step *s, const Ftmpi__LighthouseQuorumResponse *resp,
                             const fti_quorum_result_t *res)
 {
+    note_members(s, resp);
     bool changed = !s->have_quorum || res->quorum_id != s->res.quorum_id;
     if (resp->n_results > 0) {
         /* compact: the lighthouse counted; no member list is kept */
@@ -149,6 +171,29 @@ bool fti_step_count_failure(struct fti_step *s, const Ftmpi__LighthouseQuorumRes
     fti_members_free(&s->prev_members);
     s->prev_members = cur;
     return lost;
+}
+
+void fti_step_collective_failed(struct fti_step *s, int rc)
+{
+    int peer = -1, n = s->res.replica_world_size;
+    char addr[FTI_ADDRESS_SIZE] = "";
+    const char *id = NULL;
+    if (fti_comm_failed_peer(s->slice, &peer, addr, sizeof(addr)) != FT_SUCCESS || peer < 0)
+        peer = -1;
+    if (peer >= 0 && s->members.n == (size_t)n && peer < n)
+        id = s->members.m[peer].replica_id;
+    if (peer >= 0)
+        FTI_ERROR("FT_Allreduce: the connection to replica %s (replica rank %d of %d, %s) broke "
+                  "in quorum %" PRId64 ": %s",
+                  id ? id : "?", peer, n, addr[0] ? addr : "address unknown", s->res.quorum_id,
+                  fti_error_name(rc));
+    else
+        FTI_ERROR("FT_Allreduce: the %s slice of quorum %" PRId64 " (replica rank %d of %d) "
+                  "failed: %s (%s)",
+                  s->backend->name, s->res.quorum_id, s->res.replica_rank, n, fti_error_name(rc),
+                  FT_Error_string(rc));
+    fti_event_collective_failed(s->elog, s->step, s->res.quorum_id, peer, id,
+                                addr[0] ? addr : NULL, rc);
 }
 
 /* Where a child-process backend (baby-*) starts its child: FTMPI_BABY_PATH,

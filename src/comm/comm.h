@@ -17,8 +17,10 @@
  * directly.
  *
  * Errors: any failure (peer closed, deadline passed) returns an FT_ERR_*
- * code, logged once by the backend where it was seen; after one the
- * communicator is dead and only destroy may be called.
+ * code; after one the communicator is dead and only failed_peer and
+ * destroy may be called.  A failed create is logged by the backend where
+ * it was seen; a failed allreduce only at debug level there: the step logs
+ * its one error line, naming the peer that failed_peer reports.
  * Threads: one thread at a time per communicator.
  */
 #ifndef FTI_COMM_H
@@ -28,6 +30,7 @@
 #include <stdint.h>
 
 #include "ftmpi_config.h" /* FTMPI_HAVE_NCCL */
+#include "ftmpi_errors.h"
 #include "reduce.h"
 
 typedef struct fti_comm *fti_comm_h;
@@ -81,6 +84,12 @@ struct fti_comm_backend {
     int (*allreduce)(fti_comm_h comm, void *buf, size_t count, enum fti_dtype dtype,
                      enum fti_op op, int64_t deadline_ms);
     void (*destroy)(fti_comm_h comm);
+    /* Optional (NULL: never known): after a failed allreduce, the peer
+     * whose connection failed first as this rank saw it -- its replica
+     * rank (mpi: its world rank) and, when known, its address into addr
+     * (len bytes, "" when unknown).  FT_ERR_NOT_FOUND when no peer is
+     * known (no failure, a deadline with no broken connection). */
+    int (*failed_peer)(fti_comm_h comm, int *replica_rank_p, char *addr, size_t len);
 };
 
 /* What every backend's communicator starts with. */
@@ -124,6 +133,15 @@ static inline int fti_comm_allreduce(fti_comm_h c, void *buf, size_t count, enum
                                      enum fti_op op, int64_t deadline_ms)
 {
     return c->ops->allreduce(c, buf, count, dt, op, deadline_ms);
+}
+
+/* The failed peer of c's last failed allreduce (the failed_peer op);
+ * FT_ERR_NOT_FOUND when the backend does not know it. */
+static inline int fti_comm_failed_peer(fti_comm_h c, int *replica_rank_p, char *addr, size_t len)
+{
+    if (c == NULL || c->ops->failed_peer == NULL)
+        return FT_ERR_NOT_FOUND;
+    return c->ops->failed_peer(c, replica_rank_p, addr, len);
 }
 
 static inline void fti_comm_destroy(fti_comm_h c)

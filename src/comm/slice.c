@@ -41,6 +41,27 @@ size_t fti_slice_noted(void)
     return n_noted;
 }
 
+/* The previous rank's listener address, for naming it when it fails
+ * (fti_tcp_ring_failed_peer).  It published its key before it connected to
+ * us, so once the ring is built the key is there: the get does not wait.
+ * Not knowing it only leaves the address out of a later error line. */
+static void note_prev_address(fti_rpc_client_h store, const fti_slice_params_t *p,
+                              int64_t deadline_ms, fti_comm_h comm)
+{
+    char key[96], *prev = NULL;
+    size_t prev_len = 0;
+    fti_slice_key(key, sizeof(key), p->quorum_id, p->group_rank,
+                  (p->replica_rank - 1 + p->size) % p->size);
+    int rc = fti_store_get(store, key, FTI_MAX(1, fti_ms_left(deadline_ms)), (void **)&prev,
+                           &prev_len);
+    if (rc == FT_SUCCESS)
+        fti_tcp_set_prev_address(comm, prev);
+    else
+        FTI_DEBUG("slice: %s not read from the store %s: %s", key, p->store_address,
+                  FT_Error_string(rc));
+    free(prev);
+}
+
 int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_h *comm_p)
 {
     fti_tcp_listener_h l = NULL;
@@ -81,12 +102,14 @@ int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_
             FTI_WARN("slice: waiting for %s in the store %s failed: %s", key, p->store_address,
                      FT_Error_string(rc));
     }
-    fti_rpc_client_destroy(store);
     if (rc == FT_SUCCESS) {
         /* logged by the ring where it failed */
         rc = fti_tcp_ring_create(l, p->replica_rank, p->size, next, p->chunk_bytes, deadline_ms,
                                  comm_p);
     }
+    if (rc == FT_SUCCESS && p->size > 2)
+        note_prev_address(store, p, deadline_ms, *comm_p);
+    fti_rpc_client_destroy(store);
     free(next);
     fti_tcp_listener_destroy(l);
     /* errors of the store or the ring mean a peer (or the store's host) is
@@ -140,4 +163,5 @@ const struct fti_comm_backend fti_backend_tcp = {
     .create = fti_slice_create,
     .allreduce = fti_tcp_ring_allreduce,
     .destroy = fti_tcp_ring_destroy,
+    .failed_peer = fti_tcp_ring_failed_peer,
 };

@@ -20,10 +20,15 @@
  * buffers in the same order on every rank.
  *
  * Errors: a peer that closes or resets (FT_ERR_PROC_FAILED) or a deadline
- * (FT_ERR_TIMEOUT) is logged once at warn level; the sockets are closed at
- * once (so the neighbours see it without waiting for their deadline) and
- * the communicator is dead: later allreduces return FT_ERR_ABORTED.  The
- * contents of buf are then unspecified.
+ * (FT_ERR_TIMEOUT) is logged at debug level here; the caller (the step)
+ * logs the one error line, naming the neighbour whose connection failed
+ * (fti_tcp_ring_failed_peer).  The sockets are closed at once (so the
+ * neighbours see it without waiting for their deadline) and the
+ * communicator is dead: later allreduces return FT_ERR_ABORTED.  The
+ * contents of buf are then unspecified.  A rank that closes its ring that
+ * way looks to its own neighbours like a failed peer: in a ring of more
+ * than three, a rank two hops from the dead one names the neighbour that
+ * closed after it.
  */
 #include "tcp.h"
 
@@ -62,10 +67,16 @@ struct fti_tcp_listener {
     char addr[FTI_ADDRESS_SIZE];
 };
 
+/* Which neighbour's connection failed (tcp_comm.failed). */
+enum tcp_side { SIDE_NONE, SIDE_NEXT, SIDE_PREV };
+
 struct tcp_comm {
     struct fti_comm base;
     int next_fd, prev_fd;
     int dead;
+    enum tcp_side failed;            /* the first failure's neighbour */
+    char next_addr[FTI_ADDRESS_SIZE]; /* the listeners of the neighbours, "" unknown */
+    char prev_addr[FTI_ADDRESS_SIZE];
     size_t chunk_bytes;
     size_t small_max;
     char *scratch;
@@ -165,13 +176,17 @@ static void plan_step(const struct plan *p, int t, struct step *s)
 /* Why the engine stopped; logged once by the caller. */
 struct why {
     const char *what;
-    int err; /* errno, 0 if none */
+    int err;            /* errno, 0 if none */
+    enum tcp_side side; /* whose connection failed, SIDE_NONE if none */
+    int next_hup;       /* next closed after we sent it everything (engine_wait) */
+    int prev_hup;       /* prev closed after it sent us everything */
 };
 
-static int engine_fail(struct why *w, const char *what, int err, int rc)
+static int engine_fail(struct why *w, const char *what, int err, enum tcp_side side, int rc)
 {
     w->what = what;
     w->err = err;
+    w->side = side;
     return rc;
 }
 
@@ -201,7 +216,7 @@ static int engine_send(struct engine *e, size_t limit, int *progress, struct why
     } else if (errno == EINTR) {
         *progress = 1;
     } else {
-        return engine_fail(why, "send to next", errno, FT_ERR_PROC_FAILED);
+        return engine_fail(why, "send to next", errno, SIDE_NEXT, FT_ERR_PROC_FAILED);
     }
     return FT_SUCCESS;
 }
@@ -235,27 +250,38 @@ static int engine_recv(struct engine *e, int *progress, struct why *why)
             e->done = e->rcvd;
         }
     } else if (k == 0) {
-        return engine_fail(why, "previous rank closed the connection", 0, FT_ERR_PROC_FAILED);
+        return engine_fail(why, "previous rank closed the connection", 0, SIDE_PREV,
+                           FT_ERR_PROC_FAILED);
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
         e->in_ready = 0;
     } else if (errno == EINTR) {
         *progress = 1;
     } else {
-        return engine_fail(why, "recv from previous rank", errno, FT_ERR_PROC_FAILED);
+        return engine_fail(why, "recv from previous rank", errno, SIDE_PREV, FT_ERR_PROC_FAILED);
     }
     return FT_SUCCESS;
 }
 
 /* Both directions blocked: waits until one can move or the deadline.  The
  * next rank never writes to us, so its socket turning readable while we
- * still owe it data means it closed or reset. */
+ * still owe it data means it closed or reset.  A neighbour we are done with
+ * (everything sent to next, or received from prev) may close without
+ * failing this allreduce (it may have finished and left); it is only noted
+ * (why->next_hup, prev_hup: POLLRDHUP, not data of its next allreduce), so
+ * that a failure seen later on the other side is blamed on the neighbour
+ * that closed first, the one that died rather than the one that closed its
+ * ring after seeing it. */
 static int engine_wait(struct engine *e, int want_out, int want_in, int64_t deadline_ms,
                        struct why *why)
 {
     const int T = e->p->nsteps;
+    const short hup = (short)(POLLRDHUP | POLLERR | POLLHUP);
+    int next_done = e->ts == T, prev_done = !want_in;
     struct pollfd pf[2] = {
-        {e->ts < T ? e->tc->next_fd : -1, (short)(POLLIN | (want_out ? POLLOUT : 0)), 0},
-        {want_in ? e->tc->prev_fd : -1, POLLIN, 0},
+        {!next_done || !why->next_hup ? e->tc->next_fd : -1,
+         (short)(next_done ? POLLRDHUP : POLLIN | (want_out ? POLLOUT : 0)), 0},
+        {!prev_done || !why->prev_hup ? e->tc->prev_fd : -1,
+         (short)(prev_done ? POLLRDHUP : POLLIN), 0},
     };
     /* spin briefly first: the peer's bytes are often microseconds away,
      * and a sleep and wake-up cost more than that.  Yielding lets a peer
@@ -269,18 +295,23 @@ static int engine_wait(struct engine *e, int want_out, int want_in, int64_t dead
     if (k < 0) {
         if (errno == EINTR)
             return FT_SUCCESS;
-        return engine_fail(why, "poll", errno, FT_ERR_SYSTEM);
+        return engine_fail(why, "poll", errno, SIDE_NONE, FT_ERR_SYSTEM);
     }
     if (k == 0) {
         if (fti_ms_left(deadline_ms) == 0)
-            return engine_fail(why, "deadline passed", 0, FT_ERR_TIMEOUT);
+            return engine_fail(why, "deadline passed", 0, SIDE_NONE, FT_ERR_TIMEOUT);
         return FT_SUCCESS;
     }
-    if (pf[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
-        return engine_fail(why, "next rank closed the connection", 0, FT_ERR_PROC_FAILED);
+    if (next_done && (pf[0].revents & hup))
+        why->next_hup = 1;
+    else if (!next_done && (pf[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL)))
+        return engine_fail(why, "next rank closed the connection", 0, SIDE_NEXT,
+                           FT_ERR_PROC_FAILED);
     if (pf[0].revents & POLLOUT)
         e->out_ready = 1;
-    if (pf[1].revents)
+    if (prev_done && (pf[1].revents & hup))
+        why->prev_hup = 1;
+    else if (!prev_done && pf[1].revents)
         e->in_ready = 1;
     return FT_SUCCESS;
 }
@@ -328,7 +359,7 @@ static int engine_run(struct tcp_comm *tc, const struct plan *p, size_t cbytes,
             return rc;
         if (progress) {
             if (++iter % TCP_DEADLINE_EVERY == 0 && fti_now_ms() >= deadline_ms)
-                return engine_fail(why, "deadline passed", 0, FT_ERR_TIMEOUT);
+                return engine_fail(why, "deadline passed", 0, SIDE_NONE, FT_ERR_TIMEOUT);
             continue;
         }
         if ((rc = engine_wait(&e, want_out, want_in, deadline_ms, why)) != FT_SUCCESS)
@@ -402,19 +433,27 @@ int fti_tcp_ring_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype
     } else {
         rc = scratch_reserve(tc, cbytes);
     }
-    struct why why = {"out of memory", 0};
+    struct why why = {"out of memory", 0, SIDE_NONE, 0, 0};
     if (rc == FT_SUCCESS)
         rc = engine_run(tc, &p, cbytes, deadline_ms, &why);
     if (rc != FT_SUCCESS) {
-        /* the peers' streams went on without us: the ring cannot be reused */
+        /* the peers' streams went on without us: the ring cannot be reused.
+         * Debug only: the step logs the error, naming the failed peer. */
         if (why.err) {
             errno = why.err;
-            FTI_WARN("tcp ring allreduce (rank %d of %d, %zu x %s): %s: %m", c->rank, n, count,
-                     fti_dtype_name(dt), why.what);
+            FTI_DEBUG("tcp ring allreduce (rank %d of %d, %zu x %s): %s: %m", c->rank, n, count,
+                      fti_dtype_name(dt), why.what);
         } else {
-            FTI_WARN("tcp ring allreduce (rank %d of %d, %zu x %s): %s", c->rank, n, count,
-                     fti_dtype_name(dt), why.what);
+            FTI_DEBUG("tcp ring allreduce (rank %d of %d, %zu x %s): %s", c->rank, n, count,
+                      fti_dtype_name(dt), why.what);
         }
+        /* the neighbour that closed first is the one that failed; the other
+         * closed its ring after seeing it */
+        tc->failed = why.side;
+        if (why.side == SIDE_PREV && why.next_hup)
+            tc->failed = SIDE_NEXT;
+        else if (why.side == SIDE_NEXT && why.prev_hup)
+            tc->failed = SIDE_PREV;
         tc->dead = 1;
         tcp_close_fds(tc);
         return rc;
@@ -424,6 +463,26 @@ int fti_tcp_ring_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype
     if (op == FTI_OP_AVG)
         fti_reduce_scale(buf, count, dt, n);
     return FT_SUCCESS;
+}
+
+int fti_tcp_ring_failed_peer(fti_comm_h c, int *replica_rank_p, char *addr, size_t len)
+{
+    const struct tcp_comm *tc = (const struct tcp_comm *)c;
+    if (tc == NULL || tc->failed == SIDE_NONE)
+        return FT_ERR_NOT_FOUND;
+    int n = c->size, next = tc->failed == SIDE_NEXT;
+    if (addr != NULL && len > 0)
+        (void)fti_strlcpy(addr, next ? tc->next_addr : tc->prev_addr, len); /* cut to fit */
+    if (replica_rank_p != NULL)
+        *replica_rank_p = next ? (c->rank + 1) % n : (c->rank - 1 + n) % n;
+    return FT_SUCCESS;
+}
+
+void fti_tcp_set_prev_address(fti_comm_h c, const char *addr)
+{
+    if (c && c->ops == &fti_tcp_ring_ops && addr != NULL)
+        (void)fti_strlcpy(((struct tcp_comm *)c)->prev_addr, addr,
+                          sizeof(((struct tcp_comm *)c)->prev_addr)); /* cut to fit */
 }
 
 void fti_tcp_ring_destroy(fti_comm_h c)
@@ -443,6 +502,7 @@ const struct fti_comm_backend fti_tcp_ring_ops = {
     .create = NULL,
     .allreduce = fti_tcp_ring_allreduce,
     .destroy = fti_tcp_ring_destroy,
+    .failed_peer = fti_tcp_ring_failed_peer,
 };
 
 void fti_tcp_set_small_max(fti_comm_h c, size_t small_max)
@@ -649,6 +709,9 @@ int fti_tcp_ring_create(fti_tcp_listener_h l, int rank, int size, const char *ne
     tc->chunk_bytes = chunk_bytes ? chunk_bytes : TCP_DEFAULT_CHUNK;
     tc->small_max = TCP_DEFAULT_SMALL_MAX;
     if (size > 1) {
+        (void)fti_strlcpy(tc->next_addr, next_addr, sizeof(tc->next_addr)); /* cut to fit */
+        if (size == 2) /* one neighbour on both sides */
+            (void)fti_strlcpy(tc->prev_addr, next_addr, sizeof(tc->prev_addr));
         int rc = ring_connect(l->fd, rank, size, next_addr, deadline_ms, &tc->next_fd,
                               &tc->prev_fd);
         if (rc != FT_SUCCESS) {

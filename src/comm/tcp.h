@@ -45,5 +45,16 @@ extern const struct fti_comm_backend fti_tcp_ring_ops;
 int fti_tcp_ring_allreduce(fti_comm_h comm, void *buf, size_t count, enum fti_dtype dtype,
                            enum fti_op op, int64_t deadline_ms);
 void fti_tcp_ring_destroy(fti_comm_h comm);
+/* The failed_peer op (comm.h): the neighbour (next or previous replica
+ * rank) whose connection the ring's first failure was on, and its
+ * listener's address (next: the address the ring was built with; previous:
+ * fti_tcp_set_prev_address, or the next one in a ring of two). */
+int fti_tcp_ring_failed_peer(fti_comm_h comm, int *replica_rank_p, char *addr, size_t len);
+
+/* Remembers the previous rank's listener address for
+ * fti_tcp_ring_failed_peer (the rendezvous knows it, the ring does not:
+ * the previous rank connects from an ephemeral port).  No-op on a comm
+ * that is not a tcp ring. */
+void fti_tcp_set_prev_address(fti_comm_h comm, const char *addr);
 
 #endif

@@ -48,17 +48,25 @@ static void test_lines(void **state)
     fti_event_quorum(log, 7, 3, members, 2, 1, 2, 12, true, false, 0);
     fti_event_heal(log, 0, 7, 4096, 5, "127.0.0.1:5000", 0);
     fti_event_commit(log, 7, false, 2, FT_ERR_TIMEOUT);
+    fti_event_collective_failed(log, 7, 3, 1, "g1", "127.0.0.1:6000", FT_ERR_PROC_FAILED);
+    fti_event_collective_failed(log, 7, 3, -1, NULL, NULL, FT_ERR_TIMEOUT);
     fti_event_quorum(NULL, 7, 3, members, 2, 1, 2, 12, true, false, 0); /* no-op */
     fti_event_log_close(log);
 
     char *text = read_all(path);
     unlink(path);
-    /* three lines, one per event */
+    /* five lines, one per event */
     int lines = 0;
     for (char *p = text; *p; p++)
         lines += *p == '\n';
-    assert_int_equal(lines, 3);
+    assert_int_equal(lines, 5);
     char *l1 = text, *l2 = strchr(l1, '\n') + 1, *l3 = strchr(l2, '\n') + 1;
+    char *l4 = strchr(l3, '\n') + 1, *l5 = strchr(l4, '\n') + 1;
+    assert_non_null(strstr(l4, "\"event\":\"collective_failed\""));
+    assert_non_null(strstr(l4, "\"quorum_id\":3,\"peer\":\"g1\",\"peer_replica_rank\":1,"
+                               "\"peer_address\":\"127.0.0.1:6000\",\"error\":-20,"
+                               "\"error_name\":\"FT_ERR_PROC_FAILED\"}\n"));
+    assert_non_null(strstr(l5, "\"peer\":null,\"peer_replica_rank\":-1,\"peer_address\":null,"));
     assert_true(strncmp(l1, "{\"ts_ms\":", 9) == 0);
     assert_non_null(strstr(l1, "\"event\":\"quorum\",\"replica_id\":\"g\\\"0\",\"group_rank\":2,"
                                "\"step\":7,\"quorum_id\":3,\"members\":[\"g0\",\"g1\"],"
