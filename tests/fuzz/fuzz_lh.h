@@ -46,8 +46,8 @@ static void lh_start(void (*setup)(struct event_base *, fti_lighthouse_h))
     fti_lighthouse_opts_default(&o);
     fti_strlcpy(o.bind, "127.0.0.1:0", sizeof(o.bind));
     o.min_replicas = 1;
-    o.join_timeout_ms = 20;
-    o.quorum_tick_ms = 5;
+    o.join_timeout_ms = 5;
+    o.quorum_tick_ms = 1;
     o.heartbeat_timeout_ms = 200;
     o.max_frame = 1 << 16;
     o.max_finalized = 64;

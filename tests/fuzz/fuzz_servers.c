@@ -21,7 +21,7 @@
 #include "rpc.h"
 #include "store.h"
 
-#define CALL_MS 500
+#define CALL_MS 100
 
 static struct {
     fti_rank_server_h rs;
