@@ -9,6 +9,7 @@
 
 #include "ftmpi_errors.h"
 #include "log.h"
+#include "results.h"
 #include "rpc.h"
 #include "util.h"
 
@@ -105,8 +106,9 @@ int fti_lighthouse_quorum_resp(fti_lighthouse_client_h c, const Ftmpi__QuorumMem
                               (ProtobufCMessage **)&resp);
     if (rc != FT_SUCCESS)
         return rc;
-    if (resp->quorum == NULL) {
-        FTI_WARN("lighthouse %s: quorum reply without a quorum", fti_rpc_client_address(c->rpc));
+    if (resp->quorum == NULL || fti_quorum_check(resp->quorum) != FT_SUCCESS) {
+        FTI_WARN("lighthouse %s: quorum reply without a well-formed quorum",
+                 fti_rpc_client_address(c->rpc));
         ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
         return FT_ERR_BAD_MESSAGE;
     }

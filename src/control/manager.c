@@ -12,6 +12,7 @@
 #include "ftmpi_errors.h"
 #include "lighthouse_client.h"
 #include "log.h"
+#include "results.h"
 #include "sizes.h"
 #include "util.h"
 
@@ -272,7 +273,7 @@ int fti_manager_round(fti_manager_h m, const fti_quorum_ask_t *asks, int n,
 int fti_quorum_unpack(const void *buf, size_t len, Ftmpi__LighthouseQuorumResponse **resp_p)
 {
     Ftmpi__LighthouseQuorumResponse *q = ftmpi__lighthouse_quorum_response__unpack(NULL, len, buf);
-    if (q == NULL || q->quorum == NULL) {
+    if (q == NULL || q->quorum == NULL || fti_quorum_check(q->quorum) != FT_SUCCESS) {
         FTI_ERROR("quorum: the group's broadcast does not decode");
         if (q)
             ftmpi__lighthouse_quorum_response__free_unpacked(q, NULL);

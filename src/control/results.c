@@ -570,3 +570,15 @@ bool fti_members_dropped(int64_t dropped, bool changed, bool had_quorum)
 {
     return had_quorum && changed && dropped > 0;
 }
+
+int fti_quorum_check(const Ftmpi__Quorum *q)
+{
+    for (size_t i = 0; i < q->n_participants; i++) {
+        const Ftmpi__QuorumMember *m = q->participants[i];
+        if (m == NULL || m->replica_id == NULL)
+            return FT_ERR_BAD_MESSAGE;
+        if (i > 0 && strcmp(q->participants[i - 1]->replica_id, m->replica_id) >= 0)
+            return FT_ERR_BAD_MESSAGE;
+    }
+    return FT_SUCCESS;
+}

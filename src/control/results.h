@@ -37,6 +37,13 @@ typedef struct fti_quorum_result {
     bool spare;                /* this group is a spare: replica_rank >= participants */
 } fti_quorum_result_t;
 
+/* Whether a quorum received from a peer is well-formed: its participants
+ * are present and strictly sorted by replica_id (as the lighthouse sends
+ * them), so that every rank finds the same replica rank for an id (a
+ * repeated id made fti_results_compute and the index disagree; found by
+ * tests/fuzz/fuzz_proto).  FT_SUCCESS or FT_ERR_BAD_MESSAGE. */
+int fti_quorum_check(const Ftmpi__Quorum *q);
+
 /* Computes the result for group `replica_id`, rank `group_rank`.
  * init_sync: at step 0 every member but the primary (the first member at
  * max step) heals from it.  Returns FT_ERR_NOT_FOUND if replica_id is not a
