@@ -47,7 +47,8 @@
  * whose max step is M its members may claim at most M + 1; a group new to
  * the table may claim at most the last quorum's M + 1 while one member of
  * that quorum is still healthy (with none - the first quorum, a restarted
- * lighthouse - any claim is believed).  A claim above is not refused but
+ * lighthouse - any claim is believed; after a quorum at step 0 too, since
+ * its members may then load a durable checkpoint of any step).  A claim above is not refused but
  * recorded as step 0, with a warning naming the group: it heals from the
  * real members and is never their heal source, so a fake group claiming
  * step 1,000,000 cannot make a running job heal from it.  Without a job

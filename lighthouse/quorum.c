@@ -19,8 +19,9 @@ typedef struct qgroup {
     bool in_prev;      /* member of st->prev (kept in sync by commit/insert) */
     int64_t last_hb_ms;
     int64_t joined_ms; /* time of the pending request */
-    int64_t step_bound; /* highest plausible step claim, -1 = none known
-                         * (the group was in no quorum of this state) */
+    int64_t step_bound; /* highest plausible step claim: -1 = the group was
+                         * in no quorum of this state; INT64_MAX = any (its
+                         * last quorum was at step 0: a checkpoint load) */
 } qgroup_t;
 
 struct fti_quorum_state {
@@ -244,6 +245,16 @@ int fti_quorum_heartbeat(fti_quorum_state_h st, const char *replica_id, int64_t 
     return FT_SUCCESS;
 }
 
+/* The bound after a quorum whose max step is max_step: one commit, or a
+ * heal to the max and one commit; after a quorum at step 0, any step (the
+ * members load their newest durable checkpoint, fti_ckpt_load_at_start). */
+static int64_t bound_after(int64_t max_step)
+{
+    if (max_step <= 0 || max_step == INT64_MAX)
+        return INT64_MAX;
+    return max_step + 1;
+}
+
 /* The highest step a group that has been in no quorum here may claim:
  * the previous quorum's max step + 1 while one of its members is still
  * healthy in the table; -1 (no limit) otherwise (the first quorum, a
@@ -261,9 +272,7 @@ static int64_t newcomer_bound(const struct fti_quorum_state *st, int64_t now_ms)
         if (g && g->step_bound >= 0 && group_healthy(st, g, now_ms))
             live = true;
     }
-    if (!live)
-        return -1;
-    return max_step < INT64_MAX ? max_step + 1 : INT64_MAX;
+    return live ? bound_after(max_step) : -1;
 }
 
 /* Fills *chk for m (before the state changes): the bound of an
@@ -275,6 +284,8 @@ static void step_check(const struct fti_quorum_state *st, const fti_qmember_t *m
     chk->claimed = m->step;
     chk->newcomer = !g || g->step_bound < 0;
     chk->bound = chk->newcomer ? newcomer_bound(st, now_ms) : g->step_bound;
+    if (chk->bound == INT64_MAX)
+        chk->bound = -1;
     chk->capped = chk->bound >= 0 && m->step > chk->bound;
 }
 
@@ -645,7 +656,7 @@ int fti_quorum_commit(fti_quorum_state_h st, fti_qdecision_t *d, int64_t now_ms,
             k++;
         g->in_prev = k < mine->n_members && c == 0;
         if (g->in_prev) /* one step, or a heal to the max and one step */
-            g->step_bound = max_step < INT64_MAX ? max_step + 1 : INT64_MAX;
+            g->step_bound = bound_after(max_step);
         if (!g->pending)
             continue;
         if (g->in_prev) {

@@ -191,13 +191,15 @@ int fti_quorum_request(fti_quorum_state_h st, const fti_qmember_t *m, int64_t no
  * of that quorum is still healthy in the table; with none (the first
  * quorum, a restarted lighthouse, every established group gone, e.g. a
  * whole job restarted from a durable checkpoint) any step is believed.
+ * After a quorum at max step 0 any step is believed too: its members load
+ * their newest durable checkpoint right after it (fti_ckpt_load_at_start).
  * A claim above the bound is not refused (the group may be honest, e.g.
  * the lighthouse forgot it) but recorded as step 0: the group is behind,
  * must heal from the real members and is never a heal source or the
  * store while anyone else is ahead. */
 typedef struct fti_qcheck {
     int64_t claimed;  /* the step the request claimed */
-    int64_t bound;    /* highest plausible claim; -1 = no limit known */
+    int64_t bound;    /* highest plausible claim; -1 = no limit */
     bool newcomer;    /* the bound is the newcomer bound */
     bool capped;      /* claimed > bound: recorded as step 0 */
 } fti_qcheck_t;

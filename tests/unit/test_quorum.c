@@ -806,6 +806,31 @@ static void test_step_plausibility(void **state)
     assert_false(chk.capped);
     fti_quorum_state_destroy(st);
 
+    /* after a quorum at step 0 its members load their newest durable
+     * checkpoint: any step is believed (test_ckpt_e2e_sgd) */
+    st = make_state(1, 0, 5000);
+    a = member("h0", 0);
+    b = member("h1", 0);
+    assert_int_equal(fti_quorum_request(st, &a, 0), FT_SUCCESS);
+    assert_int_equal(fti_quorum_request(st, &b, 0), FT_SUCCESS);
+    issue_and_free(st, 0, "issue", "h0,h1", 1);
+    a.step = 41;
+    assert_int_equal(fti_quorum_request_checked(st, &a, 100, &chk), FT_SUCCESS);
+    assert_false(chk.capped);
+    assert_int_equal(chk.bound, -1);
+    c = member("h2", 41);
+    assert_int_equal(fti_quorum_request_checked(st, &c, 100, &chk), FT_SUCCESS);
+    assert_false(chk.capped);
+    b.step = 41;
+    assert_int_equal(fti_quorum_request(st, &b, 100), FT_SUCCESS);
+    issue_and_free(st, 100, "issue", "h0,h1,h2", 2);
+    /* from step 41 on the bound holds again */
+    a.step = 43;
+    assert_int_equal(fti_quorum_request_checked(st, &a, 200, &chk), FT_SUCCESS);
+    assert_true(chk.capped);
+    assert_int_equal(chk.bound, 42);
+    fti_quorum_state_destroy(st);
+
     /* every established member gone (removed): a whole job restarted
      * from a checkpoint is believed again */
     st = make_state(1, 0, 5000);
