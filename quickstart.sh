@@ -4,21 +4,35 @@
 #   ./quickstart.sh demo    install what is missing, build, run the training demo
 #                           (extra arguments go to scripts/demo.sh: demo --mode-b)
 #   ./quickstart.sh check   install what is missing, build, make check
+#   ./quickstart.sh check-asan
+#                           the same in a second build folder (_build_asan)
+#                           configured with --enable-sanitizers (ASan+UBSan;
+#                           FTMPI_SANITIZERS=1 check does the same)
 #
 # Both use one build folder configured once, with warnings as errors (what
 # CI checks), so that alternating demo and check rebuilds nothing.  A
 # compiler that warns where ours do not: FTMPI_WERROR=0 (reconfigures once).
-# Environment: FTMPI_BUILD_DIR (default ./_build), JOBS (default: number of
-# cores), FTMPI_WERROR (default 1).
+# Environment: FTMPI_BUILD_DIR (default ./_build, ./_build_asan with the
+# sanitizers), JOBS (default: number of cores), FTMPI_WERROR (default 1),
+# FTMPI_SANITIZERS (default 0).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 verb=${1:-}
-build=${FTMPI_BUILD_DIR:-$here/_build}
+san=${FTMPI_SANITIZERS:-0}
+if [ "$verb" = check-asan ]; then
+    verb=check
+    san=1
+fi
+if [ "$san" = 1 ]; then
+    build=${FTMPI_BUILD_DIR:-$here/_build_asan}
+else
+    build=${FTMPI_BUILD_DIR:-$here/_build}
+fi
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 usage() {
-    echo "usage: $0 demo|check" >&2
+    echo "usage: $0 demo|check|check-asan" >&2
     exit 2
 }
 case "$verb" in demo|check) ;; *) usage ;; esac
@@ -50,6 +64,7 @@ fi
 # the same flags for demo and check: switching verbs never reconfigures
 flags="--enable-werror"
 [ "${FTMPI_WERROR:-1}" = 0 ] && flags=""
+[ "$san" = 1 ] && flags="$flags --enable-sanitizers"
 if [ ! -x "$here/configure" ] || [ "$here/configure.ac" -nt "$here/configure" ]; then
     echo "quickstart: ./autogen.sh"
     "$here/autogen.sh"

@@ -42,6 +42,18 @@
  *   - finalized ids: max_finalized (oldest evicted);
  *   - kill RPCs in flight: 16 in a process (one more is refused with
  *     FT_ERR_SYSTEM and a warning).
+ *
+ * Claimed steps (quorum.h, fti_quorum_request_checked): after a quorum
+ * whose max step is M its members may claim at most M + 1; a group new to
+ * the table may claim at most the last quorum's M + 1 while one member of
+ * that quorum is still healthy (with none - the first quorum, a restarted
+ * lighthouse - any claim is believed; after a quorum at step 0 too, since
+ * its members may then load a durable checkpoint of any step).  A claim above is not refused but
+ * recorded as step 0, with a warning naming the group: it heals from the
+ * real members and is never their heal source, so a fake group claiming
+ * step 1,000,000 cannot make a running job heal from it.  Without a job
+ * secret a fake group can still claim the current step honestly: only
+ * --token-file keeps strangers out.
  */
 #ifndef FTI_LIGHTHOUSE_H
 #define FTI_LIGHTHOUSE_H
@@ -54,11 +66,19 @@
 
 struct event_base;
 
+/* Default RPC addresses.  Without a job secret the lighthouse listens on
+ * loopback only (anyone who reaches the port could join, kill or feed the
+ * job); ftmpi-lighthouse takes FTI_LH_BIND_ANY by default only with
+ * --token-file.  An explicit --bind is always obeyed. */
+#define FTI_LH_BIND_LOOPBACK "127.0.0.1:29510"
+#define FTI_LH_BIND_ANY "0.0.0.0:29510"
+
 #define FTI_LH_MAX_FINALIZED 10000        /* default max_finalized */
 #define FTI_LH_MAX_WAITERS_PER_GROUP 4    /* default max_waiters_per_group */
 
 typedef struct fti_lighthouse_opts {
-    char bind[FTI_ADDRESS_SIZE]; /* "host:port" of the RPC server */
+    char bind[FTI_ADDRESS_SIZE]; /* "host:port" of the RPC server (default
+                                  * FTI_LH_BIND_LOOPBACK) */
     int min_replicas;            /* >= 1 */
     int64_t join_timeout_ms;     /* default 60000 */
     int64_t quorum_tick_ms;      /* default 100 */

@@ -47,7 +47,10 @@ static void usage(const fti_lighthouse_opts_t *d)
            "Tracks live replica groups through heartbeats and issues quorums (libftmpi).\n"
            "\n"
            "  --min-replicas N          groups a quorum needs (required, >= 1)\n"
-           "  --bind HOST:PORT          RPC address (default %s; port 0 = any)\n"
+           "  --bind HOST:PORT          RPC address (port 0 = any; default %s, loopback\n"
+           "                            only, without --token-file; " FTI_LH_BIND_ANY " with\n"
+           "                            it: an unauthenticated job is not served to other\n"
+           "                            hosts unless --bind names an address)\n"
            "  --join-timeout-ms MS      wait this long for groups that have not asked yet\n"
            "                            (default %" PRId64 ")\n"
            "  --quorum-tick-ms MS       re-evaluate the quorum this often (default %" PRId64 ")\n"
@@ -134,6 +137,7 @@ struct lh_args {
     char token[FTI_TOKEN_SIZE];       /* "" = kill needs no token */
     int log_level;
     int have_min;                     /* --min-replicas was given */
+    int have_bind;                    /* --bind was given */
 };
 
 static const char *const known_flags[] = {
@@ -145,9 +149,10 @@ static const char *const known_flags[] = {
 static void apply_flag(struct lh_args *a, const char *flag, const char *v)
 {
     fti_lighthouse_opts_t *o = &a->o;
-    if (strcmp(flag, "--bind") == 0)
+    if (strcmp(flag, "--bind") == 0) {
         check_addr(flag, v, o->bind, sizeof(o->bind));
-    else if (strcmp(flag, "--min-replicas") == 0) {
+        a->have_bind = 1;
+    } else if (strcmp(flag, "--min-replicas") == 0) {
         o->min_replicas = (int)parse_num(flag, v, false, 1, MAX_MIN_REPLICAS);
         a->have_min = 1;
     } else if (strcmp(flag, "--join-timeout-ms") == 0)
@@ -214,6 +219,8 @@ static int parse_flags(int argc, char **argv, struct lh_args *a)
     }
     if (!a->have_min)
         die_usage("--min-replicas", "is required");
+    if (!a->have_bind && a->token[0])
+        snprintf(a->o.bind, sizeof(a->o.bind), "%s", FTI_LH_BIND_ANY);
     return 0;
 }
 
@@ -286,6 +293,12 @@ int main(int argc, char **argv)
     if (parse_flags(argc, argv, &a) != 0)
         return 0;
     fti_log_init("lighthouse", a.log_level);
+    if (!a.token[0]) {
+        fti_auth_warn_unauthenticated(); /* the first log line */
+        if (!a.have_bind)
+            FTI_WARN("no --token-file: listening on loopback only (%s); give --token-file "
+                     "(and --bind HOST:PORT) to serve groups on other hosts", a.o.bind);
+    }
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
     return serve(&a);

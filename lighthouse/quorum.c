@@ -19,6 +19,9 @@ typedef struct qgroup {
     bool in_prev;      /* member of st->prev (kept in sync by commit/insert) */
     int64_t last_hb_ms;
     int64_t joined_ms; /* time of the pending request */
+    int64_t step_bound; /* highest plausible step claim: -1 = the group was
+                         * in no quorum of this state; INT64_MAX = any (its
+                         * last quorum was at step 0: a checkpoint load) */
 } qgroup_t;
 
 struct fti_quorum_state {
@@ -216,6 +219,7 @@ static qgroup_t *group_get(struct fti_quorum_state *st, const char *id, int64_t 
     memcpy(g->member.replica_id, id, strlen(id) + 1);
     g->last_hb_ms = now_ms;
     g->joined_ms = -1;
+    g->step_bound = -1;
     g->in_prev = fti_quorum_member_index(st->prev, id) >= 0;
     memmove(&st->groups[at + 1], &st->groups[at], (st->n_groups - at) * sizeof(*st->groups));
     st->groups[at] = g;
@@ -241,16 +245,65 @@ int fti_quorum_heartbeat(fti_quorum_state_h st, const char *replica_id, int64_t 
     return FT_SUCCESS;
 }
 
-int fti_quorum_request(fti_quorum_state_h st, const fti_qmember_t *m, int64_t now_ms)
+/* The bound after a quorum whose max step is max_step: one commit, or a
+ * heal to the max and one commit; after a quorum at step 0, any step (the
+ * members load their newest durable checkpoint, fti_ckpt_load_at_start). */
+static int64_t bound_after(int64_t max_step)
+{
+    if (max_step <= 0 || max_step == INT64_MAX)
+        return INT64_MAX;
+    return max_step + 1;
+}
+
+/* The highest step a group that has been in no quorum here may claim:
+ * the previous quorum's max step + 1 while one of its members is still
+ * healthy in the table; -1 (no limit) otherwise (the first quorum, a
+ * restarted lighthouse, every established group gone). */
+static int64_t newcomer_bound(const struct fti_quorum_state *st, int64_t now_ms)
+{
+    const fti_quorum_t *p = st->prev;
+    if (!p)
+        return -1;
+    int64_t max_step = 0;
+    bool live = false;
+    for (size_t i = 0; i < p->n_members; i++) {
+        max_step = FTI_MAX(max_step, p->members[i].step);
+        const qgroup_t *g = live ? NULL : group_find(st, p->members[i].replica_id);
+        if (g && g->step_bound >= 0 && group_healthy(st, g, now_ms))
+            live = true;
+    }
+    return live ? bound_after(max_step) : -1;
+}
+
+/* Fills *chk for m (before the state changes): the bound of an
+ * established group, or the newcomer bound. */
+static void step_check(const struct fti_quorum_state *st, const fti_qmember_t *m,
+                       int64_t now_ms, fti_qcheck_t *chk)
+{
+    const qgroup_t *g = group_find(st, m->replica_id);
+    chk->claimed = m->step;
+    chk->newcomer = !g || g->step_bound < 0;
+    chk->bound = chk->newcomer ? newcomer_bound(st, now_ms) : g->step_bound;
+    if (chk->bound == INT64_MAX)
+        chk->bound = -1;
+    chk->capped = chk->bound >= 0 && m->step > chk->bound;
+}
+
+int fti_quorum_request_checked(fti_quorum_state_h st, const fti_qmember_t *m, int64_t now_ms,
+                               fti_qcheck_t *chk_p)
 {
     if (!st || !m || !fits(m->replica_id, sizeof(m->replica_id)) ||
         !id_valid(m->replica_id) || !fits(m->address, sizeof(m->address)) ||
         !fits(m->store_address, sizeof(m->store_address)) || (m->data_len > 0 && !m->data) ||
         m->data_len > FTI_QUORUM_MAX_DATA)
         return FT_ERR_ARG;
+    fti_qcheck_t chk;
+    step_check(st, m, now_ms, &chk);
     fti_qmember_t copy;
     if (fti_qmember_copy(&copy, m) != FT_SUCCESS)
         return FT_ERR_NO_MEMORY;
+    if (chk.capped)
+        copy.step = 0;
     qgroup_t *g = group_get(st, m->replica_id, now_ms);
     if (!g) {
         fti_qmember_clear(&copy);
@@ -264,7 +317,14 @@ int fti_quorum_request(fti_quorum_state_h st, const fti_qmember_t *m, int64_t no
         g->pending = true;
         g->joined_ms = now_ms;
     }
+    if (chk_p)
+        *chk_p = chk;
     return FT_SUCCESS;
+}
+
+int fti_quorum_request(fti_quorum_state_h st, const fti_qmember_t *m, int64_t now_ms)
+{
+    return fti_quorum_request_checked(st, m, now_ms, NULL);
 }
 
 void fti_quorum_note_seen(fti_quorum_state_h st, int64_t id)
@@ -581,6 +641,9 @@ int fti_quorum_commit(fti_quorum_state_h st, fti_qdecision_t *d, int64_t now_ms,
     fti_quorum_free(st->prev);
     st->prev = mine;
     st->last_id = id;
+    int64_t max_step = 0;
+    for (size_t i = 0; i < mine->n_members; i++)
+        max_step = FTI_MAX(max_step, mine->members[i].step);
 
     /* answer members' requests; keep the others pending from now
      * (both lists are sorted: one merge walk) */
@@ -592,6 +655,8 @@ int fti_quorum_commit(fti_quorum_state_h st, fti_qdecision_t *d, int64_t now_ms,
                (c = strcmp(mine->members[k].replica_id, g->member.replica_id)) < 0)
             k++;
         g->in_prev = k < mine->n_members && c == 0;
+        if (g->in_prev) /* one step, or a heal to the max and one step */
+            g->step_bound = bound_after(max_step);
         if (!g->pending)
             continue;
         if (g->in_prev) {

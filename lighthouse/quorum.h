@@ -176,8 +176,38 @@ int fti_quorum_heartbeat(fti_quorum_state_h st, const char *replica_id, int64_t 
  * data included) but keeps the time of the first pending request, which
  * rule 7 measures from.  Errors as fti_quorum_heartbeat (FT_ERR_ARG also
  * for address fields without a NUL and for data over FTI_QUORUM_MAX_DATA
- * bytes); on error the state is unchanged. */
+ * bytes); on error the state is unchanged.  The claimed step is checked
+ * (fti_quorum_request_checked below). */
 int fti_quorum_request(fti_quorum_state_h st, const fti_qmember_t *m, int64_t now_ms);
+
+/* Step plausibility (against a group that claims a step it cannot have,
+ * e.g. a fake group at step 1,000,000 that every real group would heal
+ * from).  Steps advance by one commit per quorum, and a member that heals
+ * jumps to the quorum's max step, so after a quorum whose max step is M,
+ * each of its members may claim at most M + 1 (its bound; kept while the
+ * group stays in the table).  A group that was in no quorum of this state
+ * (a newcomer, or one re-added after it finalized, died or expired) may
+ * claim at most the previous quorum's max step + 1, provided one member
+ * of that quorum is still healthy in the table; with none (the first
+ * quorum, a restarted lighthouse, every established group gone, e.g. a
+ * whole job restarted from a durable checkpoint) any step is believed.
+ * After a quorum at max step 0 any step is believed too: its members load
+ * their newest durable checkpoint right after it (fti_ckpt_load_at_start).
+ * A claim above the bound is not refused (the group may be honest, e.g.
+ * the lighthouse forgot it) but recorded as step 0: the group is behind,
+ * must heal from the real members and is never a heal source or the
+ * store while anyone else is ahead. */
+typedef struct fti_qcheck {
+    int64_t claimed;  /* the step the request claimed */
+    int64_t bound;    /* highest plausible claim; -1 = no limit */
+    bool newcomer;    /* the bound is the newcomer bound */
+    bool capped;      /* claimed > bound: recorded as step 0 */
+} fti_qcheck_t;
+
+/* fti_quorum_request with the step check's outcome in *chk_p (may be
+ * NULL; set only on success). */
+int fti_quorum_request_checked(fti_quorum_state_h st, const fti_qmember_t *m, int64_t now_ms,
+                               fti_qcheck_t *chk_p);
 
 /* Records that a group reported having seen quorum id `id` (the
  * max_quorum_id of a request or heartbeat): the next new id is above it.

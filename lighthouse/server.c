@@ -56,7 +56,7 @@ const double fti_lh_hist_bounds_ms[FTI_LH_HIST_BUCKETS - 1] = {
 void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o)
 {
     memset(o, 0, sizeof(*o));
-    snprintf(o->bind, sizeof(o->bind), "0.0.0.0:29510");
+    snprintf(o->bind, sizeof(o->bind), "%s", FTI_LH_BIND_LOOPBACK);
     o->min_replicas = 1;
     o->join_timeout_ms = 60000;
     o->quorum_tick_ms = 100;
@@ -971,7 +971,14 @@ static int record_request(struct fti_lighthouse *lh, const fti_qmember_t *m, int
                  m->replica_id);
         fin_del(lh, m->replica_id);
     }
-    int rc = fti_quorum_request(lh->st, m, now);
+    fti_qcheck_t chk;
+    int rc = fti_quorum_request_checked(lh->st, m, now, &chk);
+    if (rc == FT_SUCCESS && chk.capped)
+        FTI_WARN("%s claims step %" PRId64 ", above the %" PRId64 " it can have reached (%s): "
+                 "recorded as step 0, it must heal from the others",
+                 m->replica_id, chk.claimed, chk.bound,
+                 chk.newcomer ? "a new group, the last quorum's max step + 1"
+                              : "its last quorum's max step + 1");
     if (rc == FT_SUCCESS) {
         fti_lh_history_request(&lh->history, fti_wall_ms(), m->replica_id, m->incarnation, m->step,
                                m->commit_failures);

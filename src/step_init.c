@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "ftmpi.h"
 #include "lighthouse_client.h"
 #include "log.h"
@@ -18,6 +19,27 @@
 /* How long telling the lighthouse that the group leaves may take: it must
  * not hold FT_Finalize up for long when the lighthouse is gone. */
 #define LEAVE_TIMEOUT_MAX_MS 2000
+
+/* Whether host (FTMPI_BIND_HOST) is a loopback address. */
+static bool host_is_loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "localhost") == 0 ||
+           strcmp(host, "::1") == 0 || strcmp(host, "[::1]") == 0;
+}
+
+/* Without a job secret, servers on a non-loopback address serve every
+ * rank's state, store and kill to the network: allowed (multi-node jobs
+ * on a private network), but said loudly, once per process. */
+static void warn_exposed(const char *bind_host)
+{
+    if (fti_auth_key() != NULL || host_is_loopback(bind_host))
+        return;
+    FTI_WARN("FTMPI_BIND_HOST=%s without FTMPI_TOKEN_FILE: this rank's servers (state, "
+             "store, kill) listen on a network address WITHOUT authentication; anyone who "
+             "reaches it can read or replace the training state. Give the job a secret "
+             "(FTMPI_TOKEN_FILE, the lighthouse's --token-file) or run on a private network",
+             bind_host);
+}
 
 /* Loads the configuration and resolves the mode and the backend.  Every
  * rank runs it; the caller agrees on the outcome. */
@@ -40,6 +62,7 @@ static int init_config(struct fti_step *s)
         host[sizeof(host) - 1] = '\0';
         memcpy(s->cfg.bind_host, host, sizeof(host));
     }
+    warn_exposed(s->cfg.bind_host);
     if (s->shim)
         return fti_shim_resolve(s);
     return fti_mode_resolve(&s->cfg, &s->mode_b, &s->backend);

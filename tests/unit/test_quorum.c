@@ -361,18 +361,18 @@ static void test_L6_id_ignores_address_and_step(void **state)
     request(st, "g1", 0);
     issue_and_free(st, 0, "issue", "g0,g1", 1);
 
-    fti_qmember_t m = member("g0", 7);
+    fti_qmember_t m = member("g0", 2);
     snprintf(m.address, sizeof(m.address), "elsewhere:1");
     snprintf(m.store_address, sizeof(m.store_address), "elsewhere:2");
     assert_int_equal(fti_quorum_request(st, &m, 100), FT_SUCCESS);
-    m = member("g1", 8);
+    m = member("g1", 1);
     assert_int_equal(fti_quorum_request(st, &m, 100), FT_SUCCESS);
     fti_quorum_t *q = expect_issue(st, 100, "fast quorum", "g0,g1", 1);
     /* the new details are in the quorum */
     assert_string_equal(q->members[0].address, "elsewhere:1");
     assert_string_equal(q->members[0].store_address, "elsewhere:2");
-    assert_int_equal(q->members[0].step, 7);
-    assert_int_equal(q->members[1].step, 8);
+    assert_int_equal(q->members[0].step, 2);
+    assert_int_equal(q->members[1].step, 1);
     fti_quorum_free(q);
 
     /* a change of members does change it */
@@ -462,7 +462,7 @@ static void test_incarnation_changes_id(void **state)
     issue_and_free(st, 0, "issue", "g0,g1", 1);
 
     /* same incarnations, new address and step: the id stays (L6) */
-    a.step = 5;
+    a.step = 1;
     snprintf(a.address, sizeof(a.address), "moved:1");
     assert_int_equal(fti_quorum_request(st, &a, 100), FT_SUCCESS);
     assert_int_equal(fti_quorum_request(st, &b, 100), FT_SUCCESS);
@@ -745,6 +745,111 @@ static void test_10000_groups(void **state)
     fti_quorum_state_destroy(st);
 }
 
+/* Step plausibility: the fake group at step 1,000,000 that joins a running
+ * job is recorded at step 0 (it heals from the real groups, never the
+ * other way round); a member may claim one step past its last quorum's
+ * max (a heal to the max and a commit), not more; before any quorum (a
+ * restarted lighthouse) every claim is believed. */
+static void test_step_plausibility(void **state)
+{
+    (void)state;
+    fti_quorum_state_h st = make_state(1, 0, 5000);
+    fti_qcheck_t chk;
+    fti_qmember_t a = member("g0", 10), b = member("g1", 3);
+    /* no quorum yet: believed, even far apart */
+    assert_int_equal(fti_quorum_request_checked(st, &a, 0, &chk), FT_SUCCESS);
+    assert_false(chk.capped);
+    assert_int_equal(chk.bound, -1);
+    assert_int_equal(fti_quorum_request_checked(st, &b, 0, &chk), FT_SUCCESS);
+    assert_false(chk.capped);
+    issue_and_free(st, 0, "issue", "g0,g1", 1); /* max step 10: g1 heals */
+
+    /* g1 healed to 10 and committed: 11 is plausible for both */
+    a.step = 11;
+    b.step = 11;
+    assert_int_equal(fti_quorum_request_checked(st, &a, 100, &chk), FT_SUCCESS);
+    assert_false(chk.capped);
+    assert_int_equal(chk.bound, 11);
+    assert_false(chk.newcomer);
+    assert_int_equal(fti_quorum_request_checked(st, &b, 100, &chk), FT_SUCCESS);
+    assert_false(chk.capped);
+
+    /* the attack: a new group claims step 1,000,000 */
+    fti_qmember_t fake = member("evil", 1000000);
+    assert_int_equal(fti_quorum_request_checked(st, &fake, 100, &chk), FT_SUCCESS);
+    assert_true(chk.capped);
+    assert_true(chk.newcomer);
+    assert_int_equal(chk.claimed, 1000000);
+    assert_int_equal(chk.bound, 11);
+    fti_quorum_t *q = expect_issue(st, 100, "issue", "evil,g0,g1", 2);
+    assert_int_equal(q->members[0].step, 0);  /* evil: behind, must heal */
+    assert_int_equal(q->members[1].step, 11); /* the real max */
+    assert_int_equal(q->members[2].step, 11);
+    fti_quorum_free(q);
+
+    /* a member may not jump either (an impersonator under a real id) */
+    a.step = 500;
+    assert_int_equal(fti_quorum_request_checked(st, &a, 200, &chk), FT_SUCCESS);
+    assert_true(chk.capped);
+    assert_false(chk.newcomer);
+    assert_int_equal(chk.bound, 12);
+    /* evil, recorded at 0, may claim what a healer can: 12, not more */
+    fake.step = 13;
+    assert_int_equal(fti_quorum_request_checked(st, &fake, 200, &chk), FT_SUCCESS);
+    assert_true(chk.capped);
+    fake.step = 12;
+    assert_int_equal(fti_quorum_request_checked(st, &fake, 200, &chk), FT_SUCCESS);
+    assert_false(chk.capped);
+    /* a newcomer at or below the job's step is believed */
+    fti_qmember_t c = member("g2", 12);
+    assert_int_equal(fti_quorum_request_checked(st, &c, 200, &chk), FT_SUCCESS);
+    assert_false(chk.capped);
+    fti_quorum_state_destroy(st);
+
+    /* after a quorum at step 0 its members load their newest durable
+     * checkpoint: any step is believed (test_ckpt_e2e_sgd) */
+    st = make_state(1, 0, 5000);
+    a = member("h0", 0);
+    b = member("h1", 0);
+    assert_int_equal(fti_quorum_request(st, &a, 0), FT_SUCCESS);
+    assert_int_equal(fti_quorum_request(st, &b, 0), FT_SUCCESS);
+    issue_and_free(st, 0, "issue", "h0,h1", 1);
+    a.step = 41;
+    assert_int_equal(fti_quorum_request_checked(st, &a, 100, &chk), FT_SUCCESS);
+    assert_false(chk.capped);
+    assert_int_equal(chk.bound, -1);
+    c = member("h2", 41);
+    assert_int_equal(fti_quorum_request_checked(st, &c, 100, &chk), FT_SUCCESS);
+    assert_false(chk.capped);
+    b.step = 41;
+    assert_int_equal(fti_quorum_request(st, &b, 100), FT_SUCCESS);
+    issue_and_free(st, 100, "issue", "h0,h1,h2", 2);
+    /* from step 41 on the bound holds again */
+    a.step = 43;
+    assert_int_equal(fti_quorum_request_checked(st, &a, 200, &chk), FT_SUCCESS);
+    assert_true(chk.capped);
+    assert_int_equal(chk.bound, 42);
+    fti_quorum_state_destroy(st);
+
+    /* every established member gone (removed): a whole job restarted
+     * from a checkpoint is believed again */
+    st = make_state(1, 0, 5000);
+    a = member("g0", 5);
+    assert_int_equal(fti_quorum_request(st, &a, 0), FT_SUCCESS);
+    issue_and_free(st, 0, "issue", "g0", 1);
+    assert_int_equal(fti_quorum_remove(st, "g0"), FT_SUCCESS);
+    fake = member("g9", 3000);
+    assert_int_equal(fti_quorum_request_checked(st, &fake, 100, &chk), FT_SUCCESS);
+    assert_false(chk.capped);
+    assert_int_equal(chk.bound, -1);
+    /* an absurd claim cannot overflow the bound */
+    issue_and_free(st, 100, "issue", "g9", 2);
+    fake.step = INT64_MAX;
+    assert_int_equal(fti_quorum_request_checked(st, &fake, 200, &chk), FT_SUCCESS);
+    assert_true(chk.capped);
+    fti_quorum_state_destroy(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -764,6 +869,7 @@ int main(void)
         cmocka_unit_test(test_inputs_and_ownership),
         cmocka_unit_test(test_remove),
         cmocka_unit_test(test_10000_groups),
+        cmocka_unit_test(test_step_plausibility),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
