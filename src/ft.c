@@ -523,6 +523,12 @@ FTMPI_EXPORT int FT_State_register_shard(const char *name, void *buf, MPI_Dataty
 {
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
+    if (fti_device_ptr(buf)) { /* heal.c would read it as host memory */
+        FTI_ERROR("FT_State_register_shard: '%s' is device memory: not supported (use "
+                  "FT_State_register, healing only)",
+                  name);
+        return FT_ERR_UNSUPPORTED;
+    }
     return fti_ckpt_register_shard(st.ckpt, st.heal, name, buf, datatype, global_count, offset,
                                    count);
 }
