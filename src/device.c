@@ -2,6 +2,7 @@
 #include "device.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ftmpi_config.h"
@@ -27,6 +28,12 @@ int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf,
 
 void fti_device_release(void)
 {
+}
+
+int fti_device_heal_copy(const void *buf, size_t len, fti_heal_copy_t *copy_p)
+{
+    (void)buf, (void)len, (void)copy_p;
+    return FT_ERR_UNSUPPORTED;
 }
 
 #else
@@ -184,6 +191,86 @@ int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf,
         D.slice = NULL;
     }
     return rc;
+}
+
+/* ---- healing a device buffer: a pinned mirror -------------------------- */
+
+struct heal_ctx {
+    int dev; /* the buffer's device */
+};
+
+/* cudaMemcpy on device dev, then a wait for the legacy default stream (a
+ * copy from pageable memory may return before its DMA is done).  foreign:
+ * the loop thread, which stays on dev; the application thread gets its
+ * device back. */
+static int heal_copy(int dev, void *dst, const void *src, size_t len, bool foreign,
+                     const char *what)
+{
+    int cur = -1;
+    bool moved = false;
+    cudaError_t e = cudaGetDevice(&cur);
+    if (e == cudaSuccess && cur != dev) {
+        e = cudaSetDevice(dev);
+        moved = e == cudaSuccess;
+    }
+    if (e == cudaSuccess)
+        e = cudaMemcpy(dst, src, len, cudaMemcpyDefault);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(cudaStreamLegacy);
+    if (moved && !foreign)
+        (void)cudaSetDevice(cur);
+    if (e == cudaSuccess)
+        return FT_SUCCESS;
+    (void)cudaGetLastError();
+    FTI_ERROR("heal: copying %zu bytes %s device %d: %s", len, what, dev, cudaGetErrorString(e));
+    return FT_ERR_SYSTEM;
+}
+
+static int heal_copy_out(void *ctx, void *mirror, const void *buf, size_t len, bool foreign)
+{
+    return heal_copy(((struct heal_ctx *)ctx)->dev, mirror, buf, len, foreign, "out of");
+}
+
+static int heal_copy_in(void *ctx, void *buf, const void *src, size_t len)
+{
+    return heal_copy(((struct heal_ctx *)ctx)->dev, buf, src, len, false, "into");
+}
+
+static void heal_release(void *ctx, void *mirror)
+{
+    if (mirror != NULL)
+        (void)cudaFreeHost(mirror);
+    free(ctx);
+}
+
+int fti_device_heal_copy(const void *buf, size_t len, fti_heal_copy_t *copy_p)
+{
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, buf) != cudaSuccess || a.type != cudaMemoryTypeDevice) {
+        (void)cudaGetLastError();
+        return FT_ERR_ARG;
+    }
+    struct heal_ctx *ctx = malloc(sizeof(*ctx));
+    void *mirror = NULL;
+    cudaError_t e = cudaSuccess;
+    if (ctx != NULL && len > 0)
+        e = cudaMallocHost(&mirror, len);
+    if (ctx == NULL || e != cudaSuccess) {
+        (void)cudaGetLastError();
+        FTI_ERROR("heal: a mirror of %zu bytes of device memory: %s", len,
+                  ctx == NULL ? "out of memory" : cudaGetErrorString(e));
+        free(ctx);
+        return FT_ERR_NO_MEMORY;
+    }
+    ctx->dev = a.device;
+    *copy_p = (fti_heal_copy_t){
+        .copy_out = heal_copy_out,
+        .copy_in = heal_copy_in,
+        .release = heal_release,
+        .ctx = ctx,
+        .mirror = mirror,
+    };
+    return FT_SUCCESS;
 }
 
 #endif

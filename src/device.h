@@ -10,6 +10,9 @@
  * so they build it together) and rebuilt when the quorum changes;
  * otherwise the buffer is staged through pinned host memory and reduced
  * by the step's slice.
+ *
+ * Healing a device buffer (FT_State_register): fti_device_heal_copy gives
+ * heal.c a pinned host mirror of it and the copies through it.
  */
 #ifndef FTI_DEVICE_H
 #define FTI_DEVICE_H
@@ -17,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "heal.h"
 #include "step.h"
 
 /* Is p device memory (not host, not managed). */
@@ -28,6 +32,15 @@ bool fti_device_ptr(const void *p);
  * the caller latches them. */
 int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf, size_t count,
                          enum fti_dtype dt, enum fti_op op);
+
+/* The mirror (len bytes of pinned host memory, cudaMallocHost) and the
+ * copies (cudaMemcpy on buf's device, synchronous) that serve and install
+ * the device buffer buf in a heal: pass *copy_p to
+ * fti_heal_register_copy, whose fti_heal_destroy releases them
+ * (copy_p->release; the caller calls it itself when the registration
+ * fails).  FT_ERR_UNSUPPORTED without CUDA built in, FT_ERR_NO_MEMORY
+ * (logged). */
+int fti_device_heal_copy(const void *buf, size_t len, fti_heal_copy_t *copy_p);
 
 /* Frees the device slice and staging (FT_Finalize, and after an error). */
 void fti_device_release(void);

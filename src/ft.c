@@ -212,6 +212,8 @@ static int quorum_apply(const Ftmpi__LighthouseQuorumResponse *resp,
         st.res.n_recover_dst = 0;
         fti_heal_set_step(st.heal, st.step, true);
     }
+    if (st.res.n_recover_dst > 0) /* healers come: copy device state out now (heal.h) */
+        (void)fti_heal_refresh(st.heal);
     log_ctx_update();
     if (changed)
         FTI_INFO("quorum %" PRId64 ": %d groups (%d participate), replica rank %d%s, max step "
@@ -637,14 +639,24 @@ FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes)
     quorum_sync();
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
-    if (fti_device_ptr(buf)) {
-        FTI_ERROR("FT_State_register: '%s' is device memory; healing it is not supported yet", name);
+    /* device memory: healed through a pinned host mirror (device.h) */
+    bool dev = fti_device_ptr(buf);
+    if (dev && st.cfg.ckpt_dir[0] != '\0') {
+        FTI_ERROR("FT_State_register: '%s' is device memory: checkpoints of device state are not "
+                  "supported (FTMPI_CKPT_DIR is set); register a host copy instead",
+                  name);
         return FT_ERR_UNSUPPORTED;
     }
-    int rc = fti_heal_register(st.heal, name, buf, bytes);
+    fti_heal_copy_t copy;
+    int rc = dev ? fti_device_heal_copy(buf, bytes, &copy) : FT_SUCCESS;
+    if (rc != FT_SUCCESS)
+        return rc;
+    rc = fti_heal_register_copy(st.heal, name, buf, bytes, dev ? &copy : NULL);
+    if (rc != FT_SUCCESS && dev)
+        copy.release(copy.ctx, copy.mirror);
     if (rc == FT_ERR_EXISTS)
         FTI_ERROR("FT_State_register: '%s' is already registered", name);
-    if (rc == FT_SUCCESS)
+    if (rc == FT_SUCCESS && !dev)
         rc = fti_ckpt_register_replicated(st.ckpt, name, buf, bytes);
     return rc;
 }
@@ -655,6 +667,12 @@ FTMPI_EXPORT int FT_State_register_shard(const char *name, void *buf, MPI_Dataty
     quorum_sync();
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
+    if (fti_device_ptr(buf)) { /* heal.c would read it as host memory */
+        FTI_ERROR("FT_State_register_shard: '%s' is device memory: not supported (use "
+                  "FT_State_register, healing only)",
+                  name);
+        return FT_ERR_UNSUPPORTED;
+    }
     return fti_ckpt_register_shard(st.ckpt, st.heal, name, buf, datatype, global_count, offset,
                                    count);
 }

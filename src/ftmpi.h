@@ -169,7 +169,13 @@ FTMPI_EXPORT int FT_Comm_rank(FT_Comm comm, int *rank);
 FTMPI_EXPORT int64_t FT_Step(void);
 
 /* Registers a buffer healing copies (the caller keeps ownership; the buffer
- * must stay valid until FT_Finalize).  Names are unique per rank. */
+ * must stay valid until FT_Finalize).  Names are unique per rank.
+ * buf may be CUDA device memory (cudaMalloc): a source copies it into a
+ * pinned host mirror (allocated here, freed by FT_Finalize) once per step
+ * in which a group heals from it, a healer copies the healed bytes back
+ * into it before FT_Quorum returns; finish the kernels that write it
+ * before FT_Quorum.  Device memory is not checkpointed: FT_ERR_UNSUPPORTED
+ * when FTMPI_CKPT_DIR is set (and from FT_State_register_shard). */
 FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes);
 
 /* Registers this rank's block of a global array for durable checkpoints

@@ -20,8 +20,11 @@
 
 struct heal_buf {
     char name[FTI_HEAL_MAX_NAME];
-    unsigned char *data;
+    unsigned char *data; /* what is served and summed: user, or copy.mirror */
+    void *user;          /* the registered memory */
     size_t len;
+    fti_heal_copy_t copy; /* copy_out == NULL: none, data == user */
+    uint64_t mirror_gen;  /* generation the mirror holds; written under both mutexes */
     /* checksum cache, guarded by the registry's mutex */
     uint64_t sum;
     uint64_t sum_gen; /* generation it was computed for; 0 = none */
@@ -29,6 +32,7 @@ struct heal_buf {
 
 struct fti_heal {
     pthread_mutex_t mu;
+    pthread_mutex_t mirror_mu; /* serialises mirror refreshes; taken before mu */
     pthread_cond_t served_cv; /* CLOCK_MONOTONIC; signalled when served grows */
     struct heal_buf **bufs;   /* entries never move once registered */
     size_t n, cap;
@@ -49,6 +53,7 @@ int fti_heal_create(fti_heal_h *h_p)
         return FT_ERR_NO_MEMORY;
     pthread_condattr_t ca;
     pthread_mutex_init(&h->mu, NULL);
+    pthread_mutex_init(&h->mirror_mu, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&h->served_cv, &ca);
@@ -64,10 +69,15 @@ void fti_heal_destroy(fti_heal_h h)
         return;
     if (h->sum_thread) /* the generation is left behind: it stops soon */
         pthread_join(h->sum_tid, NULL);
-    for (size_t i = 0; i < h->n; i++)
-        free(h->bufs[i]);
+    for (size_t i = 0; i < h->n; i++) {
+        struct heal_buf *b = h->bufs[i];
+        if (b->copy.release != NULL)
+            b->copy.release(b->copy.ctx, b->copy.mirror);
+        free(b);
+    }
     free(h->bufs);
     pthread_cond_destroy(&h->served_cv);
+    pthread_mutex_destroy(&h->mirror_mu);
     pthread_mutex_destroy(&h->mu);
     free(h);
 }
@@ -82,15 +92,27 @@ static struct heal_buf *find_locked(struct fti_heal *h, const char *name)
 
 int fti_heal_register(fti_heal_h h, const char *name, void *buf, size_t len)
 {
+    return fti_heal_register_copy(h, name, buf, len, NULL);
+}
+
+int fti_heal_register_copy(fti_heal_h h, const char *name, void *buf, size_t len,
+                           const fti_heal_copy_t *copy)
+{
     if (name == NULL || name[0] == '\0' || strlen(name) >= FTI_HEAL_MAX_NAME ||
         (buf == NULL && len > 0))
+        return FT_ERR_ARG;
+    if (copy != NULL && (copy->copy_out == NULL || copy->copy_in == NULL ||
+                         (copy->mirror == NULL && len > 0)))
         return FT_ERR_ARG;
     struct heal_buf *b = calloc(1, sizeof(*b));
     if (b == NULL)
         return FT_ERR_NO_MEMORY;
     fti_strlcpy(b->name, name, sizeof(b->name));
-    b->data = buf;
+    b->user = buf;
+    b->data = copy != NULL ? copy->mirror : buf;
     b->len = len;
+    if (copy != NULL)
+        b->copy = *copy;
 
     int rc = FT_SUCCESS;
     pthread_mutex_lock(&h->mu);
@@ -133,6 +155,59 @@ void fti_heal_set_step(fti_heal_h h, int64_t step, bool open)
     h->gen++;
     h->served = 0;
     pthread_mutex_unlock(&h->mu);
+}
+
+/* Copies every mirror that does not hold generation gen yet out of its
+ * buffer (any thread; foreign on the loop thread), one refresh at a time.
+ * FT_ERR_STATE when the generation changes meanwhile (the application may
+ * be changing its buffers: what was copied is not marked), else the first
+ * copy_out error (logged by copy_out). */
+static int mirrors_refresh(struct fti_heal *h, uint64_t gen, bool foreign)
+{
+    int rc = FT_SUCCESS;
+    pthread_mutex_lock(&h->mirror_mu);
+    for (size_t i = 0; rc == FT_SUCCESS; i++) {
+        pthread_mutex_lock(&h->mu);
+        struct heal_buf *b = i < h->n ? h->bufs[i] : NULL;
+        if (h->gen != gen)
+            rc = FT_ERR_STATE;
+        pthread_mutex_unlock(&h->mu);
+        if (b == NULL || rc != FT_SUCCESS)
+            break;
+        if (b->copy.copy_out == NULL || b->mirror_gen == gen || b->len == 0)
+            continue;
+        rc = b->copy.copy_out(b->copy.ctx, b->copy.mirror, b->user, b->len, foreign);
+        pthread_mutex_lock(&h->mu);
+        if (rc == FT_SUCCESS && h->gen != gen)
+            rc = FT_ERR_STATE;
+        if (rc == FT_SUCCESS)
+            b->mirror_gen = gen;
+        pthread_mutex_unlock(&h->mu);
+    }
+    pthread_mutex_unlock(&h->mirror_mu);
+    return rc;
+}
+
+int fti_heal_refresh(fti_heal_h h)
+{
+    pthread_mutex_lock(&h->mu);
+    bool open = h->open;
+    uint64_t gen = h->gen;
+    int64_t step = h->step;
+    pthread_mutex_unlock(&h->mu);
+    if (!open)
+        return FT_SUCCESS;
+    int64_t t0 = fti_now_ms();
+    int rc = mirrors_refresh(h, gen, false);
+    FTI_DEBUG("heal: mirrors of step %" PRId64 " refreshed in %" PRId64 " ms: %s", step,
+              fti_now_ms() - t0, FT_Error_string(rc));
+    return rc;
+}
+
+/* Is buffer b ready to be served in generation gen (mutex held)? */
+static bool mirror_ready_locked(const struct heal_buf *b, uint64_t gen)
+{
+    return b->copy.copy_out == NULL || b->len == 0 || b->mirror_gen == gen;
 }
 
 /* Counts a complete copy of generation gen (any thread, mutex not held). */
@@ -294,6 +369,15 @@ static void reply_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t want,
         fti_rpc_reply_error(call, FT_ERR_STATE, msg);
         return;
     }
+    /* a mirror is copied out once per step, before its bytes or sums go out */
+    int mrc = mirrors_refresh(h, gen, true);
+    if (mrc != FT_SUCCESS) { /* copy_out logged its failure */
+        const char *why = mrc == FT_ERR_STATE ? "the step ended while its state was copied out"
+                                              : "its state could not be copied out";
+        FTI_INFO("heal: refused step %" PRId64 " to %s: %s", step, fti_rpc_call_peer(call), why);
+        fti_rpc_reply_error(call, FT_ERR_STATE, why);
+        return;
+    }
     /* nothing to stream: the sums are trivial and this reply ends the copy */
     if (total == 0)
         with_sums = true;
@@ -393,6 +477,10 @@ static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *
     } else if (b == NULL) {
         status = FT_ERR_NOT_FOUND;
         snprintf(msg, sizeof(msg), "no buffer named '%.255s'", req->name ? req->name : "");
+    } else if (!mirror_ready_locked(b, h->gen)) {
+        status = FT_ERR_STATE;
+        snprintf(msg, sizeof(msg), "'%.200s' of step %" PRId64 " not copied out yet", b->name,
+                 h->step);
     } else if (req->offset > b->len || req->length > b->len - req->offset ||
                req->length > UINT32_MAX) {
         status = FT_ERR_ARG;
@@ -767,17 +855,32 @@ static int stage_alloc(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m,
 /* Installs a complete, verified copy: closes serving (the old state is
  * about to change: requests for it are refused from now on and a summing
  * thread drops its work), then copies each staged buffer into the
- * registered memory.  Nothing here can fail. */
-static void heal_install(struct fti_heal *h, const struct heal_stage *stage, size_t n)
+ * registered memory (copy_in for a mirrored one).  Only a copy_in can
+ * fail: its code, logged here. */
+static int heal_install(struct fti_heal *h, const struct heal_stage *stage, size_t n)
 {
     pthread_mutex_lock(&h->mu);
     h->open = false;
     h->gen++;
     h->served = 0;
     pthread_mutex_unlock(&h->mu);
-    for (size_t i = 0; i < n; i++)
-        if (stage[i].b->len > 0)
-            memcpy(stage[i].b->data, stage[i].data, stage[i].b->len);
+    for (size_t i = 0; i < n; i++) {
+        const struct heal_buf *b = stage[i].b;
+        if (b->len == 0)
+            continue;
+        if (b->copy.copy_in == NULL) {
+            memcpy(b->user, stage[i].data, b->len);
+            continue;
+        }
+        int rc = b->copy.copy_in(b->copy.ctx, b->user, stage[i].data, b->len);
+        if (rc != FT_SUCCESS) {
+            FTI_ERROR("heal: installing '%s' (%zu bytes) failed: %s; this rank's state is "
+                      "partly overwritten",
+                      b->name, b->len, FT_Error_string(rc));
+            return rc;
+        }
+    }
+    return FT_SUCCESS;
 }
 
 /* The source of a heal: the address of the rank serving group_rank (into
@@ -901,9 +1004,9 @@ int fti_heal_stage(fti_heal_h h, const char *src_manager, int group_rank, int64_
 int64_t fti_heal_install(fti_heal_h h, fti_heal_staged_h staged)
 {
     int64_t t0 = fti_now_ms();
-    heal_install(h, staged->stage, staged->n);
+    int rc = heal_install(h, staged->stage, staged->n);
     fti_heal_discard(staged);
-    return fti_now_ms() - t0;
+    return rc != FT_SUCCESS ? (int64_t)rc : fti_now_ms() - t0;
 }
 
 void fti_heal_discard(fti_heal_staged_h staged)
@@ -923,6 +1026,12 @@ int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_
     int rc = fti_heal_stage(h, src_manager, group_rank, step, opts, deadline_ms, &staged, &st);
     if (rc == FT_SUCCESS) {
         st.install_ms = fti_heal_install(h, staged);
+        if (st.install_ms < 0) {
+            rc = (int)st.install_ms;
+            st.install_ms = 0;
+        }
+    }
+    if (rc == FT_SUCCESS) {
         st.ms = fti_now_ms() - t0;
         FTI_INFO("heal: step %" PRId64 " healed from %s: %" PRIu64 " bytes in %" PRId64
                  " ms (install %" PRId64 " ms)",

@@ -29,6 +29,10 @@
  *
  * Threads: fti_heal_register, fti_heal_set_step and the fetching calls
  * run on the application thread; fti_heal_handle on the RPC server's loop thread.
+ * Mirrors (fti_heal_register_copy): refreshed by the application thread
+ * (fti_heal_refresh) or the loop thread (a step's first metadata request),
+ * one refresh at a time under a mutex of their own; a fetch of a mirror
+ * not refreshed for the served step is refused.
  * A mutex guards the buffer list and the served step; the buffers'
  * contents are read without it (the application does not change them
  * while the step is open), also by the summing thread, which the loop
@@ -66,6 +70,36 @@ void fti_heal_destroy(fti_heal_h h);
  * unique: FT_ERR_EXISTS otherwise).  The caller keeps ownership; buf must
  * stay valid until fti_heal_destroy. */
 int fti_heal_register(fti_heal_h h, const char *name, void *buf, size_t len);
+
+/* A buffer the heal code cannot read or write itself (device memory):
+ * it serves `mirror` (host memory of the buffer's length) instead,
+ * refreshed through copy_out at most once per served step (the step's
+ * first metadata request, or fti_heal_refresh before it), and installs a
+ * heal through copy_in.  Both copy synchronously, log their failure once
+ * and return an FT_ERR_ code.  copy_out runs on the application thread
+ * (foreign false) or on the RPC server's loop thread (foreign true: a
+ * thread with no device of its own, which may be left on the buffer's);
+ * copy_in on the application thread. */
+typedef struct fti_heal_copy {
+    int (*copy_out)(void *ctx, void *mirror, const void *buf, size_t len, bool foreign);
+    int (*copy_in)(void *ctx, void *buf, const void *src, size_t len);
+    void (*release)(void *ctx, void *mirror); /* at fti_heal_destroy */
+    void *ctx;
+    void *mirror;
+} fti_heal_copy_t;
+
+/* fti_heal_register of a buffer copied through *copy (see above).  On
+ * success the registry owns copy->ctx and copy->mirror and hands them to
+ * copy->release in fti_heal_destroy; on failure the caller keeps them. */
+int fti_heal_register_copy(fti_heal_h h, const char *name, void *buf, size_t len,
+                           const fti_heal_copy_t *copy);
+
+/* Brings the mirrors up to the served step now, on the application thread
+ * (a source that knows healers will come: they then find the mirrors
+ * ready instead of waiting on the loop thread).  Nothing when the step is
+ * not served or no buffer has a mirror.  A failure is logged (the loop
+ * thread tries again when asked). */
+int fti_heal_refresh(fti_heal_h h);
 
 /* Number of buffers and bytes registered. */
 void fti_heal_totals(fti_heal_h h, size_t *count_p, uint64_t *bytes_p);
@@ -135,9 +169,12 @@ int fti_heal_stage(fti_heal_h h, const char *src_manager, int group_rank, int64_
 
 /* Phase 2, the group agreed: closes serving (the old state is about to
  * change: requests for it are refused from now on), copies every staged
- * buffer into its registered memory and frees staged.  Cannot fail.  The
- * caller then sets the healed step with fti_heal_set_step.  Returns the
- * milliseconds the copy took. */
+ * buffer into its registered memory (copy_in for a buffer with a mirror)
+ * and frees staged.  The caller then sets the healed step with
+ * fti_heal_set_step.  Returns the milliseconds the copy took (>= 0), or
+ * the negative FT_ERR_ code of a copy_in that failed (logged; the
+ * registered state is then partly overwritten: this rank's state is
+ * lost).  Host buffers alone: cannot fail. */
 int64_t fti_heal_install(fti_heal_h h, fti_heal_staged_h staged);
 
 /* Phase 2, the group did not agree: frees staged (NULL: nothing); the
@@ -145,7 +182,8 @@ int64_t fti_heal_install(fti_heal_h h, fti_heal_staged_h staged);
 void fti_heal_discard(fti_heal_staged_h staged);
 
 /* A heal of this rank alone: fti_heal_stage, then fti_heal_install on
- * success (same codes; stats also carry install_ms).  On failure nothing
+ * success (same codes, and a failed copy_in's; stats also carry
+ * install_ms).  On failure nothing
  * of this rank changed. */
 int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
                    const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_stats_t *stats);

@@ -300,6 +300,11 @@ int fti_step_heal(struct fti_step *s)
         hs.install_ms = fti_heal_install(s->heal, staged);
     else
         fti_heal_discard(staged);
+    if (hs.install_ms < 0) { /* a copy into device memory failed: the state is partly lost */
+        fti_event_heal(s->elog, s->step, s->res.max_step, hs.bytes, hs.ms, hs.source,
+                       (int)hs.install_ms);
+        return fti_step_group_lost(s, (int)hs.install_ms);
+    }
     hs.ms = fti_now_ms() - t0;
     if (rc == FT_SUCCESS && drc != FT_SUCCESS)
         rc = drc;

@@ -18,6 +18,13 @@
  * stalling (the socket kept open, never answered).  In each case the heal
  * fails by its deadline and the healer's registered buffers stay bitwise
  * as they were.
+ *
+ * Mirrored buffers (fti_heal_register_copy, what device memory uses) are
+ * played by a fake device: page-aligned memory kept PROT_NONE except
+ * inside the copy callbacks, so any direct access by heal.c crashes the
+ * test.  The source serves through its mirror (copied out once per step,
+ * on the loop thread or by fti_heal_refresh), the healer installs through
+ * copy_in, the bytes equal; failing copies fail the heal.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -31,6 +38,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -342,6 +350,169 @@ static void test_big_buffer(void **state)
     fti_heal_destroy(hd);
     free(src);
     free(dst);
+}
+
+/* ---- mirrored buffers: a fake device ---------------------------------- */
+
+#define DEV_LEN (3 * 4096 + 123)
+
+struct fake_dev {
+    unsigned char *mem; /* PROT_NONE outside the callbacks */
+    size_t map_len;
+    int outs, ins, releases;
+    bool foreign_out; /* the last copy_out's flag */
+    int fail_out, fail_in; /* an FT_ERR_ code to return instead of copying */
+};
+
+static void dev_open(struct fake_dev *d, int prot)
+{
+    assert_int_equal(mprotect(d->mem, d->map_len, prot), 0);
+}
+
+static int fake_out(void *ctx, void *mirror, const void *buf, size_t len, bool foreign)
+{
+    struct fake_dev *d = ctx;
+    assert_ptr_equal(buf, d->mem);
+    d->outs++;
+    d->foreign_out = foreign;
+    if (d->fail_out)
+        return d->fail_out;
+    dev_open(d, PROT_READ);
+    memcpy(mirror, buf, len);
+    dev_open(d, PROT_NONE);
+    return FT_SUCCESS;
+}
+
+static int fake_in(void *ctx, void *buf, const void *src, size_t len)
+{
+    struct fake_dev *d = ctx;
+    assert_ptr_equal(buf, d->mem);
+    d->ins++;
+    if (d->fail_in)
+        return d->fail_in;
+    dev_open(d, PROT_READ | PROT_WRITE);
+    memcpy(buf, src, len);
+    dev_open(d, PROT_NONE);
+    return FT_SUCCESS;
+}
+
+static void fake_release(void *ctx, void *mirror)
+{
+    ((struct fake_dev *)ctx)->releases++;
+    free(mirror);
+}
+
+/* A fake device buffer of DEV_LEN bytes filled from seed, registered as
+ * "d" in h with a mirror of its own. */
+static void fake_register(fti_heal_h h, struct fake_dev *d, unsigned seed)
+{
+    memset(d, 0, sizeof(*d));
+    d->map_len = (DEV_LEN + 4095) & ~(size_t)4095;
+    d->mem = mmap(NULL, d->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(d->mem != MAP_FAILED);
+    for (size_t i = 0; i < DEV_LEN; i++)
+        d->mem[i] = (unsigned char)(i * seed + (i >> 8));
+    dev_open(d, PROT_NONE);
+    fti_heal_copy_t c = {fake_out, fake_in, fake_release, d, malloc(DEV_LEN)};
+    assert_non_null(c.mirror);
+    assert_int_equal(fti_heal_register_copy(h, "d", d->mem, DEV_LEN, &c), FT_SUCCESS);
+}
+
+/* Do the two fake devices hold the same bytes? */
+static bool fake_equal(struct fake_dev *a, struct fake_dev *b)
+{
+    dev_open(a, PROT_READ);
+    dev_open(b, PROT_READ);
+    bool eq = memcmp(a->mem, b->mem, DEV_LEN) == 0;
+    dev_open(a, PROT_NONE);
+    dev_open(b, PROT_NONE);
+    return eq;
+}
+
+static void test_mirrored(void **state)
+{
+    (void)state;
+    struct fake_dev ds, dd;
+    unsigned char hs_buf[N_B], hd_buf[N_B];
+    for (int i = 0; i < N_B; i++)
+        hs_buf[i] = (unsigned char)(i * 3);
+    memset(hd_buf, 0, sizeof(hd_buf));
+    fti_heal_h hs, hd;
+    fti_rank_server_h srv;
+    assert_int_equal(fti_heal_create(&hs), FT_SUCCESS);
+    assert_int_equal(fti_heal_create(&hd), FT_SUCCESS);
+    fake_register(hs, &ds, 7);
+    fake_register(hd, &dd, 11);
+    assert_int_equal(fti_heal_register(hs, "h", hs_buf, sizeof(hs_buf)), FT_SUCCESS);
+    assert_int_equal(fti_heal_register(hd, "h", hd_buf, sizeof(hd_buf)), FT_SUCCESS);
+    fti_heal_copy_t bad = {fake_out, NULL, fake_release, &ds, hs_buf};
+    assert_int_equal(fti_heal_register_copy(hs, "x", hs_buf, 1, &bad), FT_ERR_ARG);
+    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, hs, &srv),
+                     FT_SUCCESS);
+    const char *peers[] = {fti_rank_server_address(srv)};
+    assert_int_equal(fti_rank_server_set_peers(srv, peers, 1), FT_SUCCESS);
+    fti_heal_opts_t o = {1000, 1 << 20, 4096 + 17};
+    const char *addr = fti_rank_server_address(srv);
+
+    /* served through the mirror, copied out on the loop thread once */
+    fti_heal_set_step(hs, 5, true);
+    assert_false(fake_equal(&ds, &dd));
+    assert_int_equal(fti_heal_fetch(hd, addr, 0, 5, &o, fti_now_ms() + 5000, NULL), FT_SUCCESS);
+    assert_true(fake_equal(&ds, &dd));
+    assert_memory_equal(hd_buf, hs_buf, sizeof(hs_buf));
+    assert_int_equal(ds.outs, 1);
+    assert_true(ds.foreign_out);
+    assert_int_equal(dd.ins, 1);
+    assert_int_equal(fti_heal_fetch(hd, addr, 0, 5, &o, fti_now_ms() + 5000, NULL), FT_SUCCESS);
+    assert_int_equal(ds.outs, 1); /* the mirror holds step 5 */
+
+    /* a new step: fti_heal_refresh copies out on the application thread,
+     * new contents go out */
+    fti_heal_set_step(hs, 6, true);
+    dev_open(&ds, PROT_READ | PROT_WRITE);
+    ds.mem[0] ^= 0xff;
+    ds.mem[DEV_LEN - 1] ^= 0x0f;
+    dev_open(&ds, PROT_NONE);
+    assert_int_equal(fti_heal_refresh(hs), FT_SUCCESS);
+    assert_int_equal(ds.outs, 2);
+    assert_false(ds.foreign_out);
+    assert_false(fake_equal(&ds, &dd));
+    assert_int_equal(fti_heal_fetch(hd, addr, 0, 6, &o, fti_now_ms() + 5000, NULL), FT_SUCCESS);
+    assert_int_equal(ds.outs, 2);
+    assert_true(fake_equal(&ds, &dd));
+
+    /* a failed copy out: no heal, nothing of the healer changes */
+    fti_heal_set_step(hs, 7, true);
+    dev_open(&ds, PROT_READ | PROT_WRITE);
+    ds.mem[1] ^= 0xff;
+    dev_open(&ds, PROT_NONE);
+    ds.fail_out = FT_ERR_SYSTEM;
+    assert_int_not_equal(fti_heal_fetch(hd, addr, 0, 7, &o, fti_now_ms() + 5000, NULL),
+                         FT_SUCCESS);
+    assert_int_equal(dd.ins, 3);
+    assert_false(fake_equal(&ds, &dd));
+    ds.fail_out = 0; /* the next request tries again */
+    assert_int_equal(fti_heal_fetch(hd, addr, 0, 7, &o, fti_now_ms() + 5000, NULL), FT_SUCCESS);
+    assert_true(fake_equal(&ds, &dd));
+
+    /* a failed copy in: the heal reports it */
+    dd.fail_in = FT_ERR_SYSTEM;
+    assert_int_equal(fti_heal_fetch(hd, addr, 0, 7, &o, fti_now_ms() + 5000, NULL),
+                     FT_ERR_SYSTEM);
+
+    /* closed: nothing copied out */
+    int outs = ds.outs;
+    fti_heal_set_step(hs, 8, false);
+    assert_int_equal(fti_heal_refresh(hs), FT_SUCCESS);
+    assert_int_equal(ds.outs, outs);
+
+    fti_rank_server_stop(srv);
+    fti_heal_destroy(hs);
+    fti_heal_destroy(hd);
+    assert_int_equal(ds.releases, 1);
+    assert_int_equal(dd.releases, 1);
+    munmap(ds.mem, ds.map_len);
+    munmap(dd.mem, dd.map_len);
 }
 
 static void test_mismatch(void **state)
@@ -817,6 +988,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wrong_step_or_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_checksum, setup, teardown),
         cmocka_unit_test(test_big_buffer),
+        cmocka_unit_test(test_mirrored),
         cmocka_unit_test_setup_teardown(test_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_such_group_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill, setup, teardown),
