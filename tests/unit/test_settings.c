@@ -251,7 +251,8 @@ static void test_enum_values(void **state)
     expect_int("FTMPI_BACKEND", "MPI", FTI_BACKEND_MPI);
     expect_int("FTMPI_WORLD_SIZE_MODE", "fixed_with_spares", FTI_WORLD_FIXED_WITH_SPARES);
     expect_int("FTMPI_WORLD_SIZE_MODE", "dynamic", FTI_WORLD_DYNAMIC);
-    const char *bad[] = {"", "ucx", "tcp ", "tc", "0", "1", "nccl"};
+    expect_int("FTMPI_BACKEND", "baby-tcp", FTI_BACKEND_BABY_TCP);
+    const char *bad[] = {"", "ucx", "tcp ", "tc", "0", "1", "nccl9", "baby"};
     for (size_t i = 0; i < FTI_ARRAY_SIZE(bad); i++)
         expect_refused("FTMPI_BACKEND", bad[i]);
     expect_refused("FTMPI_WORLD_SIZE_MODE", "fixed");
