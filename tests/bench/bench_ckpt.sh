@@ -18,7 +18,10 @@ fi
 dir=${FTMPI_BENCH_CKPT_DIR:-$top_builddir/bench-ckpt.$$}
 mkdir -p "$dir" || exit 1
 note "$(machine); folder $dir"
-"$PROG" "$dir" "$MB" "$SAMPLES" | table_out ckpt.txt
+{
+    echo "# bench_ckpt $(date -u +%Y-%m-%dT%H:%M:%SZ) $BENCH_MACHINE (at the start); ${MB} MB, $SAMPLES step samples, folder on $(df -P "$dir" | awk 'NR == 2 { print $1 }')"
+    "$PROG" "$dir" "$MB" "$SAMPLES"
+} | table_out ckpt.txt
 rc=$?
 rm -rf "$dir"
 exit $rc
