@@ -27,6 +27,16 @@ int fti_ckpt_mkdir(const char *dir, char *err, size_t errlen);
 int fti_ckpt_write_rank(const char *dir, int rank, const void *data, size_t len, char *err,
                         size_t errlen);
 
+/* The same, and sums[i] = fti_ckpt_sum of region i, [reg_off[i],
+ * reg_off[i] + reg_len[i]) of data (n regions), each piece summed just
+ * before it is written (one pass over memory instead of two when the
+ * regions are in file order and disjoint, as ckpt.c lays them out).  The
+ * writeback is started every 32 MB (sync_file_range), so the disk works
+ * while the rest is copied.  sums are set only on success. */
+int fti_ckpt_write_rank_sums(const char *dir, int rank, const void *data, size_t len,
+                             const size_t *reg_off, const size_t *reg_len, size_t n,
+                             uint64_t *sums, char *err, size_t errlen);
+
 /* Writes m as DIR/checkpoint.meta, fsyncs it and DIR, renames DIR to
  * ROOT/step-<m->step> and fsyncs ROOT.  FT_ERR_EXISTS (DIR removed) when
  * that step is already published. */

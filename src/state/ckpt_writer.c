@@ -54,11 +54,11 @@ static void run_write(struct fti_ckpt_writer *w, struct job *j)
 {
     char err[FTI_REASON_SIZE * 2];
     int64_t t0 = fti_now_us();
-    int rc = fti_ckpt_write_rank(j->dir, j->rank, j->data, j->len, err, sizeof(err));
+    /* w->sums and the regions are not touched by the application thread
+     * while the write is BUSY (fti_ckpt_writer_write refuses then) */
+    int rc = fti_ckpt_write_rank_sums(j->dir, j->rank, j->data, j->len, w->reg_off, w->reg_len,
+                                      w->n_reg, w->sums, err, sizeof(err));
     int64_t us = fti_now_us() - t0;
-    uint64_t *sums = w->sums;
-    for (size_t i = 0; rc == FT_SUCCESS && i < w->n_reg; i++)
-        sums[i] = fti_ckpt_sum((const char *)j->data + w->reg_off[i], w->reg_len[i]);
     if (rc != FT_SUCCESS)
         fail(w, rc, "writing this rank's file", err);
     pthread_mutex_lock(&w->mu);

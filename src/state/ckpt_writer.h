@@ -30,7 +30,7 @@ typedef struct fti_ckpt_writer_stats {
     uint64_t failed;        /* failed jobs (writes and publishes) */
     uint64_t bytes;         /* bytes of the rank files written */
     int64_t last_published; /* step, -1 none */
-    int64_t last_write_us;  /* time of the last rank file (write + fsyncs) */
+    int64_t last_write_us;  /* time of the last rank file (write, sums, fsyncs) */
     int last_error;         /* FT_ERR_* of the last failure, 0 none */
 } fti_ckpt_writer_stats_t;
 
