@@ -17,6 +17,12 @@
 #include "log.h"
 #include "settings.h"
 #include "step.h"
+#include "util.h"
+
+/* With an external lighthouse (FTMPI_LIGHTHOUSE), the first quorum waits
+ * until every rank's manager has been heard this many heartbeat periods
+ * (see announce). */
+#define SHIM_FIRST_HEARTBEATS 2
 
 int fti_shim_on;
 __thread int fti_shim_busy;
@@ -28,6 +34,20 @@ struct fti_shim_cfg fti_shim_cfg;
 extern bool ompi_async_mpi_finalize __attribute__((weak));
 #define SHIM_HAVE_ASYNC_FINALIZE 1
 #endif
+
+/* An external lighthouse does not know how many ranks the job has (rank 0's
+ * own lighthouse is told): every rank's manager heartbeats for a few
+ * periods before any rank asks for the first quorum, so that every rank is
+ * a healthy group when the first asks, and the lighthouse waits for all of
+ * them (its join timeout) instead of starting a quorum with the first
+ * few.  Its --min-replicas is then free to be as low as the survivors
+ * that may go on. */
+static void announce(const fti_config_t *cfg, int rc)
+{
+    if (rc == FT_SUCCESS && cfg->lighthouse[0] != '\0')
+        fti_sleep_ms(SHIM_FIRST_HEARTBEATS * (cfg->heartbeat_ms > 0 ? cfg->heartbeat_ms : 100));
+    PMPI_Barrier(MPI_COMM_WORLD); /* on every rank, whatever its outcome so far */
+}
 
 /* Runs inside the shim (fti_shim_busy set): the library's own MPI calls
  * go to PMPI_. */
@@ -42,11 +62,13 @@ static int setup(void)
         fti_shim_cfg.timeout_ms = cfg.timeout_ms;
         fti_shim_select();
         rc = FT_Init(NULL, NULL); /* collective; logs its failures */
+        announce(&cfg, rc);
     } else {
         /* FT_Init, which would log it, is not reached: every rank still
          * takes part in the agreement below */
         fti_log_init("ftmpi", FTI_LOG_ERROR);
         FTI_ERROR("%s", err);
+        PMPI_Barrier(MPI_COMM_WORLD); /* announce's, on the other ranks */
     }
     if (rc == FT_SUCCESS)
         rc = fti_shim_start();

@@ -26,6 +26,15 @@
 /* How often the lighthouse thread looks at its stop flag and counts the
  * groups that left. */
 #define SHIM_CHECK_MS 20
+/* The in-process lighthouse waits for a straggler at least FTMPI_TIMEOUT_MS
+ * plus this long (FTMPI_LH_JOIN_TIMEOUT_MS when larger).  After a death the
+ * survivors ask for the new quorum when their call missed its deadline,
+ * FTMPI_TIMEOUT_MS after they entered it; a survivor that was still
+ * computing entered later and asks up to FTMPI_TIMEOUT_MS later still: it
+ * must not be left out.  The margin covers the failed step's close
+ * (FT_Commit) and a loaded machine.  A dead rank costs nothing here: its
+ * closed connections drop it from the table at once (lighthouse/liveness.c). */
+#define SHIM_JOIN_MARGIN_MS 2000
 
 static bool selected;
 
@@ -130,6 +139,13 @@ static int lh_start(const fti_config_t *cfg, int n, char *addr, size_t addr_len)
         snprintf(o.bind, sizeof(o.bind), "%s:0", cfg->bind_host);
     o.min_replicas = cfg->min_replicas;
     o.join_timeout_ms = cfg->lh_join_timeout_ms;
+    if (o.join_timeout_ms < (int64_t)cfg->timeout_ms + SHIM_JOIN_MARGIN_MS) {
+        o.join_timeout_ms = (int64_t)cfg->timeout_ms + SHIM_JOIN_MARGIN_MS;
+        FTI_INFO("drop-in: the lighthouse's join timeout is FTMPI_TIMEOUT_MS + %d ms = %lld ms "
+                 "(FTMPI_LH_JOIN_TIMEOUT_MS=%d is lower): a survivor still computing when a "
+                 "rank dies is not left out",
+                 SHIM_JOIN_MARGIN_MS, (long long)o.join_timeout_ms, cfg->lh_join_timeout_ms);
+    }
     o.heartbeat_timeout_ms = cfg->lh_heartbeat_timeout_ms;
     o.quorum_tick_ms = cfg->lh_tick_ms;
     o.max_frame = (size_t)cfg->max_frame_bytes;

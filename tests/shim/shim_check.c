@@ -3,7 +3,9 @@
  * tests (S1): MPI_Allreduce on MPI_COMM_WORLD and on a duplicate of it, of
  * every datatype and op the shim protects and some it passes to MPI, in
  * place and with separate buffers, counts 0, 1, odd and large
- * (SHIM_CHECK_LARGE elements, default 1 Mi); every result is checked
+ * (SHIM_CHECK_LARGE elements, default 1 Mi), and two huge calls
+ * (SHIM_CHECK_HUGE elements, default 16 Mi, 0 for none: a float sum with
+ * separate buffers and a double sum in place); every result is checked
  * against the value computed locally.  Prints "shim_check ok: N checks"
  * on world rank 0 and exits 0, or names the first wrong result and exits 1.
  */
@@ -44,7 +46,7 @@ static long expect(long i, MPI_Op op)
 #define CHECK_TYPE(T, MT)                                                                       \
     static void check_##T(MPI_Comm comm, long n, MPI_Op op, int in_place)                      \
     {                                                                                          \
-        T *s = malloc((size_t)(n + 1) * sizeof(T)), *r = malloc((size_t)(n + 1) * sizeof(T));  \
+        T *s = calloc((size_t)n + 1, sizeof(T)), *r = calloc((size_t)n + 1, sizeof(T));          \
         for (long i = 0; i < n; i++) {                                                         \
             s[i] = (T)val(rank, i, op);                                                        \
             r[i] = in_place ? s[i] : (T)-99;                                                   \
@@ -70,6 +72,7 @@ CHECK_TYPE(int, MPI_INT)
 CHECK_TYPE(long, MPI_LONG)
 CHECK_TYPE(int32_t, MPI_INT32_T)
 CHECK_TYPE(int64_t, MPI_INT64_T)
+CHECK_TYPE(uint64_t, MPI_UINT64_T)    /* sums and products: they wrap alike */
 CHECK_TYPE(short, MPI_SHORT)          /* not protected: straight to MPI */
 
 int main(int argc, char **argv)
@@ -96,11 +99,19 @@ int main(int argc, char **argv)
                     check_long(comm, n, ops[o], ip);
                     check_int32_t(comm, n, ops[o], ip);
                     check_int64_t(comm, n, ops[o], ip);
+                    if (ops[o] == MPI_SUM || ops[o] == MPI_PROD)
+                        check_uint64_t(comm, n, ops[o], ip);
                     if (ops[o] == MPI_SUM && n < 1000)
                         check_short(comm, n, ops[o], ip);
                 }
     }
     MPI_Comm_free(&dup);
+    const char *huge = getenv("SHIM_CHECK_HUGE");
+    long n_huge = huge ? atol(huge) : 16L << 20;
+    if (n_huge > 0) {
+        check_float(MPI_COMM_WORLD, n_huge, MPI_SUM, 0);
+        check_double(MPI_COMM_WORLD, n_huge, MPI_SUM, 1);
+    }
     /* a child started by the program (fork+exec of a non-MPI tool) */
     const char *child = getenv("SHIM_CHECK_CHILD");
     if (child != NULL && rank == 0 && system(child) != 0) {

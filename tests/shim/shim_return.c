@@ -4,11 +4,24 @@
  * the calls that fail; at the end each rank prints
  * "shim_return rank=R errors=E after=ok|bad" (after: every call after the
  * first error summed to the number of ranks then alive, world size - 1).
+ *
+ * SHIM_RETURN_DIE=R:I makes world rank R SIGKILL itself before call I, and
+ * SHIM_RETURN_STALL=R:I:MS makes world rank R compute MS ms longer before
+ * call I (a survivor that enters the failing call late: it asks for the
+ * new quorum that much after the others and must not be left out).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
 
 int main(int argc, char **argv)
 {
@@ -20,7 +33,16 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("shim_return started\n");
     fflush(stdout);
+    int die_rank = -1, die_at = -1, stall_rank = -1, stall_at = -1, stall_ms = 0;
+    if (getenv("SHIM_RETURN_DIE"))
+        sscanf(getenv("SHIM_RETURN_DIE"), "%d:%d", &die_rank, &die_at);
+    if (getenv("SHIM_RETURN_STALL"))
+        sscanf(getenv("SHIM_RETURN_STALL"), "%d:%d:%d", &stall_rank, &stall_at, &stall_ms);
     for (int i = 0; i < 400; i++) {
+        if (rank == die_rank && i == die_at)
+            raise(SIGKILL);
+        if (rank == stall_rank && i == stall_at)
+            sleep_ms(stall_ms);
         int one = 1, sum = 0;
         int rc = MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         if (rc != MPI_SUCCESS)
@@ -29,8 +51,7 @@ int main(int argc, char **argv)
             after_ok = 0;
         else if (errors == 0 && sum != size && sum != size - 1)
             after_ok = 0;
-        struct timespec ts = {0, 10000000L};
-        nanosleep(&ts, NULL);
+        sleep_ms(10);
     }
     printf("shim_return rank=%d errors=%d after=%s\n", rank, errors, after_ok ? "ok" : "bad");
     MPI_Finalize();

@@ -2,8 +2,9 @@
 # S1 (DESIGN sections 9 and 10): unmodified programs give the same checked
 # results with and without libftmpi_pmpi: shim_check (C: every protected
 # datatype and op, in place and separate, counts 0, 1, odd, 1 Mi, on the
-# world and a duplicate of it, and MPI_SHORT which goes to MPI unprotected)
-# and the Fortran programs (mpif.h, use mpi, use mpi_f08; skipped without
+# world and a duplicate of it, 16 Mi float and double sums, and MPI_SHORT
+# which goes to MPI unprotected), shim_check_cxx (C++, built with mpic++
+# when there is one) and the Fortran programs (mpif.h, use mpi, use mpi_f08; skipped without
 # mpifort), whose calls the shim must see: it counts them.  A child started
 # by the shimmed program (system(3): fork+exec of sh) runs unaffected.
 . "$top_srcdir/tests/integration/common.sh"
@@ -40,6 +41,23 @@ echo "C: $got, with and without the shim"
 # a non-MPI tool with the shim preloaded: untouched (MPI_Init never ran)
 out=$(LD_PRELOAD="$SHIM" sh -c 'echo plain' 2>&1)
 [ "$out" = plain ] || die "a preloaded non-MPI process printed '$out'"
+
+# C++ (std::vector buffers, the MPI C API; no C++ bindings)
+if command -v mpic++ >/dev/null 2>&1; then
+    mpic++ -Wall -Wextra -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1 -o "$TEST_TMPDIR/sc_cxx" \
+        "$top_srcdir/tests/shim/shim_check_cxx.cpp" > "$TEST_TMPDIR/cxx.log" 2>&1 ||
+        { cat "$TEST_TMPDIR/cxx.log"; die "mpic++ failed on shim_check_cxx.cpp"; }
+    run "$TEST_TMPDIR/cxx_native.log" "" "$TEST_TMPDIR/sc_cxx" || { cat "$TEST_TMPDIR/cxx_native.log"; die "C++: failed without the shim"; }
+    run "$TEST_TMPDIR/cxx_shim.log" "$SHIM" "$TEST_TMPDIR/sc_cxx" || { cat "$TEST_TMPDIR/cxx_shim.log"; die "C++: failed under the shim"; }
+    want=$(grep '^cxx ok' "$TEST_TMPDIR/cxx_native.log")
+    got=$(grep '^cxx ok' "$TEST_TMPDIR/cxx_shim.log")
+    [ -n "$want" ] && [ "$want" = "$got" ] || die "C++: results differ: native '$want', shim '$got'"
+    n=$(count_lines "$TEST_TMPDIR/cxx_shim.log" 'libftmpi_pmpi: [1-9][0-9]* MPI_Allreduce calls protected, 0 passed to MPI, 0 made from Fortran')
+    [ "$n" -eq $NP ] || { cat "$TEST_TMPDIR/cxx_shim.log"; die "C++: expected $NP ranks reporting protected calls, got $n"; }
+    echo "C++: $got, with and without the shim"
+else
+    echo "no mpic++: C++ checks not run"
+fi
 
 command -v mpifort >/dev/null 2>&1 || skip "C checks passed; no mpifort for the Fortran ones"
 for f in mpifh usempi f08; do
