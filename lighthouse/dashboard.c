@@ -19,7 +19,7 @@
 static const char *const ev_colors[FTI_LH_EV_KINDS] = {
     "#3465a4", "#4e9a06", "#cc0000", "#f57900", "#75507b", "#06989a", "#8f5902", "#888888"};
 
-static void esc(struct evbuffer *b, const char *s)
+void fti_lh_html_escape(struct evbuffer *b, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -33,11 +33,14 @@ static void esc(struct evbuffer *b, const char *s)
     }
 }
 
-static void json_str(struct evbuffer *b, const char *s)
+void fti_lh_json_string(struct evbuffer *b, const char *s)
 {
-    char buf[6 * FTI_REPLICA_ID_SIZE + 8]; /* \uXXXX for every byte at worst */
-    size_t n = fti_json_escape(buf, sizeof(buf), s);
-    evbuffer_add(b, buf, n < sizeof(buf) ? n : sizeof(buf) - 1);
+    size_t n = fti_json_escape(NULL, 0, s);
+    struct evbuffer_iovec v;
+    if (evbuffer_reserve_space(b, (ev_ssize_t)n + 1, &v, 1) != 1)
+        return; /* out of memory: the page is cut, as with evbuffer_add */
+    v.iov_len = fti_json_escape(v.iov_base, n + 1, s);
+    evbuffer_commit_space(b, &v, 1);
 }
 
 /* The time span drawn: [*t0, *t1] wall ms. */
@@ -83,7 +86,7 @@ static void timeline(struct evbuffer *b, const fti_lh_history_t *h, int64_t t0, 
                             "r=\"5\" fill=\"%s\"><title>%s ",
                             name, name, xpos(e->wall_ms, t0, t1), e->kind * LANE_H + LANE_H / 2,
                             ev_colors[e->kind], name);
-        esc(b, e->replica_id);
+        fti_lh_html_escape(b, e->replica_id);
         evbuffer_add_printf(b, " (value %" PRId64 ", quorum %" PRId64 ", %.1f s ago)</title></circle>\n",
                             e->value, e->quorum_id, (double)(t1 - e->wall_ms) / 1000.0);
     }
@@ -146,7 +149,7 @@ static void groups_table(struct evbuffer *b, const fti_lh_history_t *h, int64_t 
         const fti_lh_gstats_t *g = &h->groups[i];
         const char *st = fti_lh_gstate_name(g->state);
         evbuffer_add_printf(b, "<tr class=\"g-%s\"><td>", st);
-        esc(b, g->replica_id);
+        fti_lh_html_escape(b, g->replica_id);
         evbuffer_add_printf(b,
                             "</td><td class=\"state\">%s</td><td>%.1f s ago</td><td>%" PRId64
                             "</td><td>%.1f</td><td>%" PRIu64 "</td><td>%" PRIu64 " (agent %" PRId64
@@ -183,7 +186,7 @@ static void json_events(struct evbuffer *b, const fti_lh_history_t *h)
         const fti_lh_event_t *e = fti_lh_history_event_at(h, i);
         evbuffer_add_printf(b, "%s\n{\"wall_ms\":%" PRId64 ",\"kind\":\"%s\",\"replica_id\":",
                             i ? "," : "", e->wall_ms, fti_lh_event_name(e->kind));
-        json_str(b, e->replica_id);
+        fti_lh_json_string(b, e->replica_id);
         evbuffer_add_printf(b, ",\"quorum_id\":%" PRId64 ",\"value\":%" PRId64 "}", e->quorum_id,
                             e->value);
     }
@@ -209,7 +212,7 @@ void fti_lh_dash_json(struct evbuffer *b, const fti_lh_snapshot_t *s)
     for (size_t i = 0; i < h->n_groups; i++) {
         const fti_lh_gstats_t *g = &h->groups[i];
         evbuffer_add_printf(b, "%s\n{\"replica_id\":", i ? "," : "");
-        json_str(b, g->replica_id);
+        fti_lh_json_string(b, g->replica_id);
         evbuffer_add_printf(b,
                             ",\"state\":\"%s\",\"state_since_ms\":%" PRId64 ",\"step\":%" PRId64
                             ",\"steps_per_s\":%.3f,\"failures\":%" PRIu64 ",\"restarts\":%" PRIu64

@@ -22,4 +22,9 @@ void fti_lh_dash_json(struct evbuffer *b, const fti_lh_snapshot_t *s);
 /* Prometheus text: the per-group metrics (ftmpi_group_*). */
 void fti_lh_dash_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s);
 
+/* s escaped for HTML text and attributes (& < > " ') into b. */
+void fti_lh_html_escape(struct evbuffer *b, const char *s);
+/* s as a JSON string literal, quotes included (fti_json_escape), into b. */
+void fti_lh_json_string(struct evbuffer *b, const char *s);
+
 #endif

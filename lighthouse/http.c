@@ -48,32 +48,6 @@ struct fti_lh_http {
 
 /* ---- escaping ----------------------------------------------------------- */
 
-static void html_escape(struct evbuffer *b, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': evbuffer_add(b, "&amp;", 5); break;
-        case '<': evbuffer_add(b, "&lt;", 4); break;
-        case '>': evbuffer_add(b, "&gt;", 4); break;
-        case '"': evbuffer_add(b, "&quot;", 6); break;
-        case '\'': evbuffer_add(b, "&#39;", 5); break;
-        default: evbuffer_add(b, s, 1);
-        }
-    }
-}
-
-/* Writes s as a JSON string literal, quotes included (fti_json_escape),
- * straight into b's free space. */
-static void json_string(struct evbuffer *b, const char *s)
-{
-    size_t n = fti_json_escape(NULL, 0, s);
-    struct evbuffer_iovec v;
-    if (evbuffer_reserve_space(b, (ev_ssize_t)n + 1, &v, 1) != 1)
-        return; /* out of memory: the page is cut, as with evbuffer_add */
-    v.iov_len = fti_json_escape(v.iov_base, n + 1, s);
-    evbuffer_commit_space(b, &v, 1);
-}
-
 /* ---- replies -------------------------------------------------------------- */
 
 static void reply(struct evhttp_request *req, int code, const char *reason, const char *ctype,
@@ -138,7 +112,7 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const
     } else
         evbuffer_add_printf(b, "<p>No quorum yet (min replicas %d).</p>\n", s->min_replicas);
     evbuffer_add_printf(b, "<p>Next quorum: <span class=\"reason\">");
-    html_escape(b, s->waiting_reason);
+    fti_lh_html_escape(b, s->waiting_reason);
     evbuffer_add_printf(b, "</span></p>\n<table>\n<tr><th>replica</th><th>in quorum</th>"
                            "<th>step</th><th>address</th><th>world size</th>"
                            "<th>heartbeat age</th><th>state</th><th></th></tr>\n");
@@ -146,7 +120,7 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const
         const fti_lh_member_view_t *m = &s->members[i];
         evbuffer_add_printf(b, "<tr class=\"%s\"><td>",
                             m->behind ? "behind" : m->in_quorum ? "member" : "out");
-        html_escape(b, m->replica_id);
+        fti_lh_html_escape(b, m->replica_id);
         evbuffer_add_printf(b, "</td><td>%s</td><td class=\"step\">", m->in_quorum ? "yes" : "no");
         if (m->step >= 0)
             evbuffer_add_printf(b, "%" PRId64 "%s", m->step, m->behind ? " (behind)" : "");
@@ -154,7 +128,7 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const
         if (has_addr)
             evbuffer_add_printf(b, "(hidden: needs the token)");
         else
-            html_escape(b, m->address);
+            fti_lh_html_escape(b, m->address);
         evbuffer_add_printf(b, "</td><td>%" PRIu64 "</td><td>", m->world_size);
         if (m->heartbeat_age_ms >= 0)
             evbuffer_add_printf(b, "%.1f s", (double)m->heartbeat_age_ms / 1000.0);
@@ -165,7 +139,7 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const
                             m->waiting ? ", waiting" : "");
         if (has_addr ? has_addr[i] : m->address[0] != '\0') {
             evbuffer_add_printf(b, "<button data-id=\"");
-            html_escape(b, m->replica_id);
+            fti_lh_html_escape(b, m->replica_id);
             evbuffer_add_printf(b, "\" onclick=\"killReplica(this)\">kill</button>");
         }
         evbuffer_add_printf(b, "</td></tr>\n");
@@ -196,7 +170,7 @@ static void page_status_json(struct evbuffer *b, const fti_lh_snapshot_t *s, boo
                         "{\"quorum_id\":%" PRId64 ",\"quorum_created_ms\":%" PRId64
                         ",\"max_step\":%" PRId64 ",\"min_replicas\":%d,\"waiting_reason\":",
                         s->quorum_id, s->quorum_created_ms, s->max_step, s->min_replicas);
-    json_string(b, s->waiting_reason);
+    fti_lh_json_string(b, s->waiting_reason);
     evbuffer_add_printf(b, ",\"addresses_hidden\":%s", hidden ? "true" : "false");
     evbuffer_add_printf(b,
                         ",\"counters\":{\"quorums_issued\":%" PRIu64 ",\"quorum_requests\":%" PRIu64
@@ -206,9 +180,9 @@ static void page_status_json(struct evbuffer *b, const fti_lh_snapshot_t *s, boo
     for (size_t i = 0; i < s->n_members; i++) {
         const fti_lh_member_view_t *m = &s->members[i];
         evbuffer_add_printf(b, "%s\n{\"replica_id\":", i ? "," : "");
-        json_string(b, m->replica_id);
+        fti_lh_json_string(b, m->replica_id);
         evbuffer_add_printf(b, ",\"address\":");
-        json_string(b, m->address);
+        fti_lh_json_string(b, m->address);
         evbuffer_add_printf(b,
                             ",\"step\":%" PRId64 ",\"world_size\":%" PRIu64
                             ",\"heartbeat_age_ms\":%" PRId64
