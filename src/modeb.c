@@ -12,6 +12,7 @@
 #include "ftmpi.h"
 #include "lighthouse.h"
 #include "log.h"
+#include "net.h"
 #include "util.h"
 
 #if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
@@ -223,21 +224,23 @@ static void serve(const fti_config_t *cfg, const fti_modeb_t *mb, struct event_b
     event_base_free(base);
 }
 
+void fti_modeb_lighthouse_opts(const fti_config_t *cfg, fti_lighthouse_opts_t *o)
+{
+    fti_lighthouse_opts_default(o);
+    (void)fti_addr_any_port(o->bind, sizeof(o->bind), cfg->bind_host); /* a host always fits */
+    o->min_replicas = cfg->min_replicas;
+    o->join_timeout_ms = cfg->lh_join_timeout_ms;
+    o->heartbeat_timeout_ms = cfg->lh_heartbeat_timeout_ms;
+    o->quorum_tick_ms = cfg->lh_tick_ms;
+    o->max_frame = (size_t)cfg->max_frame_bytes;
+}
+
 /* Starts the lighthouse on the last rank; *lh_p and *base_p on success. */
 static int lighthouse_start(const fti_config_t *cfg, int n_groups, struct event_base **base_p,
                             fti_lighthouse_h *lh_p, char *addr, size_t addr_len)
 {
     fti_lighthouse_opts_t o;
-    fti_lighthouse_opts_default(&o);
-    if (strchr(cfg->bind_host, ':') != NULL)
-        snprintf(o.bind, sizeof(o.bind), "[%s]:0", cfg->bind_host);
-    else
-        snprintf(o.bind, sizeof(o.bind), "%s:0", cfg->bind_host);
-    o.min_replicas = cfg->min_replicas;
-    o.join_timeout_ms = cfg->lh_join_timeout_ms;
-    o.heartbeat_timeout_ms = cfg->lh_heartbeat_timeout_ms;
-    o.quorum_tick_ms = cfg->lh_tick_ms;
-    o.max_frame = (size_t)cfg->max_frame_bytes;
+    fti_modeb_lighthouse_opts(cfg, &o);
     struct event_base *base = event_base_new();
     if (base == NULL) {
         FTI_ERROR("mode B: event_base_new failed");

@@ -28,6 +28,7 @@
 
 #include "comm/comm.h"
 #include "comm/mpi_backend.h"
+#include "lighthouse.h"
 #include "settings.h"
 #include "sizes.h"
 
@@ -76,5 +77,10 @@ int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb);
 /* Frees the split and the slice context.  lost: the group lost a rank;
  * its communicator is left to MPI. */
 void fti_modeb_release(fti_modeb_t *mb, int lost);
+
+/* The options of an in-process lighthouse from the FTMPI_* settings: bind
+ * host on an ephemeral port, min replicas and the FTMPI_LH_* timeouts
+ * (mode B's lighthouse rank and the drop-in's lighthouse thread). */
+void fti_modeb_lighthouse_opts(const fti_config_t *cfg, fti_lighthouse_opts_t *o);
 
 #endif

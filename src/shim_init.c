@@ -132,13 +132,7 @@ static void lh_free(void)
 static int lh_start(const fti_config_t *cfg, int n, char *addr, size_t addr_len)
 {
     fti_lighthouse_opts_t o;
-    fti_lighthouse_opts_default(&o);
-    if (strchr(cfg->bind_host, ':') != NULL)
-        snprintf(o.bind, sizeof(o.bind), "[%s]:0", cfg->bind_host);
-    else
-        snprintf(o.bind, sizeof(o.bind), "%s:0", cfg->bind_host);
-    o.min_replicas = cfg->min_replicas;
-    o.join_timeout_ms = cfg->lh_join_timeout_ms;
+    fti_modeb_lighthouse_opts(cfg, &o);
     if (o.join_timeout_ms < (int64_t)cfg->timeout_ms + SHIM_JOIN_MARGIN_MS) {
         o.join_timeout_ms = (int64_t)cfg->timeout_ms + SHIM_JOIN_MARGIN_MS;
         FTI_INFO("drop-in: the lighthouse's join timeout is FTMPI_TIMEOUT_MS + %d ms = %lld ms "
@@ -146,9 +140,6 @@ static int lh_start(const fti_config_t *cfg, int n, char *addr, size_t addr_len)
                  "rank dies is not left out",
                  SHIM_JOIN_MARGIN_MS, (long long)o.join_timeout_ms, cfg->lh_join_timeout_ms);
     }
-    o.heartbeat_timeout_ms = cfg->lh_heartbeat_timeout_ms;
-    o.quorum_tick_ms = cfg->lh_tick_ms;
-    o.max_frame = (size_t)cfg->max_frame_bytes;
     if (evthread_use_pthreads() != 0) {
         FTI_ERROR("drop-in: evthread_use_pthreads failed");
         return FT_ERR_SYSTEM;

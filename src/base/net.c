@@ -1,6 +1,8 @@
 /* net.c - sockets with deadlines (see net.h). */
 #include "net.h"
 
+#include <stdbool.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -22,6 +24,13 @@
 #define NET_SOCK_BUF (4 << 20)
 /* Room for a port number in decimal. */
 #define NET_PORT_STR 8
+
+int fti_addr_any_port(char *buf, size_t len, const char *host)
+{
+    bool bare_v6 = strchr(host, ':') != NULL && host[0] != '[';
+    int n = snprintf(buf, len, bare_v6 ? "[%s]:0" : "%s:0", host);
+    return n < 0 || (size_t)n >= len ? FT_ERR_ARG : FT_SUCCESS;
+}
 
 int fti_addr_split(const char *addr, char *host, size_t hostlen, int *port_p)
 {

@@ -13,6 +13,11 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+/* Writes "host:0" into buf (len bytes): an ephemeral port on host, in
+ * brackets when host is a bare IPv6 literal ("::1" -> "[::1]:0"; "[::1]"
+ * stays as it is).  FT_ERR_ARG when it does not fit. */
+int fti_addr_any_port(char *buf, size_t len, const char *host);
+
 /* Splits "host:port" (or "[v6]:port") into host and port. */
 int fti_addr_split(const char *addr, char *host, size_t hostlen, int *port_p);
 

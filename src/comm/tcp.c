@@ -90,10 +90,8 @@ int fti_tcp_listener_create(const char *bind_host, fti_tcp_listener_h *l_p)
     char addr[FTI_ADDRESS_SIZE];
     const char *h = (bind_host && *bind_host) ? bind_host : "127.0.0.1";
 
-    if (strchr(h, ':') && h[0] != '[')
-        snprintf(addr, sizeof(addr), "[%s]:0", h);
-    else
-        snprintf(addr, sizeof(addr), "%s:0", h);
+    if (fti_addr_any_port(addr, sizeof(addr), h) != FT_SUCCESS)
+        return FT_ERR_ARG;
     struct fti_tcp_listener *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return FT_ERR_NO_MEMORY;

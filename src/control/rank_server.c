@@ -11,6 +11,7 @@
 
 #include "ftmpi_errors.h"
 #include "log.h"
+#include "net.h"
 #include "proto/ftmpi.pb-c.h"
 #include "rpc.h"
 #include "store.h"
@@ -171,10 +172,7 @@ int fti_rank_server_start(const char *bind_host, size_t max_frame, bool manager,
     atomic_init(&s->killed, 0);
     s->heal_fn = heal_fn;
     s->heal_arg = heal_arg;
-    if (strchr(bind_host, ':') != NULL && bind_host[0] != '[')
-        snprintf(bind_addr, sizeof(bind_addr), "[%s]:0", bind_host);
-    else
-        snprintf(bind_addr, sizeof(bind_addr), "%s:0", bind_host);
+    (void)fti_addr_any_port(bind_addr, sizeof(bind_addr), bind_host); /* a host always fits */
 
     if ((s->base = event_base_new()) == NULL ||
         (s->stop_ev = event_new(s->base, -1, 0, on_stop, s)) == NULL) {

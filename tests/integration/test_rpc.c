@@ -561,6 +561,22 @@ static void test_addr_split(void **state)
     assert_int_equal(fti_addr_split("abcd:9", host, 4, &port), FT_ERR_ARG); /* host too long */
 }
 
+/* "host:0" for an ephemeral port: bare IPv6 literals get brackets, once. */
+static void test_addr_any_port(void **state)
+{
+    (void)state;
+    char buf[32];
+    assert_int_equal(fti_addr_any_port(buf, sizeof(buf), "127.0.0.1"), FT_SUCCESS);
+    assert_string_equal(buf, "127.0.0.1:0");
+    assert_int_equal(fti_addr_any_port(buf, sizeof(buf), "::1"), FT_SUCCESS);
+    assert_string_equal(buf, "[::1]:0");
+    assert_int_equal(fti_addr_any_port(buf, sizeof(buf), "[::1]"), FT_SUCCESS);
+    assert_string_equal(buf, "[::1]:0");
+    assert_int_equal(fti_addr_any_port(buf, sizeof(buf), "node-17"), FT_SUCCESS);
+    assert_string_equal(buf, "node-17:0");
+    assert_int_equal(fti_addr_any_port(buf, 6, "node-17"), FT_ERR_ARG); /* does not fit */
+}
+
 static void test_listen_and_name(void **state)
 {
     (void)state;
@@ -2084,6 +2100,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN); /* raw writes to reset peers in the tests */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_addr_split),
+        cmocka_unit_test(test_addr_any_port),
         cmocka_unit_test(test_listen_and_name),
         cmocka_unit_test(test_connect_refused),
         cmocka_unit_test(test_deadlines),
