@@ -25,6 +25,7 @@
 
 #include "ftmpi_errors.h"
 #include "log.h"
+#include "slice.h"
 #include "util.h"
 
 _Static_assert(sizeof(cudaIpcMemHandle_t) == FTI_BABY_IPC_BYTES, "cudaIpcMemHandle_t size");
@@ -204,10 +205,7 @@ static int baby_nccl_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms,
             baby_nccl_destroy(&c->base);
         else
             free(c);
-        if (rc != FT_ERR_TIMEOUT && rc != FT_ERR_NO_MEMORY && rc != FT_ERR_ARG &&
-            rc != FT_ERR_UNSUPPORTED)
-            rc = FT_ERR_PROC_FAILED;
-        return rc;
+        return rc == FT_ERR_UNSUPPORTED ? rc : fti_slice_error(rc);
     }
     c->base.ops = &fti_backend_baby_nccl;
     c->base.rank = r->replica_rank;

@@ -57,8 +57,5 @@ int fti_baby_slice_create(const fti_slice_params_t *p, const fti_baby_opts_t *op
     else
         fti_baby_tcp_listener_destroy(l);
     free(next);
-    /* as slice.c: a failed rendezvous means a peer (or the store) is gone */
-    if (rc != FT_SUCCESS && rc != FT_ERR_TIMEOUT && rc != FT_ERR_NO_MEMORY && rc != FT_ERR_ARG)
-        rc = FT_ERR_PROC_FAILED;
-    return rc;
+    return fti_slice_error(rc); /* as slice.c */
 }

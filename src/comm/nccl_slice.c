@@ -205,10 +205,7 @@ static int nccl_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_
     fti_nccl_free(old);
     if (rc != FT_SUCCESS) {
         free(c);
-        if (rc != FT_ERR_TIMEOUT && rc != FT_ERR_NO_MEMORY && rc != FT_ERR_ARG &&
-            rc != FT_ERR_UNSUPPORTED)
-            rc = FT_ERR_PROC_FAILED;
-        return rc;
+        return rc == FT_ERR_UNSUPPORTED ? rc : fti_slice_error(rc);
     }
     c->base.ops = &fti_backend_nccl;
     c->base.rank = r->replica_rank;

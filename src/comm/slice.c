@@ -112,10 +112,13 @@ int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_
     fti_rpc_client_destroy(store);
     free(next);
     fti_tcp_listener_destroy(l);
-    /* errors of the store or the ring mean a peer (or the store's host) is
-     * gone: report them as such, keeping timeouts */
+    return fti_slice_error(rc);
+}
+
+int fti_slice_error(int rc)
+{
     if (rc != FT_SUCCESS && rc != FT_ERR_TIMEOUT && rc != FT_ERR_NO_MEMORY && rc != FT_ERR_ARG)
-        rc = FT_ERR_PROC_FAILED;
+        return FT_ERR_PROC_FAILED;
     return rc;
 }
 

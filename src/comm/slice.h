@@ -50,6 +50,11 @@ int fti_slice_forget_older(const char *store_address, int64_t keep_id, int conne
  * state, used from the application's thread only. */
 #define FTI_SLICE_NOTED 64
 void fti_slice_note(int64_t quorum_id);
+
+/* What a failed rendezvous returns: an error of the store or the ring
+ * means a peer (or the store's host) is gone, FT_ERR_PROC_FAILED; success,
+ * timeouts, FT_ERR_NO_MEMORY and FT_ERR_ARG stay as they are. */
+int fti_slice_error(int rc);
 /* How many ids are noted now (tests). */
 size_t fti_slice_noted(void);
 
