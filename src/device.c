@@ -39,6 +39,7 @@ int fti_device_heal_copy(const void *buf, size_t len, fti_heal_copy_t *copy_p)
 #else
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #ifdef FTMPI_HAVE_NCCL
 #include "comm/nccl_comm.h"
 #endif
@@ -50,10 +51,27 @@ static struct {
     size_t host_bytes;
 } D = {NULL, -1, NULL, 0};
 
+/* Whether this process sees a CUDA device at all, asked once: on a node
+ * without one (or without a driver) no FT_Allreduce pays for a failing
+ * cudaPointerGetAttributes. */
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+static bool have_devices;
+
+static void count_devices(void)
+{
+    int n = 0;
+    have_devices = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+    if (!have_devices)
+        (void)cudaGetLastError();
+}
+
 bool fti_device_ptr(const void *p)
 {
     struct cudaPointerAttributes a;
     if (p == NULL || p == MPI_IN_PLACE)
+        return false;
+    pthread_once(&devices_once, count_devices);
+    if (!have_devices)
         return false;
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         (void)cudaGetLastError(); /* no device, or not CUDA's */
