@@ -846,7 +846,7 @@ static ProtobufCMessage *unpack_request(struct fti_lighthouse *lh, fti_rpc_call_
                                         const ProtobufCMessageDescriptor *desc,
                                         const char *what, const uint8_t *payload, size_t len)
 {
-    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, payload);
+    ProtobufCMessage *m = fti_rpc_unpack(desc, payload, len);
     if (m == NULL) {
         char msg[FTI_REASON_SIZE];
         FTI_WARN("%s from %s does not decode", what, fti_rpc_call_peer(call));

@@ -433,7 +433,8 @@ static void reply_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t want,
 static void serve_metadata(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *payload,
                            size_t len)
 {
-    Ftmpi__HealMetadataRequest *req = ftmpi__heal_metadata_request__unpack(NULL, len, payload);
+    Ftmpi__HealMetadataRequest *req = (Ftmpi__HealMetadataRequest *)fti_rpc_unpack(
+        &ftmpi__heal_metadata_request__descriptor, payload, len);
     if (req == NULL) {
         fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "HealMetadataRequest does not decode");
         return;
@@ -453,7 +454,8 @@ static void fetch_done(void *arg)
 static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *payload,
                         size_t len)
 {
-    Ftmpi__HealFetchRequest *req = ftmpi__heal_fetch_request__unpack(NULL, len, payload);
+    Ftmpi__HealFetchRequest *req = (Ftmpi__HealFetchRequest *)fti_rpc_unpack(
+        &ftmpi__heal_fetch_request__descriptor, payload, len);
     if (req == NULL) {
         fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "HealFetchRequest does not decode");
         return;

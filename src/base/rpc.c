@@ -1180,6 +1180,34 @@ int fti_rpc_call_into(fti_rpc_client_h c, uint16_t method, const void *req, size
     return rc;
 }
 
+/* Whether m encodes to bytes that decode again (see fti_rpc_unpack). */
+static bool msg_encodable(const ProtobufCMessage *m)
+{
+    size_t len = protobuf_c_message_get_packed_size(m);
+    uint8_t stackbuf[RPC_STACK_REQUEST], *buf = len <= sizeof(stackbuf) ? stackbuf : malloc(len);
+    if (buf == NULL)
+        return false;
+    protobuf_c_message_pack(m, buf);
+    ProtobufCMessage *again = protobuf_c_message_unpack(m->descriptor, NULL, len, buf);
+    if (buf != stackbuf)
+        free(buf);
+    if (again == NULL)
+        return false;
+    protobuf_c_message_free_unpacked(again, NULL);
+    return true;
+}
+
+ProtobufCMessage *fti_rpc_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
+                                 size_t len)
+{
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, len, data);
+    if (m != NULL && !msg_encodable(m)) {
+        protobuf_c_message_free_unpacked(m, NULL);
+        return NULL;
+    }
+    return m;
+}
+
 int fti_rpc_call_msg(fti_rpc_client_h c, uint16_t method, const ProtobufCMessage *req,
                      const ProtobufCMessageDescriptor *rdesc, int timeout_ms,
                      ProtobufCMessage **resp_p)
@@ -1197,7 +1225,7 @@ int fti_rpc_call_msg(fti_rpc_client_h c, uint16_t method, const ProtobufCMessage
         free(buf);
     if (rc != FT_SUCCESS)
         return rc;
-    ProtobufCMessage *m = protobuf_c_message_unpack(rdesc, NULL, rlen, reply);
+    ProtobufCMessage *m = fti_rpc_unpack(rdesc, reply, rlen);
     free(reply);
     if (m == NULL) {
         FTI_WARN("rpc %s method %u: reply does not decode as %s", c->addr, method, rdesc->name);

@@ -272,7 +272,8 @@ int fti_manager_round(fti_manager_h m, const fti_quorum_ask_t *asks, int n,
 
 int fti_quorum_unpack(const void *buf, size_t len, Ftmpi__LighthouseQuorumResponse **resp_p)
 {
-    Ftmpi__LighthouseQuorumResponse *q = ftmpi__lighthouse_quorum_response__unpack(NULL, len, buf);
+    Ftmpi__LighthouseQuorumResponse *q = (Ftmpi__LighthouseQuorumResponse *)fti_rpc_unpack(
+        &ftmpi__lighthouse_quorum_response__descriptor, buf, len);
     if (q == NULL || q->quorum == NULL || fti_quorum_check(q->quorum) != FT_SUCCESS) {
         FTI_ERROR("quorum: the group's broadcast does not decode");
         if (q)

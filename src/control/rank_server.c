@@ -60,7 +60,8 @@ static void on_heal(fti_rpc_call_h call, const uint8_t *payload, size_t len, voi
 static void on_kill(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
 {
     struct fti_rank_server *s = arg;
-    Ftmpi__KillRequest *req = ftmpi__kill_request__unpack(NULL, len, payload);
+    Ftmpi__KillRequest *req = (Ftmpi__KillRequest *)fti_rpc_unpack(
+        &ftmpi__kill_request__descriptor, payload, len);
     if (req == NULL) {
         fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "KillRequest does not decode");
         return;
@@ -81,7 +82,8 @@ static void on_checkpoint_metadata(fti_rpc_call_h call, const uint8_t *payload, 
 {
     struct fti_rank_server *s = arg;
     Ftmpi__CheckpointMetadataRequest *req =
-        ftmpi__checkpoint_metadata_request__unpack(NULL, len, payload);
+        (Ftmpi__CheckpointMetadataRequest *)fti_rpc_unpack(
+            &ftmpi__checkpoint_metadata_request__descriptor, payload, len);
     if (req == NULL) {
         fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "CheckpointMetadataRequest does not decode");
         return;

@@ -293,7 +293,8 @@ static int store_put(struct fti_store_server *s, const char *key, const void *va
 static void handle_set(struct fti_store_server *s, fti_rpc_call_h call, const uint8_t *p,
                        size_t len)
 {
-    Ftmpi__StoreSetRequest *req = ftmpi__store_set_request__unpack(NULL, len, p);
+    Ftmpi__StoreSetRequest *req = (Ftmpi__StoreSetRequest *)fti_rpc_unpack(
+        &ftmpi__store_set_request__descriptor, p, len);
     const char *why = "bad key";
     int rc = FT_ERR_ARG;
     if (req == NULL) {
@@ -315,7 +316,8 @@ static void handle_set(struct fti_store_server *s, fti_rpc_call_h call, const ui
 static void handle_get(struct fti_store_server *s, fti_rpc_call_h call, const uint8_t *p,
                        size_t len)
 {
-    Ftmpi__StoreGetRequest *req = ftmpi__store_get_request__unpack(NULL, len, p);
+    Ftmpi__StoreGetRequest *req = (Ftmpi__StoreGetRequest *)fti_rpc_unpack(
+        &ftmpi__store_get_request__descriptor, p, len);
     if (req == NULL) {
         refuse(s, call, FT_ERR_BAD_MESSAGE, "StoreGetRequest does not decode");
         return;
@@ -399,7 +401,8 @@ static bool parse_i64(const uint8_t *p, size_t len, int64_t *v_p)
 static void handle_add(struct fti_store_server *s, fti_rpc_call_h call, const uint8_t *p,
                        size_t len)
 {
-    Ftmpi__StoreAddRequest *req = ftmpi__store_add_request__unpack(NULL, len, p);
+    Ftmpi__StoreAddRequest *req = (Ftmpi__StoreAddRequest *)fti_rpc_unpack(
+        &ftmpi__store_add_request__descriptor, p, len);
     const char *why = "bad key";
     int rc = FT_ERR_ARG;
     int64_t v = 0;
@@ -437,7 +440,8 @@ static void handle_add(struct fti_store_server *s, fti_rpc_call_h call, const ui
 static void handle_delete_prefix(struct fti_store_server *s, fti_rpc_call_h call,
                                  const uint8_t *p, size_t len)
 {
-    Ftmpi__StoreDeletePrefixRequest *req = ftmpi__store_delete_prefix_request__unpack(NULL, len, p);
+    Ftmpi__StoreDeletePrefixRequest *req = (Ftmpi__StoreDeletePrefixRequest *)fti_rpc_unpack(
+        &ftmpi__store_delete_prefix_request__descriptor, p, len);
     if (req == NULL) {
         refuse(s, call, FT_ERR_BAD_MESSAGE, "StoreDeletePrefixRequest does not decode");
         return;

@@ -143,7 +143,8 @@ static void h_ref(fti_rpc_call_h call, const uint8_t *p, size_t len, void *arg)
 static void h_proto(fti_rpc_call_h call, const uint8_t *p, size_t len, void *arg)
 {
     (void)arg;
-    Ftmpi__QuorumMember *m = ftmpi__quorum_member__unpack(NULL, len, p);
+    Ftmpi__QuorumMember *m = (Ftmpi__QuorumMember *)fti_rpc_unpack(
+        &ftmpi__quorum_member__descriptor, p, len);
     if (m == NULL) {
         fti_rpc_reply_error(call, FT_ERR_BAD_MESSAGE, "not a QuorumMember");
         return;
@@ -283,7 +284,8 @@ static model_t model_input(const uint8_t *d, size_t n)
             if (h.method == FZ_ERROR && error_status(p, h.length) == FT_ERR_BAD_MESSAGE)
                 m.decode++;
             if (h.method == FZ_PROTO) {
-                Ftmpi__QuorumMember *q = ftmpi__quorum_member__unpack(NULL, h.length, p);
+                Ftmpi__QuorumMember *q = (Ftmpi__QuorumMember *)fti_rpc_unpack(
+                    &ftmpi__quorum_member__descriptor, p, h.length);
                 if (q == NULL)
                     m.decode++;
                 else
@@ -300,8 +302,11 @@ static model_t model_input(const uint8_t *d, size_t n)
 /* ---- one input --------------------------------------------------------------- */
 
 /* Every byte the server sent must be a reply frame (the last one may be
- * cut short when the server closed while sending it). */
-static void check_replies(const uint8_t *r, size_t n)
+ * cut short when the server closed while sending it).  Checks the whole
+ * frames at r[0..n) and returns the bytes they take; the caller keeps the
+ * rest for the next read, so framing is followed across any number of
+ * replies. */
+static size_t check_replies(const uint8_t *r, size_t n)
 {
     size_t pos = 0;
     while (n - pos >= FTI_RPC_HEADER_LEN) {
@@ -316,9 +321,10 @@ static void check_replies(const uint8_t *r, size_t n)
         else
             CHECK(h.length <= 4096);
         if (n - pos - FTI_RPC_HEADER_LEN < h.length)
-            return;
+            break;
         pos += FTI_RPC_HEADER_LEN + h.length;
     }
+    return pos;
 }
 
 static void run_input(const uint8_t *d, size_t n)
@@ -343,8 +349,9 @@ static void run_input(const uint8_t *d, size_t n)
         ssize_t k = recv(fd, reply + got, sizeof(reply) - got, 0);
         if (k > 0) {
             got += (size_t)k;
-            if (got == sizeof(reply))
-                got = 0; /* more than any input can ask for: keep reading */
+            size_t used = check_replies(reply, got); /* whole frames: checked, dropped */
+            memmove(reply, reply + used, got - used);
+            got -= used;
             continue;
         }
         if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
@@ -354,7 +361,7 @@ static void run_input(const uint8_t *d, size_t n)
         poll(&p, 1, fti_ms_left(deadline));
     }
     close(fd);
-    check_replies(reply, got);
+    (void)check_replies(reply, got); /* a cut-short last frame is allowed */
 
     fti_rpc_stats_t after = server_stats();
     if (after.requests - before.requests != m.requests ||

@@ -848,6 +848,30 @@ static void test_decode_reject(void **state)
     fti_rpc_client_destroy(c);
 }
 
+/* fti_rpc_unpack refuses what protobuf-c decodes but cannot encode again
+ * (tests/fuzz/corpus/client/regress-tag0), and takes what it can. */
+static void test_unpack_reencodable(void **state)
+{
+    (void)state;
+    /* field 1 (quorum), holding an unknown field numbered 0 whose tag is
+     * written in two bytes (0x80 0x00), varint value 10 */
+    static const uint8_t tag0[] = {0x0a, 0x03, 0x80, 0x00, 0x0a};
+    ProtobufCMessage *m = protobuf_c_message_unpack(
+        &ftmpi__lighthouse_quorum_response__descriptor, NULL, sizeof(tag0), tag0);
+    assert_non_null(m); /* protobuf-c itself takes it: the check is ours */
+    protobuf_c_message_free_unpacked(m, NULL);
+    assert_null(fti_rpc_unpack(&ftmpi__lighthouse_quorum_response__descriptor, tag0,
+                               sizeof(tag0)));
+    /* a well-formed one still decodes: quorum { quorum_id: 7 } */
+    static const uint8_t ok[] = {0x0a, 0x02, 0x08, 0x07};
+    Ftmpi__LighthouseQuorumResponse *r = (Ftmpi__LighthouseQuorumResponse *)fti_rpc_unpack(
+        &ftmpi__lighthouse_quorum_response__descriptor, ok, sizeof(ok));
+    assert_non_null(r);
+    assert_non_null(r->quorum);
+    assert_int_equal(r->quorum->quorum_id, 7);
+    ftmpi__lighthouse_quorum_response__free_unpacked(r, NULL);
+}
+
 /* Deferred replies come from an evtimer on the loop thread; the loop keeps
  * serving other clients meanwhile. */
 struct defer_job {
@@ -2105,6 +2129,7 @@ int main(void)
         cmocka_unit_test(test_connect_refused),
         cmocka_unit_test(test_deadlines),
         cmocka_unit_test(test_header_round_trip),
+        cmocka_unit_test(test_unpack_reencodable),
         cmocka_unit_test_setup_teardown(test_echo_sizes, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_call_msg, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_decode_reject, fx_setup, fx_teardown),
