@@ -50,6 +50,12 @@
 
 #define MAX_REGIONS 256
 #define IDLE_WAIT_MS 3600000 /* between commands: the rank may compute for long */
+/* After a reply, look for the next command this long before sleeping in
+ * poll: when the rank reduces its buckets back to back the child is not
+ * asleep when the command comes (one sleep and wake-up a call instead of
+ * two, PERFORMANCE.md section 8); a rank that computes between calls pays
+ * this much cpu a call, yielding to its parent all along. */
+#define CMD_SPIN_US 30
 
 struct region {
     uint64_t id;
@@ -216,7 +222,8 @@ static int serve(void)
     for (;;) {
         fti_baby_hdr_t h;
         int fd = -1;
-        int rc = fti_baby_recv(B.chan, &h, pl, sizeof(pl), &fd, fti_now_ms() + IDLE_WAIT_MS);
+        int rc = fti_baby_recv_spin(B.chan, &h, pl, sizeof(pl), &fd, CMD_SPIN_US,
+                                    fti_now_ms() + IDLE_WAIT_MS);
         if (rc == FT_ERR_TIMEOUT)
             continue;
         if (rc == FT_ERR_PROC_FAILED)

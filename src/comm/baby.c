@@ -278,6 +278,8 @@ static int call(struct fti_baby *b, int type, const void *pl, size_t len, int pa
     int rc = fti_baby_send(b->chan, &h, pl, len, pass_fd, wait_until);
     fti_baby_hdr_t r;
     _Alignas(8) char buf[FTI_BABY_MAX_PAYLOAD];
+    /* no spin before the wait (fti_baby_recv_spin): the reply comes when the
+     * collective ends, and a spinning parent takes the core its child needs */
     if (rc == FT_SUCCESS)
         rc = fti_baby_recv(b->chan, &r, buf, sizeof(buf), NULL, wait_until);
     if (rc == FT_SUCCESS && (r.type != (type | FTI_BABY_REPLY) || r.seq != h.seq ||

@@ -124,5 +124,10 @@ int fti_baby_send(int fd, fti_baby_hdr_t *h, const void *payload, size_t len, in
  * FT_ERR_BAD_MESSAGE); the caller closes it. */
 int fti_baby_recv(int fd, fti_baby_hdr_t *h, void *payload, size_t cap, int *fd_p,
                   int64_t deadline_ms);
+/* The same, trying for the header for up to spin_us (a non-blocking
+ * recvmsg and sched_yield in turn) before it blocks in poll: a message due
+ * within microseconds then costs no sleep and wake-up of this process. */
+int fti_baby_recv_spin(int fd, fti_baby_hdr_t *h, void *payload, size_t cap, int *fd_p,
+                       int spin_us, int64_t deadline_ms);
 
 #endif
