@@ -195,7 +195,8 @@ static int call(struct fti_baby *b, int type, const void *pl, size_t len, int pa
 
 /* Hands the new child the job's key (baby_chan.h, FTI_BABY_AUTH) over the
  * channel, if this process has one: its ring then authenticates as the
- * in-process one does.  A failure kills the child (call). */
+ * in-process one does.  A child that did not take it is killed: it would
+ * build a ring without the handshake. */
 static int send_key(struct fti_baby *b, int64_t deadline_ms)
 {
     const fti_auth_key_t *k = fti_auth_key();
@@ -206,6 +207,11 @@ static int send_key(struct fti_baby *b, int64_t deadline_ms)
     memcpy(a.key, k->k, sizeof(a.key));
     int rc = call(b, FTI_BABY_AUTH, &a, sizeof(a), -1, deadline_ms, NULL, 0, NULL);
     explicit_bzero(&a, sizeof(a));
+    if (rc != FT_SUCCESS && b->pid > 0) { /* it answered no (a channel failure killed it) */
+        FTI_WARN("baby: child %d refused the job key (%s); killing it", (int)b->pid,
+                 FT_Error_string(rc));
+        fti_baby_kill(b);
+    }
     return rc;
 }
 

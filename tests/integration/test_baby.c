@@ -427,8 +427,29 @@ static void test_channel(void)
     }
 }
 
+/* A child that does not take the job key is never used: killed at once. */
+static void auth_refused(void)
+{
+    fti_auth_key_t k;
+    fti_auth_key_from_token("baby-job-secret", &k);
+    fti_auth_set_key(&k);
+    const char *envv[] = {"BABY_FAKE_MODE=refuse", NULL};
+    fti_baby_opts_t o = {.path = fake_path, .env = envv};
+    fti_baby_h b = NULL;
+    char addr[FTI_ADDRESS_SIZE];
+    CHECK(fti_baby_create(&o, &b) == FT_SUCCESS, "create");
+    int rc = fti_baby_listen(b, "127.0.0.1", fti_now_ms() + 5000, addr, sizeof(addr));
+    CHECK(rc == FT_ERR_STATE, "auth: a child that refused the key: listen gave %d", rc);
+    CHECK(fti_baby_pid(b) == -1, "auth: a child that refused the key was kept");
+    printf("auth (a child that refuses the key): rc %d, killed %s\n", rc,
+           fti_baby_pid(b) == -1 ? "yes" : "no");
+    fti_baby_destroy(b);
+    fti_auth_set_key(NULL);
+}
+
 static void test_auth(void)
 {
+    auth_refused();
     run_ranks(SC_AUTH, 2, -1);
     for (int ph = 0; ph < NAUTH; ph++) {
         const int *rc = S->arc[ph][0];
