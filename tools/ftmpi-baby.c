@@ -11,7 +11,9 @@
  *
  * Commands (baby_chan.h): LISTEN opens the tcp ring's listener and replies
  * its address; CONNECT builds the ring; MAP / UNMAP a region; ALLREDUCE in
- * place in a region; ABORT drops the ring; EXIT.  With NCCL (baby-nccl,
+ * place in a region; ABORT drops the ring; EXIT; AUTH sets the job's key
+ * (sent first when the rank has one: the ring then authenticates its
+ * neighbours as the in-process tcp ring does).  With NCCL (baby-nccl,
  * baby_nccl_child.h): NCCL_ID, NCCL_INIT, NCCL_ALLREDUCE on CUDA IPC memory.  Each command carries the
  * rank's deadline and the child honours it.  A bad message or a closed
  * channel ends the child (exit 3 / 0).  Links libfti_base and libfti_comm
@@ -41,12 +43,19 @@
 #endif
 #include "comm.h"
 #include "tcp.h"
+#include "auth.h"
 #include "ftmpi_errors.h"
 #include "log.h"
 #include "util.h"
 
 #define MAX_REGIONS 256
 #define IDLE_WAIT_MS 3600000 /* between commands: the rank may compute for long */
+/* After a reply, look for the next command this long before sleeping in
+ * poll: when the rank reduces its buckets back to back the child is not
+ * asleep when the command comes (one sleep and wake-up a call instead of
+ * two, PERFORMANCE.md section 8); a rank that computes between calls pays
+ * this much cpu a call, yielding to its parent all along. */
+#define CMD_SPIN_US 30
 
 struct region {
     uint64_t id;
@@ -139,6 +148,21 @@ static int do_allreduce(const fti_baby_allreduce_t *a, int64_t deadline_ms)
                               (enum fti_dtype)a->dtype, (enum fti_op)a->op, deadline_ms);
 }
 
+/* The rank's job key (FTI_BABY_AUTH): the rings built from now on run the
+ * challenge-response of auth.h with it, as the rank's in-process ring does.
+ * Only before a ring or listener exists (the key is read-only once one
+ * does, auth.h). */
+static int do_auth(const void *pl)
+{
+    if (B.comm || B.listener)
+        return FT_ERR_STATE;
+    fti_auth_key_t k;
+    memcpy(k.k, ((const fti_baby_auth_t *)pl)->key, sizeof(k.k));
+    fti_auth_set_key(&k);
+    explicit_bzero(&k, sizeof(k));
+    return FT_SUCCESS;
+}
+
 /* Runs one command; fills the reply payload (*rlen bytes). */
 static int dispatch(const fti_baby_hdr_t *h, const void *pl, int fd, void *reply, size_t *rlen)
 {
@@ -177,6 +201,8 @@ static int dispatch(const fti_baby_hdr_t *h, const void *pl, int fd, void *reply
         return FT_SUCCESS;
     case FTI_BABY_EXIT:
         return FT_SUCCESS;
+    case FTI_BABY_AUTH:
+        return h->len != sizeof(fti_baby_auth_t) ? FT_ERR_BAD_MESSAGE : do_auth(pl);
     case FTI_BABY_NCCL_ID:
     case FTI_BABY_NCCL_INIT:
     case FTI_BABY_NCCL_ALLREDUCE:
@@ -196,7 +222,8 @@ static int serve(void)
     for (;;) {
         fti_baby_hdr_t h;
         int fd = -1;
-        int rc = fti_baby_recv(B.chan, &h, pl, sizeof(pl), &fd, fti_now_ms() + IDLE_WAIT_MS);
+        int rc = fti_baby_recv_spin(B.chan, &h, pl, sizeof(pl), &fd, CMD_SPIN_US,
+                                    fti_now_ms() + IDLE_WAIT_MS);
         if (rc == FT_ERR_TIMEOUT)
             continue;
         if (rc == FT_ERR_PROC_FAILED)
@@ -205,6 +232,8 @@ static int serve(void)
             return 3;
         size_t rlen = 0;
         int crc = dispatch(&h, pl, fd, reply, &rlen);
+        if (h.type == FTI_BABY_AUTH)
+            explicit_bzero(pl, sizeof(pl)); /* the key lives on in auth.c only */
         if (fd >= 0)
             close(fd); /* a mapping keeps the region alive */
         if (crc == FT_ERR_BAD_MESSAGE)

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "baby_chan.h"
 #include "ftmpi_errors.h"
 #include "log.h"
@@ -189,9 +190,33 @@ static int spawn_child(struct fti_baby *b, int sv)
     return FT_SUCCESS;
 }
 
+static int call(struct fti_baby *b, int type, const void *pl, size_t len, int pass_fd,
+                int64_t deadline_ms, void *reply, size_t rcap, size_t *rlen_p);
+
+/* Hands the new child the job's key (baby_chan.h, FTI_BABY_AUTH) over the
+ * channel, if this process has one: its ring then authenticates as the
+ * in-process one does.  A child that did not take it is killed: it would
+ * build a ring without the handshake. */
+static int send_key(struct fti_baby *b, int64_t deadline_ms)
+{
+    const fti_auth_key_t *k = fti_auth_key();
+    if (k == NULL)
+        return FT_SUCCESS;
+    fti_baby_auth_t a;
+    _Static_assert(sizeof(a.key) == sizeof(k->k), "the key's size");
+    memcpy(a.key, k->k, sizeof(a.key));
+    int rc = call(b, FTI_BABY_AUTH, &a, sizeof(a), -1, deadline_ms, NULL, 0, NULL);
+    explicit_bzero(&a, sizeof(a));
+    if (rc != FT_SUCCESS && b->pid > 0) { /* it answered no (a channel failure killed it) */
+        FTI_WARN("baby: child %d refused the job key (%s); killing it", (int)b->pid,
+                 FT_Error_string(rc));
+        fti_baby_kill(b);
+    }
+    return rc;
+}
+
 int fti_baby_start(fti_baby_h b, int64_t deadline_ms)
 {
-    (void)deadline_ms; /* starting is a spawn; the first command waits */
     if (b->pid > 0)
         return FT_SUCCESS;
     reap_stragglers();
@@ -223,7 +248,7 @@ int fti_baby_start(fti_baby_h b, int64_t deadline_ms)
     b->nmapped = 0;
     b->spawns++;
     FTI_DEBUG("baby: started child %d (%s)", (int)b->pid, b->path);
-    return FT_SUCCESS;
+    return send_key(b, deadline_ms);
 }
 
 pid_t fti_baby_pid(fti_baby_h b)
@@ -240,7 +265,7 @@ static const char *cmd_name(int type)
 {
     static const char *const names[] = {"?", "listen", "connect", "map", "unmap",
                                         "allreduce", "abort", "exit", "nccl-id",
-                                        "nccl-init", "nccl-allreduce"};
+                                        "nccl-init", "nccl-allreduce", "auth"};
     _Static_assert(sizeof(names) / sizeof(names[0]) == FTI_BABY_TYPE_END, "a name per command");
     return type > 0 && type < FTI_BABY_TYPE_END ? names[type] : "?";
 }
@@ -259,6 +284,8 @@ static int call(struct fti_baby *b, int type, const void *pl, size_t len, int pa
     int rc = fti_baby_send(b->chan, &h, pl, len, pass_fd, wait_until);
     fti_baby_hdr_t r;
     _Alignas(8) char buf[FTI_BABY_MAX_PAYLOAD];
+    /* no spin before the wait (fti_baby_recv_spin): the reply comes when the
+     * collective ends, and a spinning parent takes the core its child needs */
     if (rc == FT_SUCCESS)
         rc = fti_baby_recv(b->chan, &r, buf, sizeof(buf), NULL, wait_until);
     if (rc == FT_SUCCESS && (r.type != (type | FTI_BABY_REPLY) || r.seq != h.seq ||

@@ -9,7 +9,8 @@
  * (baby_chan.h) and every other fd closed.  Buffers cross through memfd
  * regions mapped by both: memory from fti_mem_alloc (ftmpi_mem_alloc) is
  * such a region, so the child reduces it in place; any other buffer is
- * copied through the runner's staging region.
+ * copied through the runner's staging region.  The job's key (auth.h), if
+ * any, goes to the child over the channel right after the spawn.
  *
  * On a deadline (the command's deadline plus grace_ms without a reply), an
  * error of the child or a garbled/closed channel, the runner SIGKILLs the
@@ -77,7 +78,10 @@ int fti_baby_create(const fti_baby_opts_t *opts, fti_baby_h *b_p);
 /* Asks the child to exit (a short wait), else kills it; frees the runner. */
 void fti_baby_destroy(fti_baby_h b);
 
-/* Starts a child if there is none, before deadline_ms. */
+/* Starts a child if there is none, before deadline_ms, and hands it the
+ * process's job key (auth.h, fti_auth_key; none: nothing) over the channel,
+ * never on its command line or in its environment: the child's tcp ring
+ * then authenticates its neighbours as the in-process ring does. */
 int fti_baby_start(fti_baby_h b, int64_t deadline_ms);
 /* SIGKILLs and reaps the child, if any. */
 void fti_baby_kill(fti_baby_h b);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,18 +13,20 @@
 #include "net.h"
 #include "util.h"
 
+/* Waits until fd is ready for ev; past the deadline it still looks once
+ * (a message that came in time is taken, not timed out). */
 static int wait_ready(int fd, short ev, int64_t deadline_ms)
 {
     for (;;) {
         int left = fti_ms_left(deadline_ms);
-        if (left <= 0)
-            return FT_ERR_TIMEOUT;
         struct pollfd p = {.fd = fd, .events = ev};
-        int n = poll(&p, 1, left);
+        int n = poll(&p, 1, left > 0 ? left : 0);
         if (n > 0)
             return FT_SUCCESS; /* readable, or an error/hang-up the call will see */
         if (n < 0 && errno != EINTR)
             return FT_ERR_SYSTEM;
+        if (n == 0 && left <= 0)
+            return FT_ERR_TIMEOUT;
     }
 }
 
@@ -76,12 +79,42 @@ int fti_baby_send(int fd, fti_baby_hdr_t *h, const void *payload, size_t len, in
     return fti_write_full(fd, buf + done, total - done, deadline_ms);
 }
 
-/* Reads the header; keeps the first fd passed with it. */
-static int recv_hdr(int fd, fti_baby_hdr_t *h, int *passed, int64_t deadline_ms)
+/* Keeps the first fd of m's SCM_RIGHTS in *passed, closes any other. */
+static void take_fds(struct msghdr *m, int *passed)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < nfd; i++) {
+            int f;
+            memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (*passed < 0)
+                *passed = f;
+            else
+                close(f); /* one fd per message: the rest is refused */
+        }
+    }
+}
+
+/* Reads the header; keeps the first fd passed with it.  The header is
+ * seldom there yet (a reply comes when the collective ends, a command when
+ * the rank calls): so recvmsg is tried for at most spin_us, then poll
+ * waits, then recvmsg reads -- two system calls a message when it is not
+ * there, one when the spin catches it, never the EAGAIN of a first blind
+ * try. */
+static int recv_hdr(int fd, fti_baby_hdr_t *h, int *passed, int spin_us, int64_t deadline_ms)
 {
     char *p = (char *)h;
     size_t got = 0;
+    int64_t spin_until = spin_us > 0 ? fti_now_us() + spin_us : 0;
+    int ready = spin_us > 0; /* spinning: try before each wait */
     while (got < sizeof(*h)) {
+        if (!ready) {
+            int rc = wait_ready(fd, POLLIN, deadline_ms);
+            if (rc != FT_SUCCESS)
+                return rc;
+        }
         union {
             struct cmsghdr c;
             char b[CMSG_SPACE(4 * sizeof(int))];
@@ -89,31 +122,21 @@ static int recv_hdr(int fd, fti_baby_hdr_t *h, int *passed, int64_t deadline_ms)
         struct iovec iov = {.iov_base = p + got, .iov_len = sizeof(*h) - got};
         struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
                            .msg_controllen = sizeof(ctl.b)};
-        ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+        ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        ready = n < 0 && errno == EINTR;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            ready = spin_until != 0 && fti_now_us() < spin_until;
+            if (ready)
+                sched_yield(); /* a parent and its child may share a core */
+            continue;
+        }
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int rc = wait_ready(fd, POLLIN, deadline_ms);
-            if (rc != FT_SUCCESS)
-                return rc;
-            continue;
-        }
         if (n <= 0)
             return FT_ERR_PROC_FAILED;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-                continue;
-            size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t i = 0; i < nfd; i++) {
-                int f;
-                memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                if (*passed < 0)
-                    *passed = f;
-                else
-                    close(f); /* one fd per message: the rest is refused */
-            }
-        }
+        take_fds(&m, passed);
         got += (size_t)n;
+        spin_until = 0; /* the rest of a message follows at once: wait for it */
     }
     return FT_SUCCESS;
 }
@@ -121,8 +144,14 @@ static int recv_hdr(int fd, fti_baby_hdr_t *h, int *passed, int64_t deadline_ms)
 int fti_baby_recv(int fd, fti_baby_hdr_t *h, void *payload, size_t cap, int *fd_p,
                   int64_t deadline_ms)
 {
+    return fti_baby_recv_spin(fd, h, payload, cap, fd_p, 0, deadline_ms);
+}
+
+int fti_baby_recv_spin(int fd, fti_baby_hdr_t *h, void *payload, size_t cap, int *fd_p,
+                       int spin_us, int64_t deadline_ms)
+{
     int passed = -1;
-    int rc = recv_hdr(fd, h, &passed, deadline_ms);
+    int rc = recv_hdr(fd, h, &passed, spin_us, deadline_ms);
     if (rc == FT_SUCCESS) {
         unsigned t = h->type & ~(unsigned)FTI_BABY_REPLY;
         if (h->magic != FTI_BABY_MAGIC || h->version != FTI_BABY_VERSION || h->reserved != 0 ||

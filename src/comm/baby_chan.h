@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "sizes.h"
 
 #define FTI_BABY_MAGIC 0x46544242u /* "FTBB" */
@@ -36,6 +37,7 @@ enum fti_baby_type {
     FTI_BABY_NCCL_ID,        /* -> reply fti_baby_nccl_id_t: a new unique id */
     FTI_BABY_NCCL_INIT,      /* fti_baby_nccl_init_t: join the communicator */
     FTI_BABY_NCCL_ALLREDUCE, /* fti_baby_nccl_allreduce_t: in place, CUDA IPC memory */
+    FTI_BABY_AUTH,           /* fti_baby_auth_t: the job's key, for the rings built after */
     FTI_BABY_TYPE_END,
     FTI_BABY_REPLY = 0x100 /* | the command's type */
 };
@@ -50,6 +52,15 @@ typedef struct fti_baby_hdr {
     uint32_t len;        /* payload bytes that follow */
     uint32_t reserved;   /* 0 */
 } fti_baby_hdr_t;
+
+/* The job secret's wire key (auth.h: HMAC(label, secret), never the secret
+ * itself), sent once right after the spawn when the rank has one: so the
+ * child's tcp ring runs the same challenge-response as the in-process ring
+ * (fti_auth_ring), and the key never shows on a command line or in an
+ * environment (/proc/PID/cmdline, /proc/PID/environ). */
+typedef struct fti_baby_auth {
+    uint8_t key[FTI_AUTH_KEY_LEN];
+} fti_baby_auth_t;
 
 typedef struct fti_baby_listen {
     char bind_host[FTI_HOST_SIZE];
@@ -113,5 +124,10 @@ int fti_baby_send(int fd, fti_baby_hdr_t *h, const void *payload, size_t len, in
  * FT_ERR_BAD_MESSAGE); the caller closes it. */
 int fti_baby_recv(int fd, fti_baby_hdr_t *h, void *payload, size_t cap, int *fd_p,
                   int64_t deadline_ms);
+/* The same, trying for the header for up to spin_us (a non-blocking
+ * recvmsg and sched_yield in turn) before it blocks in poll: a message due
+ * within microseconds then costs no sleep and wake-up of this process. */
+int fti_baby_recv_spin(int fd, fti_baby_hdr_t *h, void *payload, size_t cap, int *fd_p,
+                       int spin_us, int64_t deadline_ms);
 
 #endif

@@ -1,7 +1,9 @@
 # tests/bench/bench_baby.sh - baby-tcp vs tcp allreduce bus bandwidth per
 # size, 2 ranks on 127.0.0.1, ftmpi_mem_alloc buffers, one run (the ratio
-# must be >= 0.9 at >= 1 MiB: issue 12), and the child respawn time
-# (doc/PERFORMANCE.md, "The baby runner").  nccl vs baby-nccl vs plain
+# must be >= 0.9 at >= 1 MiB: issue 12; the "ratio" column, of the medians,
+# is checked, "best" is that of the fastest repetitions), the child respawn
+# time and the channel's own cost per call, call_us (doc/PERFORMANCE.md,
+# "The baby runner").  nccl vs baby-nccl vs plain
 # NCCL needs a GPU: skipped where none is present.
 . "$(dirname "$0")/bench_common.sh"
 bench_selected baby || exit 0

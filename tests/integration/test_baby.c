@@ -14,6 +14,10 @@
  *   - channel: a child that answers garbage, a wrong sequence number, a huge
  *     length, half a header, nothing, or closes the channel: each call
  *     fails within its deadline + 1 s and the child is reaped;
+ *   - auth: with a job key (auth.h) the child's ring runs the same
+ *     challenge-response as the in-process tcp ring: a child and an
+ *     in-process rank with the key, or two children, form a ring; a peer
+ *     without the key or with another is refused (FT_ERR_AUTH);
  *   - B3: 500 children started and ended (half killed after an allreduce,
  *     half ended normally): the open fds, memfd mappings, threads and child
  *     processes of this process return to their starting counts.
@@ -32,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "baby.h"
 #include "comm.h"
 #include "tcp.h"
@@ -69,6 +74,8 @@ struct shared {
     int64_t flate_ms[MAXN]; /* failing call's return minus its deadline */
     long nbad[MAXN];
     double gbps[MAXN][2];
+    int arc[NPHASE][MAXN][2]; /* auth phases: ring create, allreduce */
+    long abad[NPHASE][MAXN];
 };
 static struct shared *S;
 static char baby_path[FTI_PATH_SIZE], fake_path[FTI_PATH_SIZE];
@@ -216,9 +223,46 @@ static void rank_fault(int ph, int rank, int n, int deadline_ms)
     rank_next_quorum(ph + 1, rank, n);
 }
 
+/* The auth phases: per rank of 2, baby-tcp (1) or tcp in process (0), and
+ * its key (0 none, 1 the job's, 2 another); ok: the ring must work. */
+static const struct {
+    int baby[2], key[2], ok;
+    const char *what;
+} auth_ph[] = {
+    {{1, 0}, {1, 1}, 1, "child + in-process rank, same key"},
+    {{1, 1}, {1, 1}, 1, "two children, same key"},
+    {{1, 0}, {1, 0}, 0, "child with the key, in-process rank without"},
+    {{1, 1}, {1, 2}, 0, "two children, different keys"},
+    {{1, 0}, {0, 1}, 0, "child without a key, in-process rank with it"},
+};
+#define NAUTH ((int)(sizeof(auth_ph) / sizeof(auth_ph[0])))
+
+static void rank_auth(int rank)
+{
+    fti_auth_key_t k[3];
+    fti_auth_key_from_token("baby-job-secret", &k[1]);
+    fti_auth_key_from_token("a-guess", &k[2]);
+    for (int ph = 0; ph < NAUTH; ph++) {
+        int key = auth_ph[ph].key[rank];
+        fti_auth_set_key(key ? &k[key] : NULL); /* as FT_Init sets it, before the child */
+        fti_comm_h c = NULL;
+        int32_t v[1000];
+        for (int i = 0; i < 1000; i++)
+            v[i] = i + rank;
+        int rc = build(auth_ph[ph].baby[rank], ph, rank, 2, fti_now_ms() + 5000, &c);
+        S->arc[ph][rank][0] = rc;
+        S->arc[ph][rank][1] = rc != FT_SUCCESS ? rc
+            : fti_comm_allreduce(c, v, 1000, FTI_DT_INT32, FTI_OP_SUM, fti_now_ms() + 5000);
+        for (int i = 0; i < 1000; i++)
+            S->abad[ph][rank] += v[i] != 2 * i + 1;
+        fti_comm_destroy(c);
+    }
+    fti_auth_set_key(NULL);
+}
+
 /* ---- the test's side -------------------------------------------------------- */
 
-enum scenario { SC_EQUAL, SC_KILL, SC_STOP, SC_BENCH };
+enum scenario { SC_EQUAL, SC_KILL, SC_STOP, SC_BENCH, SC_AUTH };
 static size_t bench_bytes;
 
 static void bench_rank(int rank, int n)
@@ -250,6 +294,8 @@ static void rank_main(enum scenario sc, int rank, int n)
         rank_equal(rank, n);
     else if (sc == SC_BENCH)
         bench_rank(rank, n);
+    else if (sc == SC_AUTH)
+        rank_auth(rank);
     else
         rank_fault(2, rank, n, sc == SC_KILL ? 5000 : 2000);
     _exit(0);
@@ -378,6 +424,53 @@ static void test_channel(void)
         fti_baby_destroy(b);
         printf("channel %s: rc %d after %lld ms (deadline 1000 ms)\n", m[i].mode, rc,
                (long long)(fti_now_ms() - t0));
+    }
+}
+
+/* A child that does not take the job key is never used: killed at once. */
+static void auth_refused(void)
+{
+    fti_auth_key_t k;
+    fti_auth_key_from_token("baby-job-secret", &k);
+    fti_auth_set_key(&k);
+    const char *envv[] = {"BABY_FAKE_MODE=refuse", NULL};
+    fti_baby_opts_t o = {.path = fake_path, .env = envv};
+    fti_baby_h b = NULL;
+    char addr[FTI_ADDRESS_SIZE];
+    CHECK(fti_baby_create(&o, &b) == FT_SUCCESS, "create");
+    int rc = fti_baby_listen(b, "127.0.0.1", fti_now_ms() + 5000, addr, sizeof(addr));
+    CHECK(rc == FT_ERR_STATE, "auth: a child that refused the key: listen gave %d", rc);
+    CHECK(fti_baby_pid(b) == -1, "auth: a child that refused the key was kept");
+    printf("auth (a child that refuses the key): rc %d, killed %s\n", rc,
+           fti_baby_pid(b) == -1 ? "yes" : "no");
+    fti_baby_destroy(b);
+    fti_auth_set_key(NULL);
+}
+
+static void test_auth(void)
+{
+    auth_refused();
+    run_ranks(SC_AUTH, 2, -1);
+    for (int ph = 0; ph < NAUTH; ph++) {
+        const int *rc = S->arc[ph][0];
+        if (auth_ph[ph].ok) {
+            for (int r = 0; r < 2; r++)
+                CHECK(S->arc[ph][r][1] == FT_SUCCESS && S->abad[ph][r] == 0,
+                      "auth (%s): rank %d: create %d, allreduce %d, %ld wrong",
+                      auth_ph[ph].what, r, S->arc[ph][r][0], S->arc[ph][r][1],
+                      S->abad[ph][r]);
+        } else {
+            /* the rank with the key refuses the other before any data */
+            int keyed = auth_ph[ph].key[0] == 1 ? 0 : 1;
+            CHECK(S->arc[ph][keyed][0] == FT_ERR_AUTH,
+                  "auth (%s): the keyed rank %d built the ring: %d", auth_ph[ph].what, keyed,
+                  S->arc[ph][keyed][0]);
+            for (int r = 0; r < 2; r++)
+                CHECK(S->arc[ph][r][1] != FT_SUCCESS, "auth (%s): rank %d allreduced",
+                      auth_ph[ph].what, r);
+        }
+        printf("auth (%s): rank 0 create %d allreduce %d, rank 1 create %d allreduce %d\n",
+               auth_ph[ph].what, rc[0], rc[1], S->arc[ph][1][0], S->arc[ph][1][1]);
     }
 }
 
@@ -514,15 +607,18 @@ int main(int argc, char **argv)
     }
     if (argc == 3 && !strcmp(argv[1], "--respawns")) {
         test_respawns(atoi(argv[2])); /* that alone */
+    } else if (argc == 2 && !strcmp(argv[1], "--auth")) {
+        test_auth(); /* that alone */
     } else if (argc == 1) {
         for (int n = 1; n <= MAXN; n++)
             test_equal(n);
         test_fault(SC_KILL);
         test_fault(SC_STOP);
         test_channel();
+        test_auth();
         test_respawns(500);
     } else {
-        fprintf(stderr, "usage: test_baby [--respawns N | --bench NP BYTES]\n");
+        fprintf(stderr, "usage: test_baby [--respawns N | --auth | --bench NP BYTES]\n");
         return 2;
     }
     printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);

@@ -7,6 +7,8 @@
  *   wrongseq - answers a well-formed reply with the wrong sequence number
  *   huge     - answers a reply header announcing a huge payload
  *   trickle  - answers half a header, then nothing
+ *   refuse   - answers a well-formed reply with FT_ERR_STATE (a child that
+ *              refuses the job key)
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "baby_chan.h"
+#include "ftmpi_errors.h"
 
 int main(void)
 {
@@ -38,6 +41,10 @@ int main(void)
             return 1;
     } else if (!strcmp(mode, "huge")) {
         r.len = 0x7fffffffu;
+        if (write(FTI_BABY_FD, &r, sizeof(r)) != sizeof(r))
+            return 1;
+    } else if (!strcmp(mode, "refuse")) {
+        r.rc = FT_ERR_STATE;
         if (write(FTI_BABY_FD, &r, sizeof(r)) != sizeof(r))
             return 1;
     } else if (!strcmp(mode, "trickle")) {

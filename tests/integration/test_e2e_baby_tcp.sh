@@ -3,21 +3,39 @@
 # an ftmpi-baby child per rank and quorum): 3 groups, one SIGKILLed mid-run
 # and restarted by its agent; it heals and rejoins, every rank of every group
 # ends with the same step and bytes, and the survivors' children were
-# respawned for each new quorum (issue 12 item 5).
+# respawned for each new quorum (issue 12 item 5).  With a job secret
+# (FTMPI_TOKEN_FILE, the lighthouse's --token-file, issue 11): the children's
+# rings authenticate with it (the rank hands the key over the command
+# channel), the run trains as usual, and the secret is on no child's
+# command line or environment.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
 BABY=$top_builddir/ftmpi-baby
 [ -x "$BABY" ] || skip "$BABY not built"
-FTMPI_BACKEND=baby-tcp FTMPI_BABY_PATH=$BABY
-export FTMPI_BACKEND FTMPI_BABY_PATH
+(umask 077 && printf 'baby-e2e-secret\n' >"$TEST_TMPDIR/token")
+FTMPI_BACKEND=baby-tcp FTMPI_BABY_PATH=$BABY FTMPI_TOKEN_FILE=$TEST_TMPDIR/token
+export FTMPI_BACKEND FTMPI_BABY_PATH FTMPI_TOKEN_FILE
 
-e2e_lighthouse_start 1
+# this test's children: their environment names its token file (test_baby,
+# run beside this one by make -j, starts ftmpi-baby children of its own)
+our_babies() {
+    for _p in $(pgrep -f "$BABY"); do
+        grep -aqF "FTMPI_TOKEN_FILE=$TEST_TMPDIR/token" "/proc/$_p/environ" 2>/dev/null &&
+            echo "$_p"
+    done
+}
+
+e2e_lighthouse_start 1 0 --token-file "$TEST_TMPDIR/token"
 for g in g0 g1 g2; do
     e2e_group_start $g 1 --steps 120 --sleep-ms 25 --print-every 5
 done
 e2e_wait_step g1 20 40
 # the children run: one ftmpi-baby per rank
-pgrep -f "$BABY" >/dev/null || e2e_fail "no ftmpi-baby child is running"
+[ -n "$(our_babies)" ] || e2e_fail "no ftmpi-baby child is running"
+for p in $(our_babies); do
+    ! grep -aq 'baby-e2e-secret' "/proc/$p/cmdline" "/proc/$p/environ" 2>/dev/null ||
+        e2e_fail "the secret is on child $p's command line or in its environment"
+done
 e2e_kill_group g1
 killed_at=$(e2e_step g1)
 s0=$(e2e_step g0)
@@ -32,10 +50,14 @@ first=$(e2e_first_step_of_run g1 2)
 [ "$first" -gt "$killed_at" ] || e2e_fail "g1's restarted run began at step $first (killed at $killed_at): it did not heal"
 grep -q "backend baby-tcp" "$(e2e_err g0)" 2>/dev/null || grep -rq "baby-tcp" "$TEST_TMPDIR" ||
     e2e_fail "no log line says the baby-tcp backend ran"
+# every ring (in the children) passed the handshake; no group ran keyless
+! grep -rq 'failed the job secret handshake' "$TEST_TMPDIR" ||
+    e2e_fail "a ring refused a neighbour: $(grep -rh 'failed the job secret handshake' "$TEST_TMPDIR" | head -3)"
+! grep -rq 'unauthenticated' "$TEST_TMPDIR"/*.err 2>/dev/null ||
+    e2e_fail "a group says it is unauthenticated"
 # no child outlives its parent
 sleep 1
-if pgrep -f "$BABY" >/dev/null; then
-    e2e_fail "ftmpi-baby children left after every group ended: $(pgrep -af "$BABY" | head -3)"
-fi
+left=$(our_babies)
+[ -z "$left" ] || e2e_fail "ftmpi-baby children left after every group ended: $left"
 e2e_log "g1 killed at step $killed_at, rejoined at step $first on baby-tcp"
 echo "PASS ($TEST_NAME)"
