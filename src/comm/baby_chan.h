@@ -36,7 +36,7 @@ enum fti_baby_type {
     /* baby-nccl (children built with NCCL; others answer FT_ERR_UNSUPPORTED) */
     FTI_BABY_NCCL_ID,        /* -> reply fti_baby_nccl_id_t: a new unique id */
     FTI_BABY_NCCL_INIT,      /* fti_baby_nccl_init_t: join the communicator */
-    FTI_BABY_NCCL_ALLREDUCE, /* fti_baby_nccl_allreduce_t: in place, CUDA IPC memory */
+    FTI_BABY_NCCL_ALLREDUCE, /* fti_baby_nccl_allreduce_t -> fti_baby_nccl_done_t or nothing */
     FTI_BABY_AUTH,           /* fti_baby_auth_t: the job's key, for the rings built after */
     FTI_BABY_TYPE_END,
     FTI_BABY_REPLY = 0x100 /* | the command's type */
@@ -90,7 +90,17 @@ typedef struct fti_baby_allreduce {
 } fti_baby_allreduce_t;
 
 /* baby-nccl payloads: the unique id's bytes, and a device buffer as a
- * CUDA IPC memory handle of its allocation plus the buffer's offset. */
+ * CUDA IPC memory handle of its allocation plus the buffer's offset.
+ * Ordering (no cudaDeviceSynchronize in the rank): with FTI_BABY_NCCL_WAIT
+ * the command carries the CUDA IPC event handle of the rank's event, just
+ * recorded after the work that wrote the buffer; the child opens it once
+ * per handle and makes its NCCL stream wait on it (cudaStreamWaitEvent).
+ * The child answers FT_ERR_NOT_FOUND when it cannot open or wait on it
+ * (nothing ran: the rank synchronizes its device and sends again without
+ * the flag).  The reply (fti_baby_nccl_done_t, or nothing if the child has
+ * no event) carries the handle of the child's event, recorded on its
+ * stream after the collective, which the rank opens once per child and
+ * polls before its call returns. */
 #define FTI_BABY_NCCL_ID_BYTES 128
 #define FTI_BABY_IPC_BYTES 64
 typedef struct fti_baby_nccl_id {
@@ -110,7 +120,15 @@ typedef struct fti_baby_nccl_allreduce {
     uint64_t alloc_bytes;
     uint64_t count;
     int32_t dtype, op;
+    unsigned char event[FTI_BABY_IPC_BYTES]; /* cudaIpcEventHandle_t, with FTI_BABY_NCCL_WAIT */
+    uint32_t flags;    /* FTI_BABY_NCCL_WAIT */
+    uint32_t reserved; /* 0 */
 } fti_baby_nccl_allreduce_t;
+#define FTI_BABY_NCCL_WAIT 0x1u /* wait on the event before the collective */
+
+typedef struct fti_baby_nccl_done {
+    unsigned char event[FTI_BABY_IPC_BYTES]; /* cudaIpcEventHandle_t of the child's event */
+} fti_baby_nccl_done_t;
 
 /* Sends one message (header fields magic, version, len, reserved are
  * filled in here) with len payload bytes, and pass_fd (>= 0) as

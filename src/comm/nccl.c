@@ -332,6 +332,11 @@ void fti_nccl_abort(fti_nccl_h n)
     stats.aborts++;
 }
 
+void *fti_nccl_stream(fti_nccl_h n)
+{
+    return n ? (void *)n->stream : NULL;
+}
+
 int fti_nccl_ok(fti_nccl_h n)
 {
     return n != NULL && !n->aborted;

@@ -50,6 +50,11 @@ int fti_nccl_shrink(fti_nccl_h old, const int *exclude, int n, int64_t deadline_
 int fti_nccl_allreduce(fti_nccl_h n, void *buf, size_t count, enum fti_dtype dt, enum fti_op op,
                        int64_t deadline_ms);
 
+/* The communicator's CUDA stream (a cudaStream_t; NULL for NULL), where its
+ * collectives run: baby-nccl's child makes it wait on the rank's CUDA IPC
+ * event before a collective and records its own event on it after. */
+void *fti_nccl_stream(fti_nccl_h n);
+
 /* Revokes (where NCCL has it) and aborts the communicator now; its rank and
  * size stay readable.  No-op on one already aborted. */
 void fti_nccl_abort(fti_nccl_h n);
