@@ -108,7 +108,13 @@ FTMPI_EXPORT int FT_Quorum(int flags);
  * MPI_INT32_T, MPI_INT64_T, MPI_UINT64_T; ops MPI_SUM, MPI_PROD, MPI_MAX,
  * MPI_MIN, FT_AVG (floating point).  MPI_CHAR and MPI_BYTE are refused for
  * every arithmetic op, as MPI refuses them.  Anything else returns
- * FT_ERR_UNSUPPORTED. */
+ * FT_ERR_UNSUPPORTED.
+ * Device buffers (CUDA builds, backends nccl and baby-nccl): the buffer is
+ * taken as written in the order of the legacy default stream: work queued
+ * before the call on it, on a blocking stream (cudaStreamCreate) or on a
+ * per-thread default stream comes first; work on a cudaStreamNonBlocking
+ * stream must be synchronized by the caller.  On return the result is in
+ * the buffer for every stream. */
 FTMPI_EXPORT int FT_Allreduce(const void *sendbuf, void *recvbuf, int count,
                               MPI_Datatype datatype, MPI_Op op, FT_Comm comm);
 

@@ -27,6 +27,8 @@ _Static_assert(sizeof(ncclUniqueId) == FTI_NCCL_ID_BYTES, "ncclUniqueId size");
 struct fti_nccl {
     ncclComm_t comm;
     cudaStream_t stream;
+    cudaEvent_t ready;  /* recorded on the legacy stream before a collective */
+    int has_ready;      /* 0: cudaDeviceSynchronize instead (creation failed) */
     int device;
     int rank, size;
     int aborted;
@@ -146,6 +148,14 @@ static int handle_new(int device, int rank, int size, struct fti_nccl **n_p)
         free(n);
         return FT_ERR_SYSTEM;
     }
+    /* the caller's buffer is written in the legacy default stream's order
+     * (the stream above is non-blocking and does not wait for it) */
+    e = cudaEventCreateWithFlags(&n->ready, cudaEventDisableTiming);
+    if (e == cudaSuccess)
+        n->has_ready = 1;
+    else
+        FTI_WARN("nccl: cudaEventCreate: %s; every collective on a device buffer waits for "
+                 "the whole device instead", cudaGetErrorString(e));
     n->device = device;
     n->rank = rank;
     n->size = size;
@@ -283,6 +293,23 @@ static int device_view(struct fti_nccl *n, void *buf, size_t bytes, void **dev_p
     return FT_SUCCESS;
 }
 
+/* Orders n's stream after the work queued so far on the legacy default
+ * stream (and so on every blocking stream), which may still be writing the
+ * caller's device buffer: an event recorded there that the stream waits
+ * for, without blocking the host.  Falls back to cudaDeviceSynchronize. */
+static int after_callers_work(struct fti_nccl *n)
+{
+    if (n->has_ready && cudaEventRecord(n->ready, cudaStreamLegacy) == cudaSuccess &&
+        cudaStreamWaitEvent(n->stream, n->ready, 0) == cudaSuccess)
+        return FT_SUCCESS;
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        FTI_WARN("nccl: cudaDeviceSynchronize: %s", cudaGetErrorString(e));
+        return FT_ERR_SYSTEM;
+    }
+    return FT_SUCCESS;
+}
+
 int fti_nccl_allreduce(fti_nccl_h n, void *buf, size_t count, enum fti_dtype dt, enum fti_op op,
                        int64_t deadline_ms)
 {
@@ -304,6 +331,8 @@ int fti_nccl_allreduce(fti_nccl_h n, void *buf, size_t count, enum fti_dtype dt,
         FTI_WARN("nccl: staging %zu bytes on device %d failed", bytes, n->device);
         return rc; /* the communicator is untouched */
     }
+    if (!staged && after_callers_work(n) != FT_SUCCESS)
+        return FT_ERR_SYSTEM; /* the communicator is untouched */
     ncclResult_t r = ncclAllReduce(dev, dev, count, t, o, n->comm, n->stream);
     if (r != ncclSuccess && r != ncclInProgress) {
         FTI_WARN("nccl: ncclAllReduce: %s (%s)", ncclGetErrorString(r), ncclGetLastError(n->comm));
@@ -368,6 +397,8 @@ void fti_nccl_free(fti_nccl_h n)
     }
     if (n->stage)
         cudaFree(n->stage);
+    if (n->has_ready)
+        cudaEventDestroy(n->ready);
     if (n->stream)
         cudaStreamDestroy(n->stream);
     free(n);
