@@ -47,6 +47,15 @@ continue_checks() {
     awk -v a="$l1" -v b="$l0" 'BEGIN { exit !(a < b) }' || die "continue: final loss $l1 not below $l0"
     file_has "$1" "world rank\\(s\\) $VICTIM lost; MPI_Allreduce goes on over 3 of 4" ||
         die "continue: no message naming rank $VICTIM"
+    paths_checks "$1" continue
+}
+
+# LOG WHAT: each of the NP - 1 survivors made calls on the fast path before
+# the kill, gave up one fast request, and made calls on the fault-tolerant
+# path after it
+paths_checks() {
+    n=$(count_lines "$1" 'libftmpi_pmpi: paths: [1-9][0-9]* fast, [1-9][0-9]* fault-tolerant; 1 fast request\(s\) abandoned')
+    [ "$n" -eq $((NP - 1)) ] || { grep 'paths:' "$1"; die "$2: $n of $((NP - 1)) survivors went from the fast path to the fault-tolerant one"; }
 }
 
 kill_victim() { # PROGRAM: SIGKILL of world rank VICTIM (its OMPI_COMM_WORLD_RANK)
@@ -76,6 +85,7 @@ kill_victim "$RET" || die "return: no rank $VICTIM to kill"
 wait_pid_timeout $JOB 90 || die "return: the job did not end"
 n=$(grep -c '^shim_return rank=[0-9]* errors=1 after=ok' "$TEST_TMPDIR/ret.log")
 [ "$n" -eq $((NP - 1)) ] || { cat "$TEST_TMPDIR/ret.log"; die "return: $n of $((NP - 1)) survivors saw one error and then correct sums"; }
+paths_checks "$TEST_TMPDIR/ret.log" return
 echo "return: $n survivors got the error once, then sums over 3 ranks"
 
 # ---- return, a survivor late (it must not be left out of the new quorum)
