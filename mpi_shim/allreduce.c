@@ -22,9 +22,12 @@
  * it is leaked, counted) and closes the fast path for good: from then on
  * every call runs as FT_Allreduce over the `mpi` backend's slice of the
  * survivors (point-to-point messages polled against FTMPI_TIMEOUT_MS).
- * MPI may also still read a failed fast call's input for a while (a peer
- * late into the call); every survivor's re-form below waits for all
- * survivors, by when nothing is left for the abandoned request to do.
+ * MPI may also still read a failed fast call's input for a while: an
+ * abandoned request goes on whenever its peers' messages come, which
+ * after a death stops at the dead rank's round, but after a deadline
+ * missed with every rank alive (a loaded machine) can run to its end
+ * during later calls.  A caller (return, continue) that unmaps its input
+ * right after such a call could then see MPI fault on it: not handled.
  *
  * One step stays open across calls: MPI_Init asks the first quorum, and a
  * failure-free call is one fast call, no quorum, no commit.  After a
@@ -401,7 +404,7 @@ static int fast_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     void *out = keep ? sh.spare : recvbuf;
     int rc = fti_shim_fast_allreduce(in, out, count, datatype, op, keep ? sh.spare_cap : 0);
     if (rc != FT_SUCCESS) {
-        if (keep) { /* MPI may still write it */
+        if (keep && rc != FT_ERR_MPI) { /* MPI may still write it */
             sh.spare = NULL;
             sh.spare_cap = 0;
         }

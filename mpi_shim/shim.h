@@ -65,10 +65,11 @@ void fti_shim_stop(void);
  * world (errors returned) polled against FTMPI_TIMEOUT_MS.  start: in
  * MPI_Init, collective, FT_ code; open: whether calls may still take it
  * (no request was abandoned); allreduce: runs one call (MPI_IN_PLACE
- * passed through) and returns FT_SUCCESS, or FT_ERR_TIMEOUT /
- * FT_ERR_PROC_FAILED / FT_ERR_MPI once it gave the request up to MPI
- * (which may still write recvbuf, out_bytes long: counted) and closed the
- * path for good; counts: completed calls, abandoned requests and their
+ * passed through) and returns FT_SUCCESS, FT_ERR_TIMEOUT or
+ * FT_ERR_PROC_FAILED once it gave the request up to MPI (which may still
+ * write recvbuf, out_bytes long: counted), or FT_ERR_MPI when the call did
+ * not start (MPI holds nothing); on an error the path is closed for
+ * good; counts: completed calls, abandoned requests and their
  * bytes; stop: frees the communicator (in MPI_Finalize; kept when MPI
  * still holds a request on it). */
 int fti_shim_fast_start(void);
