@@ -16,7 +16,11 @@
  * Polling, as the `mpi` backend's poll_all (src/comm/mpi.c): MPI_Test with
  * sched_yield between tries for FAST_SPIN_MS, then a nap of FAST_NAP_US
  * between tries, so that a rank waiting for a dead peer leaves the cores
- * to the living; the clock is read every FAST_CLOCK_EVERY tries only.
+ * to the living; the clock is read every FAST_CLOCK_EVERY tries only.  The
+ * first FAST_CLOCK_EVERY tries do not yield: a small call is done by then,
+ * and Open MPI's own progress already yields when the node is
+ * oversubscribed (mpi_yield_when_idle); a sched_yield of ours on top of it
+ * made an 8-byte call about 1.2-1.8x slower in a probe on this VM.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "shim.h"
@@ -86,7 +90,7 @@ static int poll_one(MPI_Request *req, int64_t deadline_ms)
         if (nap) {
             struct timespec ts = {0, FAST_NAP_US * 1000};
             nanosleep(&ts, NULL);
-        } else {
+        } else if (tries >= FAST_CLOCK_EVERY) {
             sched_yield();
         }
     }
