@@ -229,8 +229,12 @@ static int finish_ok(void *recvbuf, int count, enum fti_dtype dt, enum fti_op op
         for (int i = 0; dt == FTI_DT_FLOAT && i < count; i++)
             ((float *)recvbuf)[i] = (float)(((float *)recvbuf)[i] * f);
     }
-    if (mode == FTI_SHIM_ABORT)
+    if (mode == FTI_SHIM_ABORT) {
+        /* no copy: the kept one is older than this call (the failure mode
+         * follows the errhandler, which the program may change) */
+        sh.last_len = 0;
         return MPI_SUCCESS;
+    }
     if (sh.last_cap < bytes) {
         void *p = realloc(sh.last, bytes);
         if (p == NULL) {
@@ -412,6 +416,8 @@ static int fast_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     }
     sh.done++;
     sh.n_protected++;
+    if (!keep)
+        sh.last_len = 0; /* no copy of this call: the kept one is older (see finish_ok) */
     if (keep) {
         if (bytes > 0)
             memcpy(recvbuf, sh.spare, bytes);
