@@ -5,14 +5,36 @@
  * Protected: MPI_Allreduce on MPI_COMM_WORLD or a duplicate of it, of a
  * datatype and op the data plane reduces (MPI_FLOAT, MPI_DOUBLE, MPI_INT,
  * MPI_LONG, MPI_INT32_T, MPI_INT64_T, MPI_UINT64_T with MPI_SUM, MPI_PROD,
- * MPI_MAX, MPI_MIN).  It runs as FT_Allreduce over the `mpi` backend's
- * slice (point-to-point messages polled against FTMPI_TIMEOUT_MS).
- * Anything else goes straight to MPI; world rank 0 says once per
- * (datatype, op) that it is not protected.
+ * MPI_MAX, MPI_MIN).  Anything else goes straight to MPI; world rank 0
+ * says once per (datatype, op) that it is not protected.
+ *
+ * Two paths.  Until the first failure a call takes the fast one (fast.c):
+ * one MPI_Iallreduce on a duplicate of the world made in MPI_Init, polled
+ * against FTMPI_TIMEOUT_MS, Open MPI's own non-blocking algorithm, so the
+ * result has MPI_Iallreduce's bits, the same on every rank.  Under abort it
+ * reduces straight between the caller's buffers (no copy: a failed call
+ * aborts the job anyway); under return and continue the input must survive
+ * a failed call and the result is kept (below), so it reduces from the
+ * caller's input into a library buffer (spare), copies that to recvbuf on
+ * success and keeps it as the last result (last and spare swap: a failed
+ * call never touches the last good result).  A call that misses its
+ * deadline gives its request up to MPI (which may still write the spare:
+ * it is leaked, counted) and closes the fast path for good: from then on
+ * every call runs as FT_Allreduce over the `mpi` backend's slice of the
+ * survivors (point-to-point messages polled against FTMPI_TIMEOUT_MS).
+ * MPI may also still read a failed fast call's input for a while: an
+ * abandoned request goes on whenever its peers' messages come, which
+ * after a death stops at the dead rank's round, but after a deadline
+ * missed with every rank alive (a loaded machine) can run to its end
+ * during later calls.  A caller (return, continue) that unmaps its input
+ * right after such a call could then see MPI fault on it: not handled.
  *
  * One step stays open across calls: MPI_Init asks the first quorum, and a
- * failure-free call is one FT_Allreduce, no quorum, no commit.  After a
- * failure the survivors close the step (FT_Commit, which fails), ask a new
+ * failure-free call is one fast call, no quorum, no commit.  After a
+ * failure the survivors close the step (FT_Commit: it fails when the
+ * failed call was an FT_Allreduce; after a failed fast call the step has
+ * seen no error and commits, on every survivor alike since every
+ * survivor's failed call is a fast one, so their steps stay equal), ask a new
  * quorum (FT_Quorum: the lighthouse dropped the dead rank when its
  * connection closed) and agree on one small allreduce over the new slice:
  * who is alive (so the lost world ranks can be named) and how many
@@ -26,8 +48,10 @@
  * MPI_ERR_OTHER) and later calls run over the survivors; continue redoes
  * the call over the survivors.  The redo uses the caller's buffers: the
  * `mpi` backend reduces in its own staging memory and copies out only on
- * success, so a failed call leaves its input where it was.  The copy of
- * each result (its cost) is kept only when the failure mode is not abort.
+ * success, and the fast path into the spare, so a failed call leaves its
+ * input where it was.  The copy of each result (its cost) is kept only
+ * when the failure mode is not abort.  Members are counted alike on both
+ * paths (done), so a member one fast call ahead hands its result over.
  */
 #include "shim.h"
 
@@ -59,7 +83,9 @@ static struct {
     int64_t *sync;          /* size + 2 entries */
     void *last;             /* the last protected call's result (return, continue) */
     size_t last_len, last_cap;
-    uint64_t n_protected, n_passed;
+    void *spare;            /* the fast path's output (return, continue), swapped with last */
+    size_t spare_cap;
+    uint64_t n_protected, n_passed, n_slow;
 } sh;
 
 int fti_shim_start(void)
@@ -77,14 +103,27 @@ int fti_shim_start(void)
         PMPI_Add_error_string(sh.err_code, "a rank of MPI_COMM_WORLD died (libftmpi_pmpi)");
     else
         sh.err_code = MPI_ERR_OTHER;
+    int rc = fti_shim_fast_start();
+    if (rc != FT_SUCCESS)
+        return rc;
     return FT_Quorum(0); /* the step stays open until a failure */
 }
 
-void fti_shim_counts(uint64_t *protected_p, uint64_t *passed_p, uint64_t *fortran_p)
+void fti_shim_stats(struct fti_shim_stats *stats_p)
 {
-    *protected_p = sh.n_protected;
-    *passed_p = sh.n_passed;
-    *fortran_p = fti_shim_fortran_calls;
+    stats_p->protected_calls = sh.n_protected;
+    stats_p->passed = sh.n_passed;
+    stats_p->fortran = fti_shim_fortran_calls;
+    stats_p->slow = sh.n_slow;
+    fti_shim_fast_counts(&stats_p->fast, &stats_p->abandoned, &stats_p->abandoned_bytes);
+}
+
+void fti_shim_stop(void)
+{
+    fti_shim_fast_stop();
+    free(sh.spare); /* NULL once leaked to an abandoned request */
+    sh.spare = NULL;
+    sh.spare_cap = 0;
 }
 
 bool fti_shim_saw_failure(void)
@@ -182,6 +221,7 @@ static int finish_ok(void *recvbuf, int count, enum fti_dtype dt, enum fti_op op
     size_t bytes = (size_t)count * fti_dtype_size(dt);
     sh.done++;
     sh.n_protected++;
+    sh.n_slow++;
     if (fti_shim_cfg.rescale && sh.survivors < sh.size && op == FTI_OP_SUM) {
         double f = (double)sh.size / sh.survivors;
         for (int i = 0; dt == FTI_DT_DOUBLE && i < count; i++)
@@ -189,8 +229,12 @@ static int finish_ok(void *recvbuf, int count, enum fti_dtype dt, enum fti_op op
         for (int i = 0; dt == FTI_DT_FLOAT && i < count; i++)
             ((float *)recvbuf)[i] = (float)(((float *)recvbuf)[i] * f);
     }
-    if (mode == FTI_SHIM_ABORT)
+    if (mode == FTI_SHIM_ABORT) {
+        /* no copy: the kept one is older than this call (the failure mode
+         * follows the errhandler, which the program may change) */
+        sh.last_len = 0;
         return MPI_SUCCESS;
+    }
     if (sh.last_cap < bytes) {
         void *p = realloc(sh.last, bytes);
         if (p == NULL) {
@@ -332,6 +376,62 @@ static int failed_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     return sh.err_code;
 }
 
+/* The spare holds at least bytes (at least one); false when out of memory. */
+static bool spare_reserve(size_t bytes)
+{
+    if (bytes == 0)
+        bytes = 1;
+    if (sh.spare_cap >= bytes)
+        return true;
+    free(sh.spare); /* its contents are never needed: last holds the last result */
+    sh.spare = malloc(bytes);
+    sh.spare_cap = sh.spare != NULL ? bytes : 0;
+    return sh.spare != NULL;
+}
+
+/* A protected call on the fast path (see the top of this file). */
+static int fast_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op, enum fti_dtype dt, enum fti_op fop, MPI_Comm comm, int mode)
+{
+    size_t bytes = (size_t)count * fti_dtype_size(dt);
+    bool keep = mode != FTI_SHIM_ABORT;
+    if (keep && !spare_reserve(bytes)) {
+        /* every rank must take the same path: this one reduces in place,
+         * and a failure of this call may leave its input changed */
+        FTI_WARN("libftmpi_pmpi: no memory for the copy of a %zu-byte MPI_Allreduce: it runs "
+                 "without one (a failure of this call may change its input)",
+                 bytes);
+        keep = false;
+        sh.last_len = 0; /* a member behind would then get no result: re-form fails */
+    }
+    const void *in = keep && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    void *out = keep ? sh.spare : recvbuf;
+    int rc = fti_shim_fast_allreduce(in, out, count, datatype, op, keep ? sh.spare_cap : 0);
+    if (rc != FT_SUCCESS) {
+        if (keep && rc != FT_ERR_MPI) { /* MPI may still write it */
+            sh.spare = NULL;
+            sh.spare_cap = 0;
+        }
+        return failed_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, rc);
+    }
+    sh.done++;
+    sh.n_protected++;
+    if (!keep)
+        sh.last_len = 0; /* no copy of this call: the kept one is older (see finish_ok) */
+    if (keep) {
+        if (bytes > 0)
+            memcpy(recvbuf, sh.spare, bytes);
+        void *p = sh.last;
+        size_t cap = sh.last_cap;
+        sh.last = sh.spare;
+        sh.last_cap = sh.spare_cap;
+        sh.last_len = bytes;
+        sh.spare = p;
+        sh.spare_cap = cap;
+    }
+    return MPI_SUCCESS;
+}
+
 int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                        MPI_Op op, MPI_Comm comm)
 {
@@ -350,8 +450,10 @@ int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     }
     if (sh.broken)
         return sh.err_code;
-    int rc = FT_Allreduce(sendbuf, recvbuf, count, datatype, op, FT_COMM_REPLICAS);
     int mode = fti_shim_cfg.on_failure == FTI_SHIM_ABORT ? FTI_SHIM_ABORT : failure_mode(comm);
+    if (!sh.failed && fti_shim_fast_open())
+        return fast_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, mode);
+    int rc = FT_Allreduce(sendbuf, recvbuf, count, datatype, op, FT_COMM_REPLICAS);
     if (rc == FT_SUCCESS)
         return finish_ok(recvbuf, count, dt, fop, mode);
     return failed_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, rc);

@@ -102,12 +102,18 @@ static int shim_finalize(void)
 {
     if (fti_shim_on && !fti_shim_busy) {
         fti_shim_busy = 1;
-        uint64_t prot = 0, passed = 0, fortran = 0;
-        fti_shim_counts(&prot, &passed, &fortran);
+        struct fti_shim_stats n;
+        fti_shim_stats(&n);
         FTI_INFO("libftmpi_pmpi: %llu MPI_Allreduce calls protected, %llu passed to MPI, %llu "
                  "made from Fortran",
-                 (unsigned long long)prot, (unsigned long long)passed,
-                 (unsigned long long)fortran);
+                 (unsigned long long)n.protected_calls, (unsigned long long)n.passed,
+                 (unsigned long long)n.fortran);
+        /* the tests read this line (FTMPI_LOG_LEVEL=info) */
+        FTI_INFO("libftmpi_pmpi: paths: %llu fast, %llu fault-tolerant; %llu fast request(s) "
+                 "abandoned to MPI with %llu bytes",
+                 (unsigned long long)n.fast, (unsigned long long)n.slow,
+                 (unsigned long long)n.abandoned, (unsigned long long)n.abandoned_bytes);
+        fti_shim_stop();
         (void)FT_Finalize();
 #ifdef SHIM_HAVE_ASYNC_FINALIZE
         if (fti_shim_saw_failure() && &ompi_async_mpi_finalize != NULL)

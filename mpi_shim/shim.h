@@ -47,8 +47,37 @@ bool fti_shim_world_like(MPI_Comm comm);
 /* allreduce.c: after FT_Init, opens the first step (a collective over
  * the world: the first quorum); returns an FT_ code. */
 int fti_shim_start(void);
-/* allreduce.c: what the protected calls did, for MPI_Finalize's log line. */
-void fti_shim_counts(uint64_t *protected_p, uint64_t *passed_p, uint64_t *fortran_p);
+/* allreduce.c: what the calls did, for MPI_Finalize's log lines. */
+struct fti_shim_stats {
+    uint64_t protected_calls;   /* completed protected calls (both paths) */
+    uint64_t passed;            /* calls that went straight to MPI */
+    uint64_t fortran;           /* calls made from Fortran */
+    uint64_t fast;              /* protected calls completed on the fast path */
+    uint64_t slow;              /* ... on the fault-tolerant path (after a failure) */
+    uint64_t abandoned;         /* fast requests left to MPI */
+    uint64_t abandoned_bytes;   /* library buffers left with them */
+};
+void fti_shim_stats(struct fti_shim_stats *stats_p);
+/* allreduce.c: before FT_Finalize, in MPI_Finalize. */
+void fti_shim_stop(void);
+
+/* fast.c: the failure-free path, one MPI_Iallreduce on a duplicate of the
+ * world (errors returned) polled against FTMPI_TIMEOUT_MS.  start: in
+ * MPI_Init, collective, FT_ code; open: whether calls may still take it
+ * (no request was abandoned); allreduce: runs one call (MPI_IN_PLACE
+ * passed through) and returns FT_SUCCESS, FT_ERR_TIMEOUT or
+ * FT_ERR_PROC_FAILED once it gave the request up to MPI (which may still
+ * write recvbuf, out_bytes long: counted), or FT_ERR_MPI when the call did
+ * not start (MPI holds nothing); on an error the path is closed for
+ * good; counts: completed calls, abandoned requests and their
+ * bytes; stop: frees the communicator (in MPI_Finalize; kept when MPI
+ * still holds a request on it). */
+int fti_shim_fast_start(void);
+bool fti_shim_fast_open(void);
+int fti_shim_fast_allreduce(const void *sendbuf, void *recvbuf, int count,
+                            MPI_Datatype datatype, MPI_Op op, size_t out_bytes);
+void fti_shim_fast_counts(uint64_t *calls_p, uint64_t *abandoned_p, uint64_t *bytes_p);
+void fti_shim_fast_stop(void);
 /* allreduce.c: whether a rank was lost (MPI_Finalize skips its fence). */
 bool fti_shim_saw_failure(void);
 /* fortran.c counts here. */

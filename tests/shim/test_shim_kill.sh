@@ -5,6 +5,8 @@
 #    survivors with equal parameters and a loss below the initial one;
 #  return: shim_return's survivors get the error once, and their next
 #    calls succeed over the survivors (the sum of ones is 3);
+#  return, killed inside a call: shim_agree's survivors (calls back to
+#    back) see the same results, one of them possibly a call ahead;
 #  return, a survivor late: world rank 2 dies while world rank 1 computes
 #    1.5 s longer; rank 1 asks for the new quorum 1.5 s after the others and
 #    is not left out, even with FTMPI_LH_JOIN_TIMEOUT_MS=500 (the
@@ -20,6 +22,7 @@ SHIM="$top_builddir/.libs/libftmpi_pmpi.so"
 [ -f "$SHIM" ] || skip "no $SHIM (shared libraries disabled?)"
 TRAINER="$top_builddir/examples/shim_trainer"
 RET="$top_builddir/tests/shim/shim_return"
+AGREE="$top_builddir/tests/shim/shim_agree"
 NP=4
 VICTIM=2
 
@@ -47,6 +50,15 @@ continue_checks() {
     awk -v a="$l1" -v b="$l0" 'BEGIN { exit !(a < b) }' || die "continue: final loss $l1 not below $l0"
     file_has "$1" "world rank\\(s\\) $VICTIM lost; MPI_Allreduce goes on over 3 of 4" ||
         die "continue: no message naming rank $VICTIM"
+    paths_checks "$1" continue
+}
+
+# LOG WHAT: each of the NP - 1 survivors made calls on the fast path before
+# the kill, gave up one fast request, and made calls on the fault-tolerant
+# path after it
+paths_checks() {
+    n=$(count_lines "$1" 'libftmpi_pmpi: paths: [1-9][0-9]* fast, [1-9][0-9]* fault-tolerant; 1 fast request\(s\) abandoned')
+    [ "$n" -eq $((NP - 1)) ] || { grep 'paths:' "$1"; die "$2: $n of $((NP - 1)) survivors went from the fast path to the fault-tolerant one"; }
 }
 
 kill_victim() { # PROGRAM: SIGKILL of world rank VICTIM (its OMPI_COMM_WORLD_RANK)
@@ -76,7 +88,24 @@ kill_victim "$RET" || die "return: no rank $VICTIM to kill"
 wait_pid_timeout $JOB 90 || die "return: the job did not end"
 n=$(grep -c '^shim_return rank=[0-9]* errors=1 after=ok' "$TEST_TMPDIR/ret.log")
 [ "$n" -eq $((NP - 1)) ] || { cat "$TEST_TMPDIR/ret.log"; die "return: $n of $((NP - 1)) survivors saw one error and then correct sums"; }
+paths_checks "$TEST_TMPDIR/ret.log" return
 echo "return: $n survivors got the error once, then sums over 3 ranks"
+
+# ---- return, a rank killed inside a call (calls back to back): a survivor
+# may have completed the call the others failed (one fast call ahead: it
+# hands its result over and nobody sees an error) or not (every survivor
+# sees one error); either way every survivor sees the same results
+start "$TEST_TMPDIR/agree.log" "$AGREE" auto
+wait_until 30 file_has "$TEST_TMPDIR/agree.log" '^shim_agree started' || die "agree: did not start"
+sleep 0.5
+kill_victim "$AGREE" || die "agree: no rank $VICTIM to kill"
+wait_pid_timeout $JOB 90 || die "agree: the job did not end"
+n=$(grep -c '^shim_agree rank=[0-9]* errors=[01] hash=' "$TEST_TMPDIR/agree.log")
+[ "$n" -eq $((NP - 1)) ] || { cat "$TEST_TMPDIR/agree.log"; die "agree: $n of $((NP - 1)) survivors finished with at most one error"; }
+[ "$(sed -n 's/^shim_agree rank=[0-9]* //p' "$TEST_TMPDIR/agree.log" | sort -u | wc -l)" -eq 1 ] ||
+    { grep '^shim_agree' "$TEST_TMPDIR/agree.log"; die "agree: the survivors saw different results"; }
+paths_checks "$TEST_TMPDIR/agree.log" agree
+echo "agree: 3 survivors saw the same results ($(grep -m 1 '^shim_agree rank' "$TEST_TMPDIR/agree.log" | sed 's/.*errors=\([01]\).*/\1/') error(s): 0 when one was a call ahead)"
 
 # ---- return, a survivor late (it must not be left out of the new quorum)
 start "$TEST_TMPDIR/late.log" "$RET" auto -x SHIM_RETURN_DIE=$VICTIM:100 \

@@ -3,7 +3,8 @@
 # results with and without libftmpi_pmpi: shim_check (C: every protected
 # datatype and op, in place and separate, counts 0, 1, odd, 1 Mi, on the
 # world and a duplicate of it, 16 Mi float and double sums, and MPI_SHORT
-# which goes to MPI unprotected), shim_check_cxx (C++, built with mpic++
+# which goes to MPI unprotected; every protected call on the fast path,
+# failure-free), shim_check_cxx (C++, built with mpic++
 # when there is one) and the Fortran programs (mpif.h, use mpi, use mpi_f08; skipped without
 # mpifort), whose calls the shim must see: it counts them.  A child started
 # by the shimmed program (system(3): fork+exec of sh) runs unaffected.
@@ -35,6 +36,9 @@ got=$(grep '^shim_check ok' "$TEST_TMPDIR/shim.log")
 n=$(count_lines "$TEST_TMPDIR/shim.log" 'libftmpi_pmpi: [1-9][0-9]* MPI_Allreduce calls protected, [1-9][0-9]* passed to MPI, 0 made from Fortran')
 [ "$n" -eq $NP ] || { cat "$TEST_TMPDIR/shim.log"; die "expected $NP ranks reporting protected calls, got $n"; }
 file_has "$TEST_TMPDIR/shim.log" 'MPI_SHORT with MPI_SUM is not protected' || die "no note about MPI_SHORT"
+# failure-free, every protected call took the fast path (MPI_Iallreduce), none the p2p one
+n=$(count_lines "$TEST_TMPDIR/shim.log" 'libftmpi_pmpi: paths: [1-9][0-9]* fast, 0 fault-tolerant; 0 fast request\(s\) abandoned')
+[ "$n" -eq $NP ] || { grep 'paths:' "$TEST_TMPDIR/shim.log"; die "expected $NP ranks with every call on the fast path, got $n"; }
 [ "$(cat "$TEST_TMPDIR/child.out" 2>/dev/null)" = child-ran ] || die "the child of the shimmed program did not run"
 echo "C: $got, with and without the shim"
 
