@@ -216,13 +216,16 @@ static int failure_mode(MPI_Comm comm)
 /* A call completed: counts it, scales sums after a loss
  * (FTMPI_SHIM_RESCALE) and keeps a copy of the result when a failure
  * would not abort. */
-static int finish_ok(void *recvbuf, int count, enum fti_dtype dt, enum fti_op op, int mode)
+static int finish_ok(void *recvbuf, int count, enum fti_dtype dt, enum fti_op op, int mode,
+                     bool handed)
 {
     size_t bytes = (size_t)count * fti_dtype_size(dt);
     sh.done++;
     sh.n_protected++;
     sh.n_slow++;
-    if (fti_shim_cfg.rescale && sh.survivors < sh.size && op == FTI_OP_SUM) {
+    /* a handed-over result is final as the members ahead returned it (they
+     * computed it over every rank, before the loss): never scaled again */
+    if (!handed && fti_shim_cfg.rescale && sh.survivors < sh.size && op == FTI_OP_SUM) {
         double f = (double)sh.size / sh.survivors;
         for (int i = 0; dt == FTI_DT_DOUBLE && i < count; i++)
             ((double *)recvbuf)[i] *= f;
@@ -358,13 +361,13 @@ static int failed_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
                 continue;
             }
             if (behind) /* this call's result, complete */
-                return finish_ok(recvbuf, count, dt, fop, mode);
+                return finish_ok(recvbuf, count, dt, fop, mode, true);
         } else if (mode == FTI_SHIM_RETURN) {
             return sh.err_code; /* every survivor failed this call alike */
         }
         rc = FT_Allreduce(sendbuf, recvbuf, count, datatype, op, FT_COMM_REPLICAS);
         if (rc == FT_SUCCESS)
-            return finish_ok(recvbuf, count, dt, fop, mode);
+            return finish_ok(recvbuf, count, dt, fop, mode, false);
         why = rc;
     }
     if (mode == FTI_SHIM_ABORT)
@@ -455,6 +458,6 @@ int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
         return fast_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, mode);
     int rc = FT_Allreduce(sendbuf, recvbuf, count, datatype, op, FT_COMM_REPLICAS);
     if (rc == FT_SUCCESS)
-        return finish_ok(recvbuf, count, dt, fop, mode);
+        return finish_ok(recvbuf, count, dt, fop, mode, false);
     return failed_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, rc);
 }
