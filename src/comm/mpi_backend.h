@@ -24,11 +24,12 @@
  *
  * The native path (issue 15, item 5): FT_Init in mode B also builds,
  * collectively while every rank is alive, the communicator of this rank's
- * initial slice (fti_mpi_ctx_add_fast).  A slice whose member SET is that
- * communicator's reduces with one MPI_Iallreduce on it, polled against the
- * deadline like the messages above, into a stage of the backend's, copied
- * into the caller's buffer on success (one copy; MPI only reads the
- * caller's input).  The communicator serves the first quorum that uses it
+ * initial slice (fti_mpi_ctx_add_fast).  On a slice whose member SET is
+ * that communicator's, an operation of more than 4 KiB times (members - 1)
+ * is one MPI_Iallreduce on it (smaller ones keep the one round of
+ * messages above: half the latency), polled against the deadline like the
+ * messages, into a stage of the backend's, copied into the caller's buffer
+ * on success (one copy; MPI only reads the caller's input).  The communicator serves the first quorum that uses it
  * and no other: a quorum id changes with the same members only after a
  * failed commit, which every member learns from the same quorum, so all
  * members of a slice agree on the path without a message.  A missed

@@ -2,6 +2,8 @@
 # Mode B, the mpi backend's native path (src/comm/mpi_backend.h): FT_Init
 # makes the communicator of each initial slice; a slice over exactly those
 # members reduces with one MPI_Iallreduce on it, any other point-to-point.
+# Operations of at most 4 KiB x (members - 1) keep the point-to-point
+# exchange, so ft_sgd runs with 2048 features (8 KiB gradients).
 # Each rank prints at FT_Finalize "mpi backend: N allreduces native (...),
 # M point-to-point"; this test reads those counters.
 #  1. no failure, 3 groups of 2 ranks (two slices): every allreduce of
@@ -32,7 +34,7 @@ check_counts() {
 
 # 1. no failure: native only
 STEPS=30
-FTMPI_MIN_REPLICAS=3 mb_start 7 2 "$MB_SGD" --steps $STEPS --print-every 1
+FTMPI_MIN_REPLICAS=3 mb_start 7 2 "$MB_SGD" --steps $STEPS --print-every 1 --features 2048
 mb_wait_end 90
 [ "$MB_RC" -eq 0 ] || mb_fail "failure-free run: mpirun exited with status $MB_RC"
 # group rank 0 prints the steps; every rank the counters
@@ -48,8 +50,8 @@ mb_check_final 0 1 2 3 4 5
 rm -rf "$TEST_TMPDIR/out"
 STEPS=60
 # a slow start under load must not leave a group out of the first quorum
-FTMPI_MIN_REPLICAS=2 FTMPI_LH_JOIN_TIMEOUT_MS=5000 mb_start 7 2 "$MB_SGD" --steps $STEPS --print-every 1 --sleep-ms 10 \
-    --die-at-step 15 --die-rank 2 --dump "$TEST_TMPDIR/state"
+FTMPI_MIN_REPLICAS=2 FTMPI_LH_JOIN_TIMEOUT_MS=5000 mb_start 7 2 "$MB_SGD" --steps $STEPS \
+    --print-every 1 --features 2048 --sleep-ms 10 --die-at-step 15 --die-rank 2 --dump "$TEST_TMPDIR/state"
 wait_until 60 file_has "$(mb_err 2)" 'SIGKILL to myself at step 15' || mb_fail "world rank 2 did not die at step 15"
 mb_wait_end 120
 [ "$MB_RC" -eq 0 ] || mb_fail "mpirun exited with status $MB_RC"
