@@ -29,10 +29,11 @@
  * is one MPI_Iallreduce on it (smaller ones keep the one round of
  * messages above: half the latency), polled against the deadline like the
  * messages, into a stage of the backend's, copied into the caller's buffer
- * on success (one copy; MPI only reads the caller's input).  The communicator serves the first quorum that uses it
- * and no other: a quorum id changes with the same members only after a
- * failed commit, which every member learns from the same quorum, so all
- * members of a slice agree on the path without a message.  A missed
+ * on success (one copy; MPI only reads the caller's input).  The
+ * communicator serves the first quorum that uses it and no other: a quorum
+ * id changes with the same members only after a failed commit, which every
+ * member learns from the same quorum, so all members of a slice agree on
+ * the path without a message.  A missed
  * deadline or an error abandons the request (never freed: it and the stage
  * stay MPI's, counted in fti_mpi_abandoned) and retires the communicator
  * for good; later slices take the point-to-point path.  No communicator is
