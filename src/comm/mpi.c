@@ -337,9 +337,12 @@ static int allreduce_native(struct mpi_comm *m, const void *src, void *buf, size
     }
     if (rc != FT_SUCCESS) {
         /* a started collective cannot be cancelled, nor freed while
-         * active: the request, the stage and the communicator stay MPI's */
-        if (req != MPI_REQUEST_NULL) {
+         * active: the request, the stage and the communicator stay MPI's.
+         * One that completed with an error left nothing active, but its
+         * stage is not worth the doubt: kept too. */
+        if (req != MPI_REQUEST_NULL)
             abandoned_requests++;
+        if (rc != FT_ERR_MPI) {
             abandoned_bytes += f->stage_len;
             f->stage = NULL;
             f->stage_len = 0;
