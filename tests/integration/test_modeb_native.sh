@@ -9,9 +9,10 @@
 #  1. no failure, 3 groups of 2 ranks (two slices): every allreduce of
 #     every rank took the native path (M = 0, N >= steps);
 #  2. 3 groups of 2, world rank 2 (g1, group rank 0) dies by SIGKILL in
-#     step 15: the survivors g0 and g2 reduced natively before (N >= 15)
-#     and point-to-point after (M >= the steps left), committed every step
-#     and hold bitwise equal states.
+#     step 15: the survivors g0 and g2 reduced natively before (N >= 15),
+#     gave step 15's native operation up, reduced point-to-point after
+#     (M >= the steps left), committed every step and hold bitwise equal
+#     states.
 . "$top_srcdir/tests/integration/modeb_lib.sh"
 mb_init
 
@@ -60,6 +61,9 @@ for w in 0 4; do
     [ "$(mb_failures $w)" -eq 1 ] || mb_fail "world rank $w reports $(mb_failures $w) failures survived, want 1"
 done
 for w in 0 1 4 5; do
+    # step 15's native operation was given up (the request left to MPI)
+    grep -Eq 'mpi backend: native allreduce of [0-9]+ bytes over 3 groups (missed its deadline|failed)' \
+        "$(mb_err $w)" || mb_fail "world rank $w did not give up a native allreduce"
     # steps 0-14 native; steps 16-59 (44 steps) point-to-point
     check_counts $w 15 44 100000
 done
