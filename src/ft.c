@@ -365,18 +365,20 @@ static int allreduce_job(void *arg)
             allreduce_failed(rc);
         return rc;
     }
-    if (r->sendbuf != MPI_IN_PLACE && r->sendbuf != r->recvbuf)
-        memmove(r->recvbuf, r->sendbuf, r->bytes);
+    /* the backend reads sendbuf itself (no copy into recvbuf first) */
+    const void *src = r->sendbuf == MPI_IN_PLACE ? r->recvbuf : r->sendbuf;
     if (r->count == 0)
         return FT_SUCCESS;
     if (st.slice == NULL)
         return FT_ERR_INTERNAL;
     /* spares: they take part with the identity, and an average divides by
      * the participants, not by the members */
-    if (r->spare)
+    if (r->spare) {
         fti_reduce_identity(r->recvbuf, r->count, r->dt, r->op);
-    int rc = fti_comm_allreduce(st.slice, r->recvbuf, r->count, r->dt,
-                                r->scale ? FTI_OP_SUM : r->op, fti_now_ms() + r->timeout_ms);
+        src = r->recvbuf;
+    }
+    int rc = fti_comm_allreduce_from(st.slice, src, r->recvbuf, r->count, r->dt,
+                                     r->scale ? FTI_OP_SUM : r->op, fti_now_ms() + r->timeout_ms);
     if (rc == FT_SUCCESS && r->scale)
         fti_reduce_scale(r->recvbuf, r->count, r->dt, r->participants);
     if (rc != FT_SUCCESS)

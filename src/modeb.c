@@ -273,6 +273,39 @@ struct lh_hello {
     char addr[FTI_ADDRESS_SIZE];
 };
 
+/* The communicator of this rank's initial slice (the same group rank in
+ * every group), made now while every rank is alive and registered with the
+ * mpi backend's ctx for its native path (mpi_backend.h).  A collective over
+ * the world: every rank calls it, the lighthouse rank with MPI_UNDEFINED.
+ * Never made later: a dead member would hang the creation. */
+static int modeb_initial_slice(fti_modeb_t *mb, bool is_lh)
+{
+    int g = is_lh ? 0 : mb->world_rank - mb->first_world_rank;
+    MPI_Comm comm = MPI_COMM_NULL;
+    if (MPI_Comm_split(MPI_COMM_WORLD, is_lh ? MPI_UNDEFINED : g, mb->world_rank, &comm) !=
+        MPI_SUCCESS) {
+        FTI_ERROR("mode B: MPI_Comm_split of the world into the initial slices failed");
+        return FT_ERR_MPI;
+    }
+    if (is_lh || mb->mpi == NULL) {
+        if (comm != MPI_COMM_NULL)
+            MPI_Comm_free(&comm);
+        return FT_SUCCESS;
+    }
+    int *ranks = malloc((size_t)mb->n_groups * sizeof(*ranks));
+    if (ranks == NULL) {
+        MPI_Comm_free(&comm);
+        return FT_ERR_NO_MEMORY;
+    }
+    for (int k = 0; k < mb->n_groups; k++)
+        ranks[k] = k * mb->group_size + g;
+    int rc = fti_mpi_ctx_add_fast(mb->mpi, comm, ranks, mb->n_groups);
+    if (rc != FT_SUCCESS)
+        MPI_Comm_free(&comm);
+    free(ranks);
+    return rc;
+}
+
 int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb)
 {
     char err[256];
@@ -300,6 +333,9 @@ int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb)
         rc = FT_ERR_MPI;
     }
     int crc = fti_mpi_ctx_create(MPI_COMM_WORLD, &mb->mpi);
+    if (rc == FT_SUCCESS)
+        rc = crc;
+    crc = modeb_initial_slice(mb, is_lh);
     if (rc == FT_SUCCESS)
         rc = crc;
 

@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ftmpi_config.h" /* FTMPI_HAVE_NCCL */
 #include "ftmpi_errors.h"
@@ -84,6 +85,12 @@ struct fti_comm_backend {
     int (*allreduce)(fti_comm_h comm, void *buf, size_t count, enum fti_dtype dtype,
                      enum fti_op op, int64_t deadline_ms);
     void (*destroy)(fti_comm_h comm);
+    /* Optional (NULL: the step copies src into buf and calls allreduce):
+     * the allreduce of src (read only) into buf, src == buf in place, for
+     * a backend that reads its input from one buffer and writes its result
+     * to another anyway (mpi), so that a separate sendbuf costs no copy. */
+    int (*allreduce_from)(fti_comm_h comm, const void *src, void *buf, size_t count,
+                          enum fti_dtype dtype, enum fti_op op, int64_t deadline_ms);
     /* Optional (NULL: never known): after a failed allreduce, the peer
      * whose connection failed first as this rank saw it -- its replica
      * rank (mpi: its world rank) and, when known, its address into addr
@@ -132,6 +139,18 @@ static inline int fti_comm_create(const struct fti_comm_backend *b, const fti_co
 static inline int fti_comm_allreduce(fti_comm_h c, void *buf, size_t count, enum fti_dtype dt,
                                      enum fti_op op, int64_t deadline_ms)
 {
+    return c->ops->allreduce(c, buf, count, dt, op, deadline_ms);
+}
+
+/* The allreduce of src into buf (src == buf: in place): allreduce_from,
+ * or a copy and allreduce. */
+static inline int fti_comm_allreduce_from(fti_comm_h c, const void *src, void *buf, size_t count,
+                                          enum fti_dtype dt, enum fti_op op, int64_t deadline_ms)
+{
+    if (c->ops->allreduce_from != NULL)
+        return c->ops->allreduce_from(c, src, buf, count, dt, op, deadline_ms);
+    if (src != buf)
+        memmove(buf, src, count * fti_dtype_size(dt));
     return c->ops->allreduce(c, buf, count, dt, op, deadline_ms);
 }
 

@@ -22,6 +22,32 @@
  * the slice's buffers left to MPI and counted: fti_mpi_abandoned, public as
  * ftmpi_abandoned_requests) and the slice is never used again.
  *
+ * The native path (issue 15, item 5): FT_Init in mode B also builds,
+ * collectively while every rank is alive, the communicator of this rank's
+ * initial slice (fti_mpi_ctx_add_fast).  On a slice whose member SET is
+ * that communicator's, an operation of more than 4 KiB times (members - 1)
+ * is one MPI_Iallreduce on it (smaller ones keep the one round of
+ * messages above: half the latency), polled against the deadline like the
+ * messages, into a stage of the backend's, copied into the caller's buffer
+ * on success (one copy; MPI only reads the caller's input).  The
+ * communicator serves the first quorum that uses it and no other: a quorum
+ * id changes with the same members only after a failed commit, which every
+ * member learns from the same quorum, so all members of a slice agree on
+ * the path without a message.  A missed
+ * deadline or an error abandons the request (never freed: it and the stage
+ * stay MPI's, counted in fti_mpi_abandoned) and retires the communicator
+ * for good; later slices take the point-to-point path.  No communicator is
+ * ever made after FT_Init (a dead member would hang its creation).
+ * Same bits on every member: Open MPI's MPI_Iallreduce (coll/libnbc, 4.1)
+ * reduces each element once, at one rank, and copies the result to the
+ * others (binomial reduce + broadcast under 64 KiB or 4 ranks,
+ * reduce-scatter + allgather or ring above), so every member gets the
+ * same bits; the libnbc setting iallreduce_algorithm=4 (recursive
+ * doubling) would reduce on every rank, bitwise alike only for
+ * commutative exact ops -- do not set it.
+ * After an abandoned request MPI may still READ the caller's input (a
+ * peer that was slow, not dead, may still pull it); it never writes it.
+ *
  * Threads: the application thread (the FT_ calls) only.
  */
 #ifndef FTI_MPI_BACKEND_H
@@ -47,6 +73,17 @@ void fti_mpi_ctx_destroy(fti_mpi_ctx_h ctx);
  * fti_comm_destroy (no MPI call). */
 int fti_mpi_slice_create(fti_mpi_ctx_h ctx, const int *world_ranks, int n, int index,
                          int64_t quorum_id, int64_t deadline_ms, fti_comm_h *comm_p);
+
+/* Registers comm, made collectively in FT_Init while every rank was alive,
+ * over world_ranks[0..n-1] (this rank among them, in any order): slices
+ * over exactly that set reduce natively on it (above).  The ctx takes comm
+ * over (fti_mpi_ctx_destroy frees it, unless a request was abandoned on
+ * it).  One per ctx: FT_ERR_STATE for a second. */
+int fti_mpi_ctx_add_fast(fti_mpi_ctx_h ctx, MPI_Comm comm, const int *world_ranks, int n);
+
+/* Allreduces since the start that took the native path and the
+ * point-to-point one. */
+void fti_mpi_paths(uint64_t *native_p, uint64_t *p2p_p);
 
 /* Requests abandoned at a deadline since the start (and bytes kept alive). */
 void fti_mpi_abandoned(uint64_t *requests_p, uint64_t *bytes_p);

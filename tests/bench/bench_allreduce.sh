@@ -10,6 +10,8 @@
 #   FT mpi (mode B): `mpirun -np np+1` with FTMPI_GROUP_SIZE=1 and
 #       FTMPI_BACKEND=mpi under each BTL; reported as n/a while mode B does
 #       not run.
+#   BENCH_MODE_B_ONLY=1: no mode A runs (the mpi backend against native
+#       only, doc/PERFORMANCE.md section 12).
 # Sizes 8 B .. 64 MiB (x8; BENCH_QUICK: .. 2 MiB), the median of 7
 # repetitions (BENCH_QUICK: 3) after one warm-up, each repetition timed on
 # the slowest rank.  Columns: time per call (us), algorithm bandwidth
@@ -114,14 +116,17 @@ table() {
 } | table_out allreduce.txt
 status=0
 for np in $NPS; do
-    note "np=$np: FT_Allreduce, tcp backend, mode A ($np x mpirun -np 1 + lighthouse)"
-    ft_mode_a "$np" "$BT/ft$np" || status=1
+    if [ -z "$BENCH_MODE_B_ONLY" ]; then
+        note "np=$np: FT_Allreduce, tcp backend, mode A ($np x mpirun -np 1 + lighthouse)"
+        ft_mode_a "$np" "$BT/ft$np" || status=1
+    fi
     for btl in vader,self tcp,self; do
         tag=$(echo "$btl" | cut -d, -f1)
         note "np=$np: MPI_Allreduce, btl $btl"
         mpi_run "$np" "$btl" "$BT/mpi$np$tag" || { status=1; continue; }
-        table "$np" "np=$np, btl $btl: FT_Allreduce (tcp backend, mode A) vs MPI_Allreduce" \
-            "$BT/ft$np.res" "$BT/mpi$np$tag.res" | table_out allreduce.txt
+        [ -n "$BENCH_MODE_B_ONLY" ] ||
+            table "$np" "np=$np, btl $btl: FT_Allreduce (tcp backend, mode A) vs MPI_Allreduce" \
+                "$BT/ft$np.res" "$BT/mpi$np$tag.res" | table_out allreduce.txt
         note "np=$np: FT_Allreduce, mpi backend, mode B, btl $btl"
         if ft_mode_b "$np" "$btl" "$BT/ftb$np$tag"; then
             table "$np" "np=$np, btl $btl: FT_Allreduce (mpi backend, mode B) vs MPI_Allreduce" \
