@@ -21,7 +21,8 @@
 # give it again to replay the same draws), CHAOS_GAP_MIN_MS/MAX_MS (3000,
 # 8000: between faults), CHAOS_STOP_MIN_MS/MAX_MS (1000, 5000: SIGSTOP),
 # CHAOS_LH_DOWN_MIN_MS/MAX_MS (200, 3000: lighthouse down), CHAOS_SLEEP_MS
-# (20: ft_sgd --sleep-ms), CHAOS_GOODPUT_FLOOR (0.2), KEEP_TMPDIR=1 keeps
+# (20: ft_sgd --sleep-ms), CHAOS_GOODPUT_FLOOR (0.2), CHAOS_GOODPUT_EST (0.85)
+# and CHAOS_TAIL_S (20: they set the chaos run's --steps), KEEP_TMPDIR=1 keeps
 # the logs.
 . "$top_srcdir/tests/chaos/chaos_lib.sh"
 . "$top_srcdir/tests/chaos/chaos_drive.sh"
@@ -37,8 +38,8 @@ e2e_init
 # the chaos run's --steps: what the healthy rate reaches in CHAOS_SECONDS
 # times CHAOS_GOODPUT_EST, plus CHAOS_TAIL_S seconds of healthy steps to
 # finish on (the faults stop earlier if the run gets that far first)
-: "${CHAOS_GOODPUT_EST:=0.6}" "${CHAOS_TAIL_S:=25}"
-: "${CHAOS_FD_SLACK:=2}" "${CHAOS_RSS_SLACK_KB:=2048}"
+: "${CHAOS_GOODPUT_EST:=0.85}" "${CHAOS_TAIL_S:=20}"
+: "${CHAOS_FD_SLACK:=2}" "${CHAOS_RSS_SLACK_KB:=1024}"
 CHAOS_RNG=$CHAOS_SEED
 CHAOS_NP=2
 CHAOS_FD_MAX_GROWTH=-1000000

@@ -58,20 +58,22 @@ _chaos_going() {
 }
 
 chaos_drive() {
-    _end=$(($(chaos_now_ms) + $1 * 1000))
-    _stop_at=$2
+    # global names of their own: the helpers called below (wait_until...)
+    # set _end and the like, and sh has no local variables
+    CHAOS_END_MS=$(($(chaos_now_ms) + $1 * 1000))
+    CHAOS_STOP_AT=$2
     GOODPUT_T0=$(chaos_now_ms)
     chaos_leader
     GOODPUT_S0=$L
     _chaos_shuffle
     KIND=
-    while _chaos_going "$_end" "$_stop_at"; do
+    while _chaos_going "$CHAOS_END_MS" "$CHAOS_STOP_AT"; do
         chaos_rand_range "$CHAOS_GAP_MIN_MS" "$CHAOS_GAP_MAX_MS"
-        _at=$(($(chaos_now_ms) + R))
-        while [ "$(chaos_now_ms)" -lt "$_at" ] && _chaos_going "$_end" "$_stop_at"; do
+        CHAOS_AT_MS=$(($(chaos_now_ms) + R))
+        while [ "$(chaos_now_ms)" -lt "$CHAOS_AT_MS" ] && _chaos_going "$CHAOS_END_MS" "$CHAOS_STOP_AT"; do
             sleep 0.2
         done
-        _chaos_going "$_end" "$_stop_at" || break
+        _chaos_going "$CHAOS_END_MS" "$CHAOS_STOP_AT" || break
         [ -n "$KIND" ] || _chaos_next_kind
         if chaos_fault "$KIND"; then
             KIND=
