@@ -12,6 +12,7 @@
 # tried again after the next gap, so the draws of a seed do not depend on
 # timing, only when they land does.
 
+# shellcheck disable=SC2086 # lists of kinds split on purpose
 # CHAOS_ORDER: the four kinds in a seeded order (Fisher-Yates)
 _chaos_shuffle() {
     set -- $CHAOS_KINDS

@@ -16,6 +16,7 @@
 # A group fault is applied only while at least two groups are up, so one
 # always stays alive to heal the others from (no restart from scratch).
 
+# shellcheck disable=SC2086,SC2046 # lists of groups, pids split on purpose
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 
 CHAOS_GROUPS="g0 g1 g2"
