@@ -161,6 +161,7 @@ chaos_fault() {
         e2e_log "fault kill_lh at step $L: down ${R} ms"
         chaos_ms_sleep "$R"
         e2e_lighthouse_start 1 "$E2E_LH_PORT"
+        ALL_PIDS="$ALL_PIDS $E2E_LH_PID" # chaos.sh checks them all at the end
         # warm-up of the new incarnation: the groups are back (30 s at most)
         wait_until 30 _chaos_all_up || e2e_log "not every group is back 30 s after the lighthouse"
         chaos_lh_check start
