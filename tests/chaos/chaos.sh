@@ -6,8 +6,9 @@
 # injects one fault at a time at random intervals: SIGKILL of a group's
 # mpirun and ranks, SIGKILL of one rank, SIGSTOP of a group for a while then
 # SIGCONT, SIGKILL of the lighthouse and its restart on the same port.  At
-# least one group stays up.  Then the faults stop, every group comes back,
-# and all finish at the same step.  Asserts:
+# least one group stays up.  Then the faults stop, the lighthouse comes back
+# with --min-replicas 3 (no step without every group), and all finish at the
+# same step.  Asserts:
 #   (a) every rank of every group ends at the same step with the same
 #       checksum (and the --dump files are bitwise equal);
 #   (b) goodput: committed steps per second during the faults over the
