@@ -18,7 +18,8 @@
 #       VmRSS stay within a small bound of their start (chaos_lib.sh);
 #   (d) the faults happened: a count per kind, each > 0 for runs >= 60 s.
 #
-# Settings (environment): CHAOS_SECONDS (600), CHAOS_SEED (random, printed:
+# Settings (environment): CHAOS_SECONDS (600), CHAOS_HEALTHY_SECONDS (the
+# healthy run's length: CHAOS_SECONDS; a rate needs less), CHAOS_SEED (random, printed:
 # give it again to replay the same draws), CHAOS_GAP_MIN_MS/MAX_MS (3000,
 # 8000: between faults), CHAOS_STOP_MIN_MS/MAX_MS (1000, 5000: SIGSTOP),
 # CHAOS_LH_DOWN_MIN_MS/MAX_MS (200, 3000: lighthouse down), CHAOS_SLEEP_MS
@@ -34,7 +35,7 @@ if [ ! -r /proc/self/status ] || [ ! -r /proc/net/tcp ]; then
     skip "no /proc here (the soak reads the lighthouse's fds and sockets there)"
 fi
 
-: "${CHAOS_SECONDS:=600}"
+: "${CHAOS_SECONDS:=600}" "${CHAOS_HEALTHY_SECONDS:=$CHAOS_SECONDS}"
 [ -n "$CHAOS_SEED" ] || CHAOS_SEED=$(($(od -An -N4 -tu4 /dev/urandom) % 2147483648))
 : "${CHAOS_GAP_MIN_MS:=3000}" "${CHAOS_GAP_MAX_MS:=8000}"
 : "${CHAOS_STOP_MIN_MS:=1000}" "${CHAOS_STOP_MAX_MS:=5000}"
@@ -55,7 +56,7 @@ for k in $CHAOS_KINDS skipped; do eval "CHAOS_N_$k=0"; done
 # (e2e_group_start adds E2E_RUN_FLAGS after its own; the last flag wins)
 E2E_RUN_FLAGS="--max-restarts 1000000 --backoff-ms 200 --max-backoff-ms 1000"
 SGD_FLAGS="--sleep-ms $CHAOS_SLEEP_MS --print-every 5"
-echo "chaos: seed $CHAOS_SEED, $CHAOS_SECONDS s (replay: make chaos CHAOS_SEED=$CHAOS_SEED CHAOS_SECONDS=$CHAOS_SECONDS)"
+echo "chaos: seed $CHAOS_SEED, $CHAOS_SECONDS s of faults after $CHAOS_HEALTHY_SECONDS s healthy (replay: make chaos CHAOS_SEED=$CHAOS_SEED CHAOS_SECONDS=$CHAOS_SECONDS CHAOS_HEALTHY_SECONDS=$CHAOS_HEALTHY_SECONDS)"
 ALL_PIDS=
 
 _chaos_all_in() {
@@ -85,7 +86,7 @@ t0=$(chaos_now_ms)
 chaos_leader
 s0=$L
 HEALTHY_S0=$s0
-sleep "$CHAOS_SECONDS"
+sleep "$CHAOS_HEALTHY_SECONDS"
 t1=$(chaos_now_ms)
 chaos_leader
 RATE=$(awk -v d=$((L - s0)) -v ms=$((t1 - t0)) 'BEGIN { printf "%.2f", d * 1000 / ms }')
