@@ -33,7 +33,7 @@ int fti_heal_create(fti_heal_h *h_p)
     const char *colon = corrupt != NULL ? strrchr(corrupt, ':') : NULL;
     if (colon != NULL && colon > corrupt && (size_t)(colon - corrupt) < sizeof(h->corrupt_name)) {
         memcpy(h->corrupt_name, corrupt, (size_t)(colon - corrupt));
-        h->corrupt_at = strtoull(colon + 1, NULL, 10);
+        h->corrupt_at = strcmp(colon + 1, "*") == 0 ? UINT64_MAX : strtoull(colon + 1, NULL, 10);
         FTI_WARN("heal: FTMPI_TEST_HEAL_CORRUPT: serving byte %" PRIu64 " of '%s' flipped",
                  h->corrupt_at, h->corrupt_name);
     }
@@ -442,18 +442,20 @@ static void fetch_done(void *arg)
 }
 
 /* Test only (FTMPI_TEST_HEAL_CORRUPT): a copy of [ptr, +len), the bytes
- * of b from offset off, with the chosen byte flipped when it lies inside;
+ * of b from offset off, with the chosen byte flipped when it lies inside
+ * (with "*": its first byte);
  * NULL when it does not (or no memory). */
 static unsigned char *corrupt_copy(const struct fti_heal *h, const struct heal_buf *b,
                                    const unsigned char *ptr, uint64_t off, uint64_t len)
 {
-    if (h->corrupt_name[0] == '\0' || strcmp(h->corrupt_name, b->name) != 0 ||
-        h->corrupt_at < off || h->corrupt_at >= off + len)
+    bool all = h->corrupt_at == UINT64_MAX; /* "NAME:*": every reply's first byte */
+    if (h->corrupt_name[0] == '\0' || strcmp(h->corrupt_name, b->name) != 0 || len == 0 ||
+        (!all && (h->corrupt_at < off || h->corrupt_at >= off + len)))
         return NULL;
     unsigned char *copy = malloc(len);
     if (copy != NULL) {
         memcpy(copy, ptr, len);
-        copy[h->corrupt_at - off] ^= 0x5a;
+        copy[all ? 0 : h->corrupt_at - off] ^= 0x5a;
     }
     return copy;
 }

@@ -17,8 +17,8 @@
  * chained sum after every piece (piece_sums), so that a healer striping
  * over several sources can verify each piece alone.  Test only:
  * FTMPI_TEST_HEAL_CORRUPT=NAME:OFFSET makes the fetch replies of buffer
- * NAME that cover byte OFFSET carry that byte flipped (the memory and
- * the sums stay right).
+ * NAME that cover byte OFFSET carry that byte flipped (NAME:* every
+ * reply's first byte; the memory and the sums stay right).
  *
  * Fetching, in two phases so that a replica group heals as a whole or not
  * at all: fti_heal_stage asks the source group's manager which address
@@ -146,6 +146,7 @@ typedef struct fti_heal_stats {
     int64_t install_ms; /* of which copying the staged state into place */
     char source[FTI_ADDRESS_SIZE]; /* heal address of the first source rank */
     int sources;        /* sources that delivered bytes */
+    int refetched;      /* pieces that failed their checksum, fetched again */
 } fti_heal_stats_t;
 
 /* A complete, verified copy of a source's state in staging memory (as

@@ -263,6 +263,7 @@ struct stripe_range {
     int state;      /* R_*, under the stripe's mutex */
     int src;        /* the source that delivered it (R_DONE) */
     uint32_t tried; /* sources it failed with, a bit each */
+    int pin;        /* only this source may fetch it, -1: any */
 };
 
 struct stripe;
@@ -299,16 +300,21 @@ struct stripe {
     const fti_heal_opts_t *opts;
     struct stripe_src *src;
     int n_src;
+    int refetched; /* pieces that failed their checksum */
 };
 
 /* Drops source w (mutex held); the caller logged why. */
 static void src_dead_locked(struct stripe_src *w, int rc)
 {
+    struct stripe *sp = w->sp;
     if (!w->dead) {
         w->dead = true;
         w->rc = rc;
     }
-    pthread_cond_broadcast(&w->sp->cv);
+    for (size_t j = 0; sp->r != NULL && j < sp->n_r; j++)
+        if (sp->r[j].pin == w->idx)
+            sp->r[j].pin = -1;
+    pthread_cond_broadcast(&sp->cv);
 }
 
 static void src_dead(struct stripe_src *w, int rc)
@@ -395,7 +401,8 @@ static struct stripe_range *next_range_locked(struct stripe *sp, const struct st
 {
     uint32_t me = 1u << w->idx;
     for (size_t i = 0; i < sp->n_r; i++)
-        if (sp->r[i].state == R_TODO && !(sp->r[i].tried & me))
+        if (sp->r[i].state == R_TODO && !(sp->r[i].tried & me) &&
+            (sp->r[i].pin < 0 || sp->r[i].pin == w->idx))
             return &sp->r[i];
     return NULL;
 }
@@ -508,7 +515,7 @@ static int ranges_make(struct stripe *sp, size_t chunk)
         size_t len = sp->stage[i].b->len;
         for (size_t off = 0; off < len; off += chunk)
             sp->r[sp->n_r++] = (struct stripe_range){i, off, FTI_MIN(chunk, len - off), R_TODO,
-                                                      -1, 0};
+                                                      -1, 0, -1};
     }
     return FT_SUCCESS;
 }
@@ -573,10 +580,11 @@ static bool sums_agree(const struct stripe *sp, const struct stripe_src *a,
     return true;
 }
 
-/* Puts every range of buffer i overlapping [lo, hi) back to do, marked as
- * failed with the source that delivered it, and its pieces as not
- * verified.  Only while no source thread runs. */
-static void ranges_redo(struct stripe *sp, size_t i, size_t lo, size_t hi)
+/* Puts every range of buffer i overlapping [lo, hi) back to do, and its
+ * pieces as not verified: pinned to source pin, or (pin < 0) marked as
+ * failed with the source that delivered it.  Only while no source thread
+ * runs. */
+static void ranges_redo(struct stripe *sp, size_t i, size_t lo, size_t hi, int pin)
 {
     struct heal_stage *s = &sp->stage[i];
     for (size_t j = 0; j < sp->n_r; j++) {
@@ -584,7 +592,9 @@ static void ranges_redo(struct stripe *sp, size_t i, size_t lo, size_t hi)
         if (r->buf != i || r->off >= hi || r->off + r->len <= lo || r->state != R_DONE)
             continue;
         r->state = R_TODO;
-        r->tried |= 1u << r->src;
+        if (pin < 0)
+            r->tried |= 1u << r->src;
+        r->pin = pin;
         for (size_t k = r->off / FTI_HEAL_SUM_BYTES; k * FTI_HEAL_SUM_BYTES < r->off + r->len; k++)
             s->ok[k] = false;
     }
@@ -637,15 +647,32 @@ static struct stripe_src *sums_reference(struct stripe *sp)
         src_dead(w, FT_ERR_CHECKSUM);
         for (size_t j = 0; j < sp->n_r; j++)
             if (sp->r[j].state == R_DONE && sp->r[j].src == a)
-                ranges_redo(sp, sp->r[j].buf, sp->r[j].off, sp->r[j].off + sp->r[j].len);
+                ranges_redo(sp, sp->r[j].buf, sp->r[j].off, sp->r[j].off + sp->r[j].len, -1);
     }
     return ref;
 }
 
+/* The source that sent every range of buffer i overlapping [lo, hi), -1
+ * when several did (ranges not aligned to the pieces). */
+static int piece_owner(const struct stripe *sp, size_t i, size_t lo, size_t hi)
+{
+    int owner = -1;
+    for (size_t j = 0; j < sp->n_r; j++) {
+        const struct stripe_range *r = &sp->r[j];
+        if (r->buf != i || r->off >= hi || r->off + r->len <= lo)
+            continue;
+        if (owner >= 0 && r->src != owner)
+            return -1;
+        owner = r->src;
+    }
+    return owner;
+}
+
 /* Verifies the pieces of stage s not verified yet against the reference
  * sums rb: by the frontier's chain (first round) or piece by piece (seeded
- * with the reference's sum of the piece before).  A piece that fails has
- * its ranges done again elsewhere (logged once).  Returns the pieces that
+ * with the reference's sum of the piece before).  A piece that fails
+ * drops its source when one source sent all of it, and is fetched again
+ * whole from one live source (logged once each time).  Returns the pieces that
  * failed; FT_ERR_CHECKSUM (logged) when the source gives no piece sums
  * (one that predates them) and the whole buffer fails. */
 static int verify_stage(struct stripe *sp, size_t i, const Ftmpi__HealBuffer *rb, bool chain_ok,
@@ -678,14 +705,20 @@ static int verify_stage(struct stripe *sp, size_t i, const Ftmpi__HealBuffer *rb
             s->ok[k] = true;
             continue;
         }
-        FTI_WARN("heal: piece %zu of '%s' [%zu, +%zu) fails its checksum; its source is "
-                 "dropped, the piece fetched again from another",
-                 k, s->b->name, lo, n);
-        for (size_t j = 0; j < sp->n_r; j++)
-            if (sp->r[j].buf == i && sp->r[j].off < lo + n && sp->r[j].off + sp->r[j].len > lo)
-                src_dead(&sp->src[sp->r[j].src], FT_ERR_CHECKSUM);
-        ranges_redo(sp, i, lo, lo + n);
+        int owner = piece_owner(sp, i, lo, lo + n);
+        FTI_WARN("heal: piece %zu of '%s' [%zu, +%zu) from %s fails its checksum; fetching it "
+                 "again from another source",
+                 k, s->b->name, lo, n, owner >= 0 ? sp->src[owner].addr : "several sources");
+        if (owner >= 0) /* it alone sent the piece: it sends bad bytes */
+            src_dead(&sp->src[owner], FT_ERR_CHECKSUM);
+        /* the piece again from one source, so that a failure names it */
+        int pin = -1;
+        for (int j = 0; pin < 0 && j < sp->n_src; j++)
+            if (!sp->src[j].dead)
+                pin = j;
+        ranges_redo(sp, i, lo, lo + n, pin);
         (*bad_p)++;
+        sp->refetched++;
     }
     return FT_SUCCESS;
 }
@@ -834,7 +867,7 @@ int fti_heal_stage_multi(fti_heal_h h, const char *const *src_managers, int n_sr
                          fti_heal_staged_h *staged_p, fti_heal_stats_t *stats)
 {
     int64_t t0 = fti_now_ms();
-    fti_heal_stats_t st = {0, 0, 0, "", 0};
+    fti_heal_stats_t st = {0, 0, 0, "", 0, 0};
     struct fti_heal_staged *staged = NULL;
     size_t chunk = opts->chunk_bytes ? opts->chunk_bytes : FTI_HEAL_CHUNK_BYTES;
     struct stripe sp;
@@ -846,6 +879,7 @@ int fti_heal_stage_multi(fti_heal_h h, const char *const *src_managers, int n_sr
     int rc = stripe_init(&sp, h, src_managers, n_src, group_rank, step, opts, deadline_ms);
     if (rc == FT_SUCCESS)
         rc = stripe_fetch(&sp, chunk);
+    st.refetched = sp.refetched;
     for (int j = 0; j < sp.n_src; j++) {
         st.bytes += sp.src[j].bytes;
         st.sources += sp.src[j].bytes > 0;

@@ -42,7 +42,8 @@ struct fti_heal {
     bool sum_thread;   /* sum_tid is to be joined */
     uint64_t sum_for;  /* the generation it sums */
     /* test only (FTMPI_TEST_HEAL_CORRUPT=NAME:OFFSET): the fetch replies
-     * of buffer NAME that cover byte OFFSET carry that byte flipped */
+     * of buffer NAME that cover byte OFFSET carry that byte flipped
+     * (NAME:*, UINT64_MAX here: every reply's first byte) */
     char corrupt_name[FTI_HEAL_MAX_NAME];
     uint64_t corrupt_at;
 };
