@@ -144,7 +144,8 @@ typedef struct fti_heal_stats {
     uint64_t bytes;
     int64_t ms;         /* the whole heal */
     int64_t install_ms; /* of which copying the staged state into place */
-    char source[FTI_ADDRESS_SIZE]; /* heal address of the first source rank */
+    char source[FTI_ADDRESS_SIZE]; /* heal address of the first source rank
+                                    * that delivered bytes (else reached) */
     int sources;        /* sources that delivered bytes */
     int refetched;      /* pieces that failed their checksum, fetched again */
 } fti_heal_stats_t;

@@ -883,9 +883,13 @@ int fti_heal_stage_multi(fti_heal_h h, const char *const *src_managers, int n_sr
     for (int j = 0; j < sp.n_src; j++) {
         st.bytes += sp.src[j].bytes;
         st.sources += sp.src[j].bytes > 0;
-        if (st.source[0] == '\0')
-            fti_strlcpy(st.source, sp.src[j].addr, sizeof(st.source));
     }
+    /* the first source that delivered bytes, else the first one reached */
+    for (int j = 0; j < sp.n_src && st.source[0] == '\0'; j++)
+        if (sp.src[j].bytes > 0)
+            fti_strlcpy(st.source, sp.src[j].addr, sizeof(st.source));
+    for (int j = 0; j < sp.n_src && st.source[0] == '\0'; j++)
+        fti_strlcpy(st.source, sp.src[j].addr, sizeof(st.source));
     if (rc == FT_SUCCESS && (staged = malloc(sizeof(*staged))) == NULL) {
         FTI_ERROR("heal: out of memory keeping the staged copy");
         rc = FT_ERR_NO_MEMORY;
