@@ -118,14 +118,12 @@ ns_setup() {
     [ "$(id -u)" -eq 0 ] || { echo "not root"; return 1; }
     command -v ip >/dev/null && command -v tc >/dev/null || { echo "no ip or tc"; return 1; }
     ip netns add "${NSB}L" 2>&1 || return 1
-    NS_MADE="${NSB}L"
     ip -n "${NSB}L" link set lo up &&
         ip -n "${NSB}L" link add br0 type bridge 2>&1 &&
         ip -n "${NSB}L" addr add "$NET.1/24" dev br0 && ip -n "${NSB}L" link set br0 up || return 1
     for i in 0 1 2; do
         ns=${NSB}S$i
         ip netns add "$ns" 2>&1 || return 1
-        NS_MADE="$NS_MADE $ns"
         ip -n "$ns" link set lo up &&
             ip link add "v$NSB$i" type veth peer name "p$NSB$i" 2>&1 &&
             ip link set "v$NSB$i" netns "$ns" && ip link set "p$NSB$i" netns "${NSB}L" &&
@@ -142,7 +140,7 @@ ns_cleanup() { for ns in $NS_MADE; do ip netns del "$ns" 2>/dev/null; done; }
 if part D; then
     NSB=fts$$
     NET=10.78.$(($$ % 250 + 1))
-    NS_MADE=""
+    NS_MADE="${NSB}L ${NSB}S0 ${NSB}S1 ${NSB}S2" # ns_setup runs in a subshell
     if why=$(ns_setup); then
         NS_SRC=${NSB}S NS_HEALER=${NSB}L HEALER_HOST=$NET.1
         for n in 1 3; do
