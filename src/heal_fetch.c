@@ -535,23 +535,27 @@ static void *stage_populate(void *arg)
     return NULL;
 }
 
-/* Cuts the staged buffers into ranges of chunk bytes. */
+/* Cuts the staged buffers into ranges of chunk bytes (built apart, then
+ * published under the mutex: a source that dies meanwhile reads them). */
 static int ranges_make(struct stripe *sp, size_t chunk)
 {
-    size_t n = 0;
+    size_t n = 0, k = 0;
     for (size_t i = 0; i < sp->n_stage; i++)
         n += (sp->stage[i].b->len + chunk - 1) / chunk;
-    sp->r = calloc(n ? n : 1, sizeof(*sp->r));
-    if (sp->r == NULL) {
+    struct stripe_range *r = calloc(n ? n : 1, sizeof(*r));
+    if (r == NULL) {
         FTI_ERROR("heal: out of memory for %zu ranges", n);
         return FT_ERR_NO_MEMORY;
     }
     for (size_t i = 0; i < sp->n_stage; i++) {
         size_t len = sp->stage[i].b->len;
         for (size_t off = 0; off < len; off += chunk)
-            sp->r[sp->n_r++] = (struct stripe_range){i, off, FTI_MIN(chunk, len - off), R_TODO,
-                                                      -1, 0, -1};
+            r[k++] = (struct stripe_range){i, off, FTI_MIN(chunk, len - off), R_TODO, -1, 0, -1};
     }
+    pthread_mutex_lock(&sp->mu);
+    sp->r = r;
+    sp->n_r = k;
+    pthread_mutex_unlock(&sp->mu);
     return FT_SUCCESS;
 }
 
