@@ -20,13 +20,14 @@
  * NAME that cover byte OFFSET carry that byte flipped (NAME:* every
  * reply's first byte; the memory and the sums stay right).
  *
- * Fetching, in two phases so that a replica group heals as a whole or not
- * at all: fti_heal_stage asks the source group's manager which address
- * serves the same group rank, checks the source's buffers against this
- * rank's registrations (each registered buffer exactly once, same
- * lengths), streams each buffer in chunks into staging memory and verifies
- * its checksum piece by piece on a helper thread while the next chunk
- * streams in; the registered memory is not touched.  The caller then
+ * Fetching (heal_fetch.c), in two phases so that a replica group heals as
+ * a whole or not at all: fti_heal_stage_multi asks each source group's
+ * manager which address serves the same group rank, checks each source's
+ * buffers against this rank's registrations (each registered buffer
+ * exactly once, same lengths), streams disjoint ranges of the buffers from
+ * all sources at once into staging memory and verifies each piece as it
+ * arrives and against the source that sent it; the registered memory is
+ * not touched.  The caller then
  * learns whether every rank of its group staged its copy (ft.c, with the
  * group's decision) and calls fti_heal_install (a local copy that cannot
  * fail) or fti_heal_discard.  fti_heal_fetch is both phases for one rank
