@@ -438,14 +438,16 @@ static struct shared_reply *view_compact(struct quorum_view *v, const char *repl
     Ftmpi__ManagerQuorumResult *msgs = calloc(ws, sizeof(*msgs));
     Ftmpi__ManagerQuorumResult **mp = calloc(ws, sizeof(*mp));
     int64_t(*dst)[FTI_ARRAY_SIZE(res->recover_dst_replica_ranks)] = calloc(ws, sizeof(*dst));
+    char *(*srcs)[2 * FTI_RESULTS_MAX_SRC] = calloc(ws, sizeof(*srcs));
     struct shared_reply *r = NULL;
     int rc = FT_ERR_NO_MEMORY;
-    if (res && msgs && mp && dst) {
+    if (res && msgs && mp && dst && srcs) {
         rc = FT_SUCCESS;
         for (uint64_t g = 0; g < ws && rc == FT_SUCCESS; g++) {
             rc = fti_results_compute_at(v->idx, rank, (int)g, init_sync, &res[g]);
             if (rc == FT_SUCCESS) {
                 fti_results_to_msg(&res[g], dst[g], &msgs[g]);
+                fti_results_to_msg_srcs(&res[g], srcs[g], &msgs[g]);
                 mp[g] = &msgs[g];
             }
         }
@@ -467,6 +469,7 @@ static struct shared_reply *view_compact(struct quorum_view *v, const char *repl
         if (r == NULL)
             rc = FT_ERR_NO_MEMORY;
     }
+    free(srcs);
     free(dst);
     free(mp);
     free(msgs);

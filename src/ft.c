@@ -210,9 +210,10 @@ static int quorum_apply(const Ftmpi__LighthouseQuorumResponse *resp,
     if (fti_ckpt_load_at_start(st.ckpt, res->max_step, st.step, &st.step) == FT_SUCCESS) {
         st.res.heal = false;
         st.res.n_recover_dst = 0;
+        st.res.n_stripe_dst = 0;
         fti_heal_set_step(st.heal, st.step, true);
     }
-    if (st.res.n_recover_dst > 0) /* healers come: copy device state out now (heal.h) */
+    if (st.res.n_stripe_dst > 0) /* healers come: copy device state out now (heal.h) */
         (void)fti_heal_refresh(st.heal);
     log_ctx_update();
     if (changed)
@@ -513,13 +514,13 @@ static int group_decide(int vote, int *decision_p)
  * the group's vote keeps its time. */
 static void wait_healers(void)
 {
-    if (st.latched != FT_SUCCESS || !st.quorum_ok || st.res.heal || st.res.n_recover_dst <= 0)
+    if (st.latched != FT_SUCCESS || !st.quorum_ok || st.res.heal || st.res.n_stripe_dst <= 0)
         return;
-    int w = fti_heal_wait_served(st.heal, st.res.n_recover_dst,
+    int w = fti_heal_wait_served(st.heal, st.res.n_stripe_dst,
                                  fti_now_ms() + st.cfg.timeout_ms / 2);
     if (w != FT_SUCCESS)
         FTI_INFO("FT_Commit: %d healer(s) of this step did not finish copying in time",
-                 st.res.n_recover_dst);
+                 st.res.n_stripe_dst);
 }
 
 /* The durable checkpoint's part of a committed step (ckpt.h).  Its round is

@@ -11,40 +11,10 @@
 #include <time.h>
 
 #include "ftmpi.h"
+#include "heal_int.h"
 #include "log.h"
 #include "proto/ftmpi.pb-c.h"
 #include "util.h"
-
-/* Cap of a manager's CHECKPOINT_METADATA reply. */
-#define HEAL_MANAGER_MAX_REPLY (64u << 10)
-
-struct heal_buf {
-    char name[FTI_HEAL_MAX_NAME];
-    unsigned char *data; /* what is served and summed: user, or copy.mirror */
-    void *user;          /* the registered memory */
-    size_t len;
-    fti_heal_copy_t copy; /* copy_out == NULL: none, data == user */
-    uint64_t mirror_gen;  /* generation the mirror holds; written under both mutexes */
-    /* checksum cache, guarded by the registry's mutex */
-    uint64_t sum;
-    uint64_t sum_gen; /* generation it was computed for; 0 = none */
-};
-
-struct fti_heal {
-    pthread_mutex_t mu;
-    pthread_mutex_t mirror_mu; /* serialises mirror refreshes; taken before mu */
-    pthread_cond_t served_cv; /* CLOCK_MONOTONIC; signalled when served grows */
-    struct heal_buf **bufs;   /* entries never move once registered */
-    size_t n, cap;
-    int64_t step;
-    bool open;
-    uint64_t gen;    /* bumped by every fti_heal_set_step */
-    int served;      /* complete copies handed out in this generation */
-    /* the summing thread (started and joined on the loop thread only) */
-    pthread_t sum_tid;
-    bool sum_thread;   /* sum_tid is to be joined */
-    uint64_t sum_for;  /* the generation it sums */
-};
 
 int fti_heal_create(fti_heal_h *h_p)
 {
@@ -59,6 +29,14 @@ int fti_heal_create(fti_heal_h *h_p)
     pthread_cond_init(&h->served_cv, &ca);
     pthread_condattr_destroy(&ca);
     h->gen = 1;
+    const char *corrupt = getenv("FTMPI_TEST_HEAL_CORRUPT"); /* test only: see heal_int.h */
+    const char *colon = corrupt != NULL ? strrchr(corrupt, ':') : NULL;
+    if (colon != NULL && colon > corrupt && (size_t)(colon - corrupt) < sizeof(h->corrupt_name)) {
+        memcpy(h->corrupt_name, corrupt, (size_t)(colon - corrupt));
+        h->corrupt_at = strcmp(colon + 1, "*") == 0 ? UINT64_MAX : strtoull(colon + 1, NULL, 10);
+        FTI_WARN("heal: FTMPI_TEST_HEAL_CORRUPT: serving byte %" PRIu64 " of '%s' flipped",
+                 h->corrupt_at, h->corrupt_name);
+    }
     *h_p = h;
     return FT_SUCCESS;
 }
@@ -73,6 +51,7 @@ void fti_heal_destroy(fti_heal_h h)
         struct heal_buf *b = h->bufs[i];
         if (b->copy.release != NULL)
             b->copy.release(b->copy.ctx, b->copy.mirror);
+        free(b->piece_sums);
         free(b);
     }
     free(h->bufs);
@@ -108,6 +87,11 @@ int fti_heal_register_copy(fti_heal_h h, const char *name, void *buf, size_t len
     if (b == NULL)
         return FT_ERR_NO_MEMORY;
     fti_strlcpy(b->name, name, sizeof(b->name));
+    b->n_pieces = (len + FTI_HEAL_SUM_BYTES - 1) / FTI_HEAL_SUM_BYTES;
+    if (b->n_pieces > 0 && (b->piece_sums = calloc(b->n_pieces, sizeof(uint64_t))) == NULL) {
+        free(b);
+        return FT_ERR_NO_MEMORY;
+    }
     b->user = buf;
     b->data = copy != NULL ? copy->mirror : buf;
     b->len = len;
@@ -131,8 +115,10 @@ int fti_heal_register_copy(fti_heal_h h, const char *name, void *buf, size_t len
     if (rc == FT_SUCCESS)
         h->bufs[h->n++] = b;
     pthread_mutex_unlock(&h->mu);
-    if (rc != FT_SUCCESS)
+    if (rc != FT_SUCCESS) {
+        free(b->piece_sums);
         free(b);
+    }
     return rc;
 }
 
@@ -282,6 +268,7 @@ static void sum_all(struct fti_heal *h, uint64_t gen)
             sum = heal_sum(b->data, 0);
         for (size_t off = 0; off < b->len; off += FTI_HEAL_SUM_BYTES) {
             sum = fti_checksum64(b->data + off, FTI_MIN(FTI_HEAL_SUM_BYTES, b->len - off), sum);
+            b->piece_sums[off / FTI_HEAL_SUM_BYTES] = sum;
             pthread_mutex_lock(&h->mu);
             bool stale = h->gen != gen;
             pthread_mutex_unlock(&h->mu);
@@ -404,6 +391,9 @@ static void reply_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t want,
             if (b->sum_gen != gen)
                 stale = true;
             hb[i].checksum = b->sum;
+            /* written only by summing, which is done for gen (sums_finish) */
+            hb[i].n_piece_sums = b->n_pieces;
+            hb[i].piece_sums = b->piece_sums;
         }
         hbp[i] = &hb[i];
     }
@@ -445,10 +435,30 @@ static void serve_metadata(struct fti_heal *h, fti_rpc_call_h call, const uint8_
 }
 
 /* Called once the bytes of a fetch reply are sent (or its connection is
- * gone): the registered memory belongs to the application, nothing to do. */
+ * gone): the registered memory belongs to the application, nothing to do;
+ * a corrupted copy (test only) is freed. */
 static void fetch_done(void *arg)
 {
-    (void)arg;
+    free(arg);
+}
+
+/* Test only (FTMPI_TEST_HEAL_CORRUPT): a copy of [ptr, +len), the bytes
+ * of b from offset off, with the chosen byte flipped when it lies inside
+ * (with "*": its first byte);
+ * NULL when it does not (or no memory). */
+static unsigned char *corrupt_copy(const struct fti_heal *h, const struct heal_buf *b,
+                                   const unsigned char *ptr, uint64_t off, uint64_t len)
+{
+    bool all = h->corrupt_at == UINT64_MAX; /* "NAME:*": every reply's first byte */
+    if (h->corrupt_name[0] == '\0' || strcmp(h->corrupt_name, b->name) != 0 || len == 0 ||
+        (!all && (h->corrupt_at < off || h->corrupt_at >= off + len)))
+        return NULL;
+    unsigned char *copy = malloc(len);
+    if (copy != NULL) {
+        memcpy(copy, ptr, len);
+        copy[all ? 0 : h->corrupt_at - off] ^= 0x5a;
+    }
+    return copy;
 }
 
 static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *payload,
@@ -497,7 +507,8 @@ static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *
         FTI_INFO("heal: refused fetch from %s: %s", fti_rpc_call_peer(call), msg);
         fti_rpc_reply_error(call, status, msg);
     } else {
-        fti_rpc_reply_ref(call, ptr, (size_t)req->length, fetch_done, NULL);
+        unsigned char *bad = corrupt_copy(h, b, ptr, req->offset, req->length);
+        fti_rpc_reply_ref(call, bad != NULL ? bad : ptr, (size_t)req->length, fetch_done, bad);
     }
     ftmpi__heal_fetch_request__free_unpacked(req, NULL);
 }
@@ -524,522 +535,3 @@ void fti_heal_handle(fti_heal_h h, fti_rpc_call_h call, uint16_t method, const u
     }
 }
 
-/* ---- fetching (application thread) ------------------------------------- */
-
-/* Maps a failure of the source onto the codes heal reports. */
-static int heal_code(int rc)
-{
-    switch (rc) {
-    case FT_SUCCESS:
-    case FT_ERR_TIMEOUT:
-    case FT_ERR_CHECKSUM:
-    case FT_ERR_ARG:
-    case FT_ERR_NO_MEMORY:
-        return rc;
-    default:
-        return FT_ERR_PROC_FAILED;
-    }
-}
-
-/* Asks the source's manager for the heal address of group_rank. */
-static int heal_address(const char *src_manager, int group_rank, const fti_heal_opts_t *o,
-                        int64_t deadline_ms, char *addr, size_t addrlen)
-{
-    fti_rpc_client_h c = NULL;
-    int rc = fti_rpc_client_create(src_manager, o->connect_timeout_ms, HEAL_MANAGER_MAX_REPLY,
-                                   &c);
-    if (rc != FT_SUCCESS) {
-        FTI_WARN("heal: bad source manager address '%s'", src_manager);
-        return rc;
-    }
-    Ftmpi__CheckpointMetadataRequest req = FTMPI__CHECKPOINT_METADATA_REQUEST__INIT;
-    Ftmpi__CheckpointMetadataResponse *resp = NULL;
-    req.group_rank = group_rank;
-    rc = fti_rpc_call_msg(c, FTMPI__METHOD__MANAGER_CHECKPOINT_METADATA, &req.base,
-                          &ftmpi__checkpoint_metadata_response__descriptor,
-                          fti_ms_left(deadline_ms), (ProtobufCMessage **)&resp);
-    fti_rpc_client_destroy(c);
-    if (rc != FT_SUCCESS) {
-        FTI_WARN("heal: manager %s did not give the heal address of group rank %d: %s",
-                 src_manager, group_rank, FT_Error_string(rc));
-        return rc;
-    }
-    if (resp->heal_address == NULL || resp->heal_address[0] == '\0' ||
-        fti_strlcpy(addr, resp->heal_address, addrlen) != 0) {
-        FTI_WARN("heal: manager %s sent an unusable heal address", src_manager);
-        rc = FT_ERR_BAD_MESSAGE;
-    }
-    ftmpi__checkpoint_metadata_response__free_unpacked(resp, NULL);
-    return rc;
-}
-
-/* Checks the source's buffers against ours: every registered buffer
- * exactly once, under its name and with its length, and nothing else.  A
- * repeated name is refused (else one registered buffer would never be
- * copied while the step advances).  Mutex held. */
-static int heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, const char *src)
-{
-    if (m->n_buffers != h->n) {
-        FTI_ERROR("heal: %s has %zu buffers registered, this rank %zu", src, m->n_buffers, h->n);
-        return FT_ERR_ARG;
-    }
-    if (h->n == 0)
-        return FT_SUCCESS;
-    bool *seen = calloc(h->n, sizeof(*seen));
-    if (seen == NULL) {
-        FTI_ERROR("heal: out of memory checking %zu buffers", h->n);
-        return FT_ERR_NO_MEMORY;
-    }
-    int rc = FT_SUCCESS;
-    for (size_t i = 0; rc == FT_SUCCESS && i < m->n_buffers; i++) {
-        const Ftmpi__HealBuffer *sb = m->buffers[i];
-        const char *name = sb != NULL && sb->name != NULL ? sb->name : "";
-        size_t k = 0;
-        while (k < h->n && strcmp(h->bufs[k]->name, name) != 0)
-            k++;
-        if (k == h->n) {
-            FTI_ERROR("heal: %s's buffer '%.255s' is not registered here", src, name);
-            rc = FT_ERR_ARG;
-        } else if (seen[k]) {
-            FTI_ERROR("heal: %s names buffer '%s' twice in its metadata", src, name);
-            rc = FT_ERR_ARG;
-        } else if (sb->length != h->bufs[k]->len) {
-            FTI_ERROR("heal: buffer '%s' has %" PRIu64 " bytes at %s, %zu here", name, sb->length,
-                      src, h->bufs[k]->len);
-            rc = FT_ERR_ARG;
-        }
-        if (rc == FT_SUCCESS)
-            seen[k] = true;
-    }
-    free(seen);
-    return rc;
-}
-
-/* Verifies a buffer piece by piece on its own thread while the fetch
- * goes on: the fetching thread publishes how many bytes have arrived
- * (verifier_advance), the verifier sums each complete piece of
- * FTI_HEAL_SUM_BYTES as soon as it is there, so only the last piece is
- * summed after the transfer. */
-struct verifier {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    const unsigned char *data;
-    size_t len;
-    size_t avail;  /* bytes arrived, guarded by mu */
-    bool stop;     /* the fetch failed, guarded by mu */
-    uint64_t sum;  /* result, read after the join */
-};
-
-static void *verifier_main(void *arg)
-{
-    struct verifier *v = arg;
-    uint64_t sum = 0;
-    size_t pos = 0;
-    if (v->len == 0)
-        sum = fti_checksum64(v->data, 0, 0);
-    while (pos < v->len) {
-        size_t end = pos + FTI_MIN(FTI_HEAL_SUM_BYTES, v->len - pos);
-        pthread_mutex_lock(&v->mu);
-        while (v->avail < end && !v->stop)
-            pthread_cond_wait(&v->cv, &v->mu);
-        bool stop = v->stop;
-        pthread_mutex_unlock(&v->mu);
-        if (stop)
-            break;
-        sum = fti_checksum64(v->data + pos, end - pos, sum);
-        pos = end;
-    }
-    v->sum = sum;
-    return NULL;
-}
-
-static void verifier_advance(struct verifier *v, size_t avail, bool stop)
-{
-    pthread_mutex_lock(&v->mu);
-    v->avail = avail;
-    v->stop = stop;
-    pthread_cond_signal(&v->cv);
-    pthread_mutex_unlock(&v->mu);
-}
-
-/* One buffer of a heal: the registered buffer it is for and the staging
- * memory its bytes stream into (stage_alloc, released by stage_free). */
-struct heal_stage {
-    struct heal_buf *b;
-    unsigned char *data; /* b->len bytes; NULL when b->len == 0 */
-    bool mapped;         /* data is an anonymous mapping, else malloc'ed */
-    uint64_t sum;        /* computed here over data */
-};
-
-/* Staging buffers from this size on are mapped with their pages populated
- * at once: faulting them in one by one inside the socket reads made a heal
- * of 512 MiB twice as slow as without staging. */
-#define HEAL_STAGE_MAP_BYTES ((size_t)1 << 20)
-
-/* Fetches [0, s->b->len) in chunks of `chunk` bytes into s->data; *v (may
- * be NULL) is told as the bytes arrive.  Logs its failure. */
-static int fetch_chunks(fti_rpc_client_h c, struct heal_stage *s, int64_t step, size_t chunk,
-                        int64_t deadline_ms, uint64_t *bytes, struct verifier *v)
-{
-    const struct heal_buf *b = s->b;
-    for (size_t off = 0; off < b->len;) {
-        size_t n = FTI_MIN(chunk, b->len - off);
-        int left = fti_ms_left(deadline_ms);
-        if (left <= 0) {
-            FTI_WARN("heal: deadline passed fetching '%s' from %s (%zu of %zu bytes)", b->name,
-                     fti_rpc_client_address(c), off, b->len);
-            return FT_ERR_TIMEOUT;
-        }
-        Ftmpi__HealFetchRequest req = FTMPI__HEAL_FETCH_REQUEST__INIT;
-        req.name = (char *)b->name;
-        req.offset = off;
-        req.length = n;
-        req.step = step;
-        /* a name of at most FTI_HEAL_MAX_NAME bytes plus four small fields */
-        uint8_t rbuf[FTI_HEAL_MAX_NAME + 64];
-        size_t rlen = ftmpi__heal_fetch_request__get_packed_size(&req);
-        if (rlen > sizeof(rbuf)) {
-            FTI_ERROR("heal: fetch request of '%s' packs to %zu bytes", b->name, rlen);
-            return FT_ERR_INTERNAL;
-        }
-        ftmpi__heal_fetch_request__pack(&req, rbuf);
-        int rc = fti_rpc_call_into(c, FTMPI__METHOD__HEAL_FETCH, rbuf, rlen, left, s->data + off,
-                                   n);
-        if (rc != FT_SUCCESS) {
-            FTI_WARN("heal: fetching '%s' [%zu, +%zu) from %s failed: %s", b->name, off, n,
-                     fti_rpc_client_address(c), FT_Error_string(rc));
-            return rc;
-        }
-        off += n;
-        *bytes += n;
-        if (v != NULL)
-            verifier_advance(v, off, false);
-    }
-    return FT_SUCCESS;
-}
-
-/* Fetches one buffer into its staging memory and computes its checksum
- * into s->sum (piece by piece on a helper thread while the next chunks
- * stream in, for a buffer of more than one piece). */
-static int heal_buffer(fti_rpc_client_h c, struct heal_stage *s, int64_t step, size_t chunk,
-                       int64_t deadline_ms, uint64_t *bytes)
-{
-    struct verifier v = {.data = s->data, .len = s->b->len};
-    pthread_t tid;
-    bool threaded = false;
-    if (s->b->len > FTI_HEAL_SUM_BYTES) {
-        pthread_mutex_init(&v.mu, NULL);
-        pthread_cond_init(&v.cv, NULL);
-        threaded = pthread_create(&tid, NULL, verifier_main, &v) == 0;
-        if (!threaded) {
-            pthread_cond_destroy(&v.cv);
-            pthread_mutex_destroy(&v.mu);
-        }
-    }
-    int rc = fetch_chunks(c, s, step, chunk, deadline_ms, bytes, threaded ? &v : NULL);
-    if (threaded) {
-        if (rc != FT_SUCCESS)
-            verifier_advance(&v, v.avail, true);
-        pthread_join(tid, NULL);
-        pthread_cond_destroy(&v.cv);
-        pthread_mutex_destroy(&v.mu);
-        s->sum = v.sum;
-    } else if (rc == FT_SUCCESS) {
-        s->sum = heal_sum(s->data, s->b->len);
-    }
-    return rc;
-}
-
-/* Asks the source for the checksums it deferred (the call that completes
- * the copy); *resp_p is freed with
- * ftmpi__heal_metadata_response__free_unpacked. */
-static int heal_sums(fti_rpc_client_h c, int64_t step, int64_t deadline_ms,
-                     Ftmpi__HealMetadataResponse **resp_p)
-{
-    Ftmpi__HealFetchRequest req = FTMPI__HEAL_FETCH_REQUEST__INIT;
-    req.step = step;
-    req.sums = true;
-    int rc = fti_rpc_call_msg(c, FTMPI__METHOD__HEAL_FETCH, &req.base,
-                              &ftmpi__heal_metadata_response__descriptor,
-                              fti_ms_left(deadline_ms), (ProtobufCMessage **)resp_p);
-    if (rc != FT_SUCCESS)
-        FTI_WARN("heal: checksums of step %" PRId64 " from %s failed: %s", step,
-                 fti_rpc_client_address(c), FT_Error_string(rc));
-    return rc;
-}
-
-/* Compares the sums computed here (stage[i] for m->buffers[i]) with the
- * source's (s: the checksum reply, or m itself): s must list exactly m's
- * buffers. */
-static int heal_verify(fti_rpc_client_h c, const Ftmpi__HealMetadataResponse *m,
-                       const Ftmpi__HealMetadataResponse *s, const struct heal_stage *stage)
-{
-    if (s->n_buffers != m->n_buffers) {
-        FTI_WARN("heal: %s sent %zu checksums for %zu buffers", fti_rpc_client_address(c),
-                 s->n_buffers, m->n_buffers);
-        return FT_ERR_PROC_FAILED;
-    }
-    for (size_t i = 0; i < m->n_buffers; i++) {
-        const char *name = m->buffers[i]->name;
-        const Ftmpi__HealBuffer *sb = NULL;
-        for (size_t j = 0; j < s->n_buffers && sb == NULL; j++)
-            if (s->buffers[j] && s->buffers[j]->name && strcmp(s->buffers[j]->name, name) == 0)
-                sb = s->buffers[j];
-        if (sb == NULL || sb->length != m->buffers[i]->length) {
-            FTI_WARN("heal: %s sent checksums of other buffers ('%s')", fti_rpc_client_address(c),
-                     name);
-            return FT_ERR_PROC_FAILED;
-        }
-        if (sb->checksum != stage[i].sum) {
-            FTI_ERROR("heal: buffer '%s' from %s fails its checksum (%016" PRIx64
-                      " != %016" PRIx64 ")",
-                      name, fti_rpc_client_address(c), stage[i].sum, sb->checksum);
-            return FT_ERR_CHECKSUM;
-        }
-    }
-    return FT_SUCCESS;
-}
-
-static void stage_free(struct heal_stage *stage, size_t n)
-{
-    for (size_t i = 0; stage != NULL && i < n; i++) {
-        if (stage[i].mapped)
-            munmap(stage[i].data, stage[i].b->len);
-        else
-            free(stage[i].data);
-    }
-    free(stage);
-}
-
-/* Staging memory for s->b (none for an empty buffer). */
-static bool stage_one(struct heal_stage *s)
-{
-    size_t len = s->b->len;
-    if (len >= HEAL_STAGE_MAP_BYTES) {
-        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                       -1, 0);
-        if (p == MAP_FAILED)
-            return false;
-        s->data = p;
-        s->mapped = true;
-    } else if (len > 0) {
-        s->data = malloc(len);
-    }
-    return len == 0 || s->data != NULL;
-}
-
-/* Staging memory for every buffer m lists (checked by heal_check), in m's
- * order: the whole state once more, for the time of one heal.  Release
- * with stage_free(*stage_p, m->n_buffers). */
-static int stage_alloc(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m,
-                       struct heal_stage **stage_p)
-{
-    size_t n = m->n_buffers;
-    struct heal_stage *stage = calloc(n ? n : 1, sizeof(*stage));
-    uint64_t total = 0;
-    bool ok = stage != NULL;
-    pthread_mutex_lock(&h->mu);
-    for (size_t i = 0; ok && i < n; i++) {
-        stage[i].b = find_locked(h, m->buffers[i]->name);
-        total += stage[i].b->len;
-        ok = stage_one(&stage[i]);
-    }
-    pthread_mutex_unlock(&h->mu);
-    if (!ok) {
-        FTI_ERROR("heal: no memory to stage %zu buffers (%" PRIu64 " bytes so far): %m", n, total);
-        stage_free(stage, n);
-        return FT_ERR_NO_MEMORY;
-    }
-    *stage_p = stage;
-    return FT_SUCCESS;
-}
-
-/* Installs a complete, verified copy: closes serving (the old state is
- * about to change: requests for it are refused from now on and a summing
- * thread drops its work), then copies each staged buffer into the
- * registered memory (copy_in for a mirrored one).  Only a copy_in can
- * fail: its code, logged here. */
-static int heal_install(struct fti_heal *h, const struct heal_stage *stage, size_t n)
-{
-    pthread_mutex_lock(&h->mu);
-    h->open = false;
-    h->gen++;
-    h->served = 0;
-    pthread_mutex_unlock(&h->mu);
-    for (size_t i = 0; i < n; i++) {
-        const struct heal_buf *b = stage[i].b;
-        if (b->len == 0)
-            continue;
-        if (b->copy.copy_in == NULL) {
-            memcpy(b->user, stage[i].data, b->len);
-            continue;
-        }
-        int rc = b->copy.copy_in(b->copy.ctx, b->user, stage[i].data, b->len);
-        if (rc != FT_SUCCESS) {
-            FTI_ERROR("heal: installing '%s' (%zu bytes) failed: %s; this rank's state is "
-                      "partly overwritten",
-                      b->name, b->len, FT_Error_string(rc));
-            return rc;
-        }
-    }
-    return FT_SUCCESS;
-}
-
-/* The source of a heal: the address of the rank serving group_rank (into
- * st->source), a client for it (*c_p, destroyed by the caller also on
- * failure) and its metadata for `step`, checked against the registrations
- * (*m_p, freed with ftmpi__heal_metadata_response__free_unpacked). */
-static int heal_open(struct fti_heal *h, const char *src_manager, int group_rank, int64_t step,
-                     const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_stats_t *st,
-                     fti_rpc_client_h *c_p, Ftmpi__HealMetadataResponse **m_p)
-{
-    Ftmpi__HealMetadataResponse *m = NULL;
-    int rc = heal_address(src_manager, group_rank, opts, deadline_ms, st->source,
-                          sizeof(st->source));
-    if (rc == FT_SUCCESS) {
-        rc = fti_rpc_client_create(st->source, opts->connect_timeout_ms, opts->max_reply, c_p);
-        if (rc != FT_SUCCESS) {
-            FTI_WARN("heal: unusable heal address '%s' of the source", st->source);
-            rc = rc == FT_ERR_NO_MEMORY ? rc : FT_ERR_PROC_FAILED;
-        }
-    }
-    if (rc != FT_SUCCESS)
-        return rc;
-    Ftmpi__HealMetadataRequest req = FTMPI__HEAL_METADATA_REQUEST__INIT;
-    req.step = step;
-    rc = fti_rpc_call_msg(*c_p, FTMPI__METHOD__HEAL_METADATA, &req.base,
-                          &ftmpi__heal_metadata_response__descriptor, fti_ms_left(deadline_ms),
-                          (ProtobufCMessage **)&m);
-    if (rc != FT_SUCCESS) {
-        FTI_WARN("heal: metadata of step %" PRId64 " from %s failed: %s", step, st->source,
-                 FT_Error_string(rc));
-        return rc;
-    }
-    if (m->step != step) {
-        FTI_WARN("heal: %s sent the metadata of step %" PRId64 ", not %" PRId64, st->source,
-                 m->step, step);
-        rc = FT_ERR_PROC_FAILED;
-    } else {
-        /* registrations happen on this thread: the list cannot change now */
-        pthread_mutex_lock(&h->mu);
-        rc = heal_check(h, m, st->source);
-        pthread_mutex_unlock(&h->mu);
-    }
-    if (rc != FT_SUCCESS) {
-        ftmpi__heal_metadata_response__free_unpacked(m, NULL);
-        return rc;
-    }
-    *m_p = m;
-    return FT_SUCCESS;
-}
-
-/* A complete, verified copy waiting for fti_heal_install (see heal.h). */
-struct fti_heal_staged {
-    struct heal_stage *stage; /* n entries, in the source's metadata order */
-    size_t n;
-};
-
-/* Fetches and verifies every buffer of m into staging memory (*stage_p,
- * released with stage_free(*stage_p, m->n_buffers), also set on failure
- * when it was allocated). */
-static int heal_fetch_all(struct fti_heal *h, fti_rpc_client_h c,
-                          const Ftmpi__HealMetadataResponse *m, int64_t step, size_t chunk,
-                          int64_t deadline_ms, uint64_t *bytes, struct heal_stage **stage_p)
-{
-    int rc = stage_alloc(h, m, stage_p);
-    struct heal_stage *stage = *stage_p;
-    for (size_t i = 0; rc == FT_SUCCESS && i < m->n_buffers; i++)
-        rc = heal_buffer(c, &stage[i], step, chunk, deadline_ms, bytes);
-    if (rc == FT_SUCCESS && m->sums_deferred) {
-        Ftmpi__HealMetadataResponse *s = NULL;
-        rc = heal_sums(c, step, deadline_ms, &s);
-        if (rc == FT_SUCCESS) {
-            rc = heal_verify(c, m, s, stage);
-            ftmpi__heal_metadata_response__free_unpacked(s, NULL);
-        }
-    } else if (rc == FT_SUCCESS) {
-        rc = heal_verify(c, m, m, stage);
-    }
-    return rc;
-}
-
-int fti_heal_stage(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
-                   const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_staged_h *staged_p,
-                   fti_heal_stats_t *stats)
-{
-    int64_t t0 = fti_now_ms();
-    fti_heal_stats_t st = {0, 0, 0, ""};
-    fti_rpc_client_h c = NULL;
-    Ftmpi__HealMetadataResponse *m = NULL;
-    struct heal_stage *stage = NULL;
-    struct fti_heal_staged *staged = NULL;
-    size_t chunk = opts->chunk_bytes ? opts->chunk_bytes : FTI_HEAL_CHUNK_BYTES;
-
-    int rc = heal_open(h, src_manager, group_rank, step, opts, deadline_ms, &st, &c, &m);
-    if (rc == FT_SUCCESS)
-        rc = heal_fetch_all(h, c, m, step, chunk, deadline_ms, &st.bytes, &stage);
-    fti_rpc_client_destroy(c);
-    if (rc == FT_SUCCESS && (staged = malloc(sizeof(*staged))) == NULL) {
-        FTI_ERROR("heal: out of memory keeping the staged copy");
-        rc = FT_ERR_NO_MEMORY;
-    }
-    if (rc == FT_SUCCESS) {
-        *staged = (struct fti_heal_staged){stage, m->n_buffers};
-        stage = NULL;
-    }
-    if (m != NULL) {
-        stage_free(stage, m->n_buffers);
-        ftmpi__heal_metadata_response__free_unpacked(m, NULL);
-    }
-    rc = heal_code(rc);
-    st.ms = fti_now_ms() - t0;
-    if (rc == FT_SUCCESS) {
-        FTI_DEBUG("heal: step %" PRId64 " staged from %s: %" PRIu64 " bytes in %" PRId64 " ms",
-                  step, st.source, st.bytes, st.ms);
-        *staged_p = staged;
-    }
-    if (stats != NULL)
-        *stats = st;
-    return rc;
-}
-
-int64_t fti_heal_install(fti_heal_h h, fti_heal_staged_h staged)
-{
-    int64_t t0 = fti_now_ms();
-    int rc = heal_install(h, staged->stage, staged->n);
-    fti_heal_discard(staged);
-    return rc != FT_SUCCESS ? (int64_t)rc : fti_now_ms() - t0;
-}
-
-void fti_heal_discard(fti_heal_staged_h staged)
-{
-    if (staged == NULL)
-        return;
-    stage_free(staged->stage, staged->n);
-    free(staged);
-}
-
-int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
-                   const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_stats_t *stats)
-{
-    int64_t t0 = fti_now_ms();
-    fti_heal_staged_h staged = NULL;
-    fti_heal_stats_t st;
-    int rc = fti_heal_stage(h, src_manager, group_rank, step, opts, deadline_ms, &staged, &st);
-    if (rc == FT_SUCCESS) {
-        st.install_ms = fti_heal_install(h, staged);
-        if (st.install_ms < 0) {
-            rc = (int)st.install_ms;
-            st.install_ms = 0;
-        }
-    }
-    if (rc == FT_SUCCESS) {
-        st.ms = fti_now_ms() - t0;
-        FTI_INFO("heal: step %" PRId64 " healed from %s: %" PRIu64 " bytes in %" PRId64
-                 " ms (install %" PRId64 " ms)",
-                 step, st.source, st.bytes, st.ms, st.install_ms);
-    }
-    if (stats != NULL)
-        *stats = st;
-    return rc;
-}

@@ -13,15 +13,21 @@
  * stream, and cached; the metadata says sums_deferred and the healer asks
  * for them after its last fetch (HealFetchRequest.sums).  Fetch replies
  * are the raw bytes of [offset, offset+length), sent zero-copy from the
- * registered memory.
+ * registered memory.  The checksum reply also carries each buffer's
+ * chained sum after every piece (piece_sums), so that a healer striping
+ * over several sources can verify each piece alone.  Test only:
+ * FTMPI_TEST_HEAL_CORRUPT=NAME:OFFSET makes the fetch replies of buffer
+ * NAME that cover byte OFFSET carry that byte flipped (NAME:* every
+ * reply's first byte; the memory and the sums stay right).
  *
- * Fetching, in two phases so that a replica group heals as a whole or not
- * at all: fti_heal_stage asks the source group's manager which address
- * serves the same group rank, checks the source's buffers against this
- * rank's registrations (each registered buffer exactly once, same
- * lengths), streams each buffer in chunks into staging memory and verifies
- * its checksum piece by piece on a helper thread while the next chunk
- * streams in; the registered memory is not touched.  The caller then
+ * Fetching (heal_fetch.c), in two phases so that a replica group heals as
+ * a whole or not at all: fti_heal_stage_multi asks each source group's
+ * manager which address serves the same group rank, checks each source's
+ * buffers against this rank's registrations (each registered buffer
+ * exactly once, same lengths), streams disjoint ranges of the buffers from
+ * all sources at once into staging memory and verifies each piece as it
+ * arrives and against the source that sent it; the registered memory is
+ * not touched.  The caller then
  * learns whether every rank of its group staged its copy (ft.c, with the
  * group's decision) and calls fti_heal_install (a local copy that cannot
  * fail) or fti_heal_discard.  fti_heal_fetch is both phases for one rank
@@ -58,6 +64,9 @@
  * bytes (each piece's sum is the seed of the next); part of the wire
  * contract between source and healer. */
 #define FTI_HEAL_SUM_BYTES ((size_t)8 << 20)
+
+/* The most sources one heal stripes over. */
+#define FTI_HEAL_MAX_SOURCES 32
 
 typedef struct fti_heal *fti_heal_h;
 
@@ -136,7 +145,10 @@ typedef struct fti_heal_stats {
     uint64_t bytes;
     int64_t ms;         /* the whole heal */
     int64_t install_ms; /* of which copying the staged state into place */
-    char source[FTI_ADDRESS_SIZE]; /* heal address of the source rank */
+    char source[FTI_ADDRESS_SIZE]; /* heal address of the first source rank
+                                    * that delivered bytes (else reached) */
+    int sources;        /* sources that delivered bytes */
+    int refetched;      /* pieces that failed their checksum, fetched again */
 } fti_heal_stats_t;
 
 /* A complete, verified copy of a source's state in staging memory (as
@@ -166,6 +178,28 @@ typedef struct fti_heal_staged *fti_heal_staged_h;
 int fti_heal_stage(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
                    const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_staged_h *staged_p,
                    fti_heal_stats_t *stats);
+
+/* fti_heal_stage striped over n_src sources (1..FTI_HEAL_MAX_SOURCES:
+ * src_managers[j] is the manager of source group j, the primary first).
+ * The state is cut into ranges of opts->chunk_bytes; one thread per
+ * source (one connection each) opens its source (heal address, metadata:
+ * the step and the buffers' names and lengths must be this rank's, else
+ * the source is dropped, logged once) and fetches the next range nobody
+ * has, so the sources share the ranges by their speed.  A source that
+ * fails (connection closed, error reply, deadline) is dropped and its
+ * range fetched from another.  Each buffer's pieces are summed in order
+ * as they arrive; after the last range every live source sends its
+ * checksums, chained over the pieces (HealBuffer.piece_sums): the live
+ * sources must agree (the odd one is dropped and its ranges fetched
+ * again), and a piece that fails its sum drops the source that sent it
+ * and is fetched from another.  Fails only when some range could not be
+ * fetched and verified from any source, with the gravest code a source
+ * gave (FT_ERR_NO_MEMORY, FT_ERR_ARG, FT_ERR_CHECKSUM, FT_ERR_TIMEOUT,
+ * else FT_ERR_PROC_FAILED).  With one source it is fti_heal_stage exactly.
+ * A source counts this healer served once it sent its checksums. */
+int fti_heal_stage_multi(fti_heal_h h, const char *const *src_managers, int n_src, int group_rank,
+                         int64_t step, const fti_heal_opts_t *opts, int64_t deadline_ms,
+                         fti_heal_staged_h *staged_p, fti_heal_stats_t *stats);
 
 /* Phase 2, the group agreed: closes serving (the old state is about to
  * change: requests for it are refused from now on), copies every staged

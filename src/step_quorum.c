@@ -288,8 +288,15 @@ int fti_step_heal(struct fti_step *s)
     fti_heal_stats_t hs;
     fti_heal_staged_h staged = NULL;
     int64_t t0 = fti_now_ms(), deadline = t0 + s->cfg.heal_timeout_ms, win = s->cfg.timeout_ms;
-    int rc = fti_heal_stage(s->heal, s->res.recover_src_manager_address, s->group_rank,
-                            s->res.max_step, &o, deadline, &staged, &hs);
+    /* striped over every source the results list (the primary alone from
+     * a lighthouse that lists none) */
+    const char *srcs[FTI_RESULTS_MAX_SRC];
+    int n_src = s->res.n_recover_src > 0 ? s->res.n_recover_src : 1;
+    srcs[0] = s->res.recover_src_manager_address;
+    for (int j = 1; j < n_src; j++)
+        srcs[j] = s->res.recover_src_manager_addresses[j];
+    int rc = fti_heal_stage_multi(s->heal, srcs, n_src, s->group_rank, s->res.max_step, &o,
+                                  deadline, &staged, &hs);
     int decision = FT_ERR_ABORTED;
     int drc = fti_group_decide(s->group, rc == FT_SUCCESS, deadline + win, deadline + 2 * win,
                                &decision);
@@ -321,10 +328,10 @@ int fti_step_heal(struct fti_step *s)
                   FT_Error_string(decision), s->step);
         return rc;
     }
-    FTI_INFO("healed step %" PRId64 " from %s (%s): %" PRIu64 " bytes in %" PRId64
-             " ms (install %" PRId64 " ms)",
-             s->res.max_step, s->res.recover_src_replica_id, hs.source, hs.bytes, hs.ms,
-             hs.install_ms);
+    FTI_INFO("healed step %" PRId64 " from %s (%s) and %d other source(s): %" PRIu64
+             " bytes in %" PRId64 " ms (install %" PRId64 " ms)",
+             s->res.max_step, s->res.recover_src_replica_id, hs.source,
+             hs.sources > 0 ? hs.sources - 1 : 0, hs.bytes, hs.ms, hs.install_ms);
     s->step = s->res.max_step;
     s->heals++;
     s->heal_bytes += (int64_t)hs.bytes;

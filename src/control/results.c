@@ -104,10 +104,12 @@ static int scan_members(const Ftmpi__QuorumMember **m, int n, const char *replic
 /* The heal sources: heal_src[i] = the source's replica rank for a healing
  * member i, -1 for an up-to-date one; the k-th healing member takes
  * up[(k + group_rank) % n_up].  Records r's destinations (r->replica_rank
- * serving).  up: scratch of n entries. */
-static void assign_sources(const Ftmpi__QuorumMember **m, int n, int64_t max_step, int primary,
-                           bool force, int group_rank, int *heal_src, int *up,
-                           fti_quorum_result_t *r)
+ * serving).  up: scratch of n entries, left holding the up-to-date
+ * members; returns their count, *n_heal_p the healing members' and *k_p
+ * r's index among the healing ones (-1 if up to date). */
+static int assign_sources(const Ftmpi__QuorumMember **m, int n, int64_t max_step, int primary,
+                          bool force, int group_rank, int *heal_src, int *up,
+                          fti_quorum_result_t *r, int *n_heal_p, int *k_p)
 {
     int n_up = 0;
     for (int i = 0; i < n; i++) {
@@ -118,15 +120,59 @@ static void assign_sources(const Ftmpi__QuorumMember **m, int n, int64_t max_ste
     }
     /* n_up >= 1: the primary never heals */
     int k = 0;
+    *k_p = -1;
     for (int i = 0; i < n; i++) {
         if (heal_src[i] != -2)
             continue;
         int src = up[(int)(((int64_t)k + group_rank) % n_up)];
         heal_src[i] = src;
+        if (i == r->replica_rank)
+            *k_p = k;
         k++;
         if (src == r->replica_rank && r->n_recover_dst < FTI_RESULTS_MAX_DST)
             r->recover_dst_replica_ranks[r->n_recover_dst++] = i;
     }
+    *n_heal_p = k;
+    return n_up;
+}
+
+/* Striped healing: the healing member k (index among the healing ones)
+ * stripes over up[(k + group_rank + j) % n_up], j < min(n_up,
+ * FTI_RESULTS_MAX_SRC): its primary first.  Fills r's source lists;
+ * FT_ERR_ARG when an id or address does not fit. */
+static int set_stripe_sources(fti_quorum_result_t *r, const Ftmpi__QuorumMember **m,
+                              const int *up, int n_up, int k, int group_rank)
+{
+    int n_src = FTI_MIN(n_up, FTI_RESULTS_MAX_SRC);
+    int first = (int)(((int64_t)k + group_rank) % n_up);
+    for (int j = 0; j < n_src; j++) {
+        const Ftmpi__QuorumMember *s = m[up[(first + j) % n_up]];
+        if (!fits(s->address, FTI_ADDRESS_SIZE) || !fits(s->replica_id, FTI_REPLICA_ID_SIZE))
+            return FT_ERR_ARG; /* the primary's check logged it */
+        fti_strlcpy(r->recover_src_manager_addresses[j], s->address, FTI_ADDRESS_SIZE);
+        fti_strlcpy(r->recover_src_replica_ids[j], s->replica_id, FTI_REPLICA_ID_SIZE);
+    }
+    r->n_recover_src = n_src;
+    return FT_SUCCESS;
+}
+
+/* How many of n_heal healing members stripe from the up-to-date member at
+ * index pos of up (see set_stripe_sources): those k whose first source
+ * (k + group_rank) % n_up lies within the S = min(n_up,
+ * FTI_RESULTS_MAX_SRC) places before pos, in O(S). */
+static int stripe_dst_count(int pos, int group_rank, int n_up, int n_heal)
+{
+    int n_src = FTI_MIN(n_up, FTI_RESULTS_MAX_SRC);
+    if (n_src == n_up)
+        return n_heal;
+    int count = 0;
+    for (int j = 0; j < n_src; j++) {
+        /* k = rho (mod n_up) */
+        int rho = (int)((((int64_t)pos - j - group_rank) % n_up + n_up) % n_up);
+        if (rho < n_heal)
+            count += (n_heal - 1 - rho) / n_up + 1;
+    }
+    return count;
 }
 
 /* Copies the store address into r; FT_ERR_ARG (logged) when too long. */
@@ -171,15 +217,20 @@ static int compute_sorted(const Ftmpi__QuorumMember **m, int n, int64_t quorum_i
     }
     r.max_world_size = n_max;
     const char *store = m[up[group_rank % n_max]]->store_address;
-    int primary = up[0];
-    assign_sources(m, n, r.max_step, primary, init_sync && r.max_step == 0, group_rank, heal_src,
-                   up, &r);
+    int primary = up[0], n_heal = 0, k = -1;
+    int n_up = assign_sources(m, n, r.max_step, primary, init_sync && r.max_step == 0,
+                              group_rank, heal_src, up, &r, &n_heal, &k);
     int rc = set_store(&r, store);
     int src = heal_src[r.replica_rank];
     if (rc == FT_SUCCESS && src >= 0)
         rc = set_heal_source(&r, m[src], src, quorum_id);
+    if (rc == FT_SUCCESS && src >= 0)
+        rc = set_stripe_sources(&r, m, up, n_up, k, group_rank);
     if (rc != FT_SUCCESS)
         return rc;
+    for (int pos = 0; src < 0 && pos < n_up; pos++)
+        if (up[pos] == r.replica_rank)
+            r.n_stripe_dst = stripe_dst_count(pos, group_rank, n_up, n_heal);
     r.participants = n;
     r.spare = false;
     *res_p = r;
@@ -352,6 +403,8 @@ int fti_results_compute_at(fti_results_index_h x, int replica_rank, int group_ra
         int src = h->up[(int)(((int64_t)k + group_rank) % h->n_up)];
         const Ftmpi__QuorumMember *s = m[src];
         int hrc = set_heal_source(&r, s, src, x->q->quorum_id);
+        if (hrc == FT_SUCCESS)
+            hrc = set_stripe_sources(&r, m, h->up, h->n_up, k, group_rank);
         if (hrc != FT_SUCCESS)
             return hrc;
     } else {
@@ -362,6 +415,7 @@ int fti_results_compute_at(fti_results_index_h x, int replica_rank, int group_ra
                          r.n_recover_dst < FTI_RESULTS_MAX_DST;
              j += h->n_up)
             r.recover_dst_replica_ranks[r.n_recover_dst++] = h->heal[j];
+        r.n_stripe_dst = stripe_dst_count(pos, group_rank, h->n_up, h->n_heal);
     }
     r.participants = x->n;
     r.spare = false;
@@ -391,9 +445,61 @@ void fti_results_to_msg(const fti_quorum_result_t *res, int64_t *dst,
     msg->commit_failures = res->commit_failures;
 }
 
+void fti_results_to_msg_srcs(const fti_quorum_result_t *res, char **ptrs,
+                             Ftmpi__ManagerQuorumResult *msg)
+{
+    int n = res->n_recover_src;
+    for (int j = 0; j < n; j++) {
+        ptrs[j] = (char *)res->recover_src_manager_addresses[j];
+        ptrs[FTI_RESULTS_MAX_SRC + j] = (char *)res->recover_src_replica_ids[j];
+    }
+    msg->n_recover_src_manager_addresses = (size_t)n;
+    msg->recover_src_manager_addresses = ptrs;
+    msg->n_recover_src_replica_ids = (size_t)n;
+    msg->recover_src_replica_ids = ptrs + FTI_RESULTS_MAX_SRC;
+    msg->stripe_dst = res->n_stripe_dst;
+}
+
 static bool in_range(int64_t v, int64_t lo, int64_t hi)
 {
     return v >= lo && v <= hi;
+}
+
+/* The striped-healing fields of msg into r (the rest of r filled in):
+ * without lists, the primary alone and the destinations. */
+static int sources_from_msg(const Ftmpi__ManagerQuorumResult *msg, fti_quorum_result_t *r)
+{
+    size_t n = msg->n_recover_src_manager_addresses;
+    if (n == 0) {
+        r->n_recover_src = r->heal ? 1 : 0;
+        fti_strlcpy(r->recover_src_manager_addresses[0], r->recover_src_manager_address,
+                    FTI_ADDRESS_SIZE);
+        fti_strlcpy(r->recover_src_replica_ids[0], r->recover_src_replica_id,
+                    FTI_REPLICA_ID_SIZE);
+        /* an up-to-date group lists no sources; an old lighthouse sends
+         * no stripe_dst (0 <= the destinations) */
+        if (!in_range(msg->stripe_dst, 0, r->replica_world_size))
+            return FT_ERR_BAD_MESSAGE;
+        r->n_stripe_dst = (int)FTI_MAX(msg->stripe_dst, (int64_t)r->n_recover_dst);
+        return FT_SUCCESS;
+    }
+    if (!r->heal || n > FTI_RESULTS_MAX_SRC || msg->n_recover_src_replica_ids != n ||
+        !in_range(msg->stripe_dst, 0, r->replica_world_size))
+        return FT_ERR_BAD_MESSAGE;
+    for (size_t j = 0; j < n; j++) {
+        const char *a = msg->recover_src_manager_addresses[j];
+        const char *id = msg->recover_src_replica_ids[j];
+        if (a == NULL || id == NULL || !fits(a, FTI_ADDRESS_SIZE) ||
+            !fits(id, FTI_REPLICA_ID_SIZE))
+            return FT_ERR_BAD_MESSAGE;
+        fti_strlcpy(r->recover_src_manager_addresses[j], a, FTI_ADDRESS_SIZE);
+        fti_strlcpy(r->recover_src_replica_ids[j], id, FTI_REPLICA_ID_SIZE);
+    }
+    if (strcmp(r->recover_src_manager_addresses[0], r->recover_src_manager_address) != 0)
+        return FT_ERR_BAD_MESSAGE; /* the primary comes first */
+    r->n_recover_src = (int)n;
+    r->n_stripe_dst = (int)msg->stripe_dst;
+    return FT_SUCCESS;
 }
 
 int fti_results_from_msg(const Ftmpi__ManagerQuorumResult *msg, fti_quorum_result_t *res_p)
@@ -432,6 +538,9 @@ int fti_results_from_msg(const Ftmpi__ManagerQuorumResult *msg, fti_quorum_resul
     fti_strlcpy(r.recover_src_replica_id, src_id, sizeof(r.recover_src_replica_id));
     r.n_recover_dst = (int)msg->n_recover_dst_replica_ranks;
     r.commit_failures = msg->commit_failures;
+    int rc = sources_from_msg(msg, &r);
+    if (rc != FT_SUCCESS)
+        return rc;
     r.participants = r.replica_world_size;
     r.spare = false;
     *res_p = r;

@@ -15,6 +15,8 @@
 
 /* The most destinations a result lists (the first ones). */
 #define FTI_RESULTS_MAX_DST 64
+/* The most sources a healing rank stripes its fetch over. */
+#define FTI_RESULTS_MAX_SRC 8
 
 typedef struct fti_quorum_result {
     int64_t quorum_id;
@@ -30,6 +32,14 @@ typedef struct fti_quorum_result {
     char recover_src_replica_id[FTI_REPLICA_ID_SIZE];   /* "" unless heal */
     int n_recover_dst;         /* groups this group serves (when up to date) */
     int recover_dst_replica_ranks[FTI_RESULTS_MAX_DST]; /* the first ones */
+    /* striped healing: the sources of this healing rank, the primary
+     * (recover_src_*) first, then the next up-to-date members round-robin
+     * (at most FTI_RESULTS_MAX_SRC; 0 unless heal) */
+    int n_recover_src;
+    char recover_src_manager_addresses[FTI_RESULTS_MAX_SRC][FTI_ADDRESS_SIZE];
+    char recover_src_replica_ids[FTI_RESULTS_MAX_SRC][FTI_REPLICA_ID_SIZE];
+    int n_stripe_dst;          /* healing groups that fetch stripes from this
+                                * group (>= n_recover_dst; 0 when behind) */
     int64_t commit_failures;   /* max over participants */
     /* spare groups (fti_results_apply_spares); without a cap every member
      * participates: participants == replica_world_size, spare false */
@@ -78,8 +88,17 @@ int fti_results_compute_at(fti_results_index_h idx, int replica_rank, int group_
 void fti_results_to_msg(const fti_quorum_result_t *res, int64_t *dst,
                         Ftmpi__ManagerQuorumResult *msg);
 
+/* Adds the striped-healing fields to a msg of fti_results_to_msg: ptrs
+ * (2 * FTI_RESULTS_MAX_SRC entries) holds the lists' pointers into res;
+ * both must outlive msg.  A reply without them heals from the primary
+ * alone (fti_results_from_msg). */
+void fti_results_to_msg_srcs(const fti_quorum_result_t *res, char **ptrs,
+                             Ftmpi__ManagerQuorumResult *msg);
+
 /* The inverse: participants = replica_world_size, spare false (apply
- * spares after).  FT_ERR_BAD_MESSAGE when a rank is out of range or a
+ * spares after); without source
+ * lists in msg, the primary is the only source and n_stripe_dst equals
+ * n_recover_dst.  FT_ERR_BAD_MESSAGE when a rank is out of range or a
  * string does not fit; *res_p is set only on success. */
 int fti_results_from_msg(const Ftmpi__ManagerQuorumResult *msg, fti_quorum_result_t *res_p);
 

@@ -18,6 +18,16 @@
 #    its first committed step; its heal's bytes and ms come from the
 #    FTMPI_EVENT_LOG "heal" lines.  Baseline: bench_tcpstream, one raw
 #    loopback TCP stream of the same bytes between two processes.
+# C. striped healing on loopback (issue 15 item 4): the same heal from 1
+#    and from 3 running groups (every up-to-date group serves stripes);
+#    64 MiB and 1 GiB (BENCH_QUICK: 64 MiB), 5 times each (BENCH_QUICK: 2).
+# D. striped healing against a real bottleneck: every source group in a
+#    network namespace of its own whose veth sends through
+#    `tc qdisc ... tbf rate 1gbit`; the lighthouse and the healer on the
+#    bridge (unlimited); 256 MiB (BENCH_QUICK: 64 MiB) from 1 and from 3
+#    rate-limited sources; target 3 sources >= 2.5x 1 source.  Root only;
+#    skipped with the reason when a namespace, veth, bridge or tbf fails.
+# BENCH_RECOVERY_PARTS (default "A B C D") picks the parts.
 . "$(dirname "$0")/bench_common.sh"
 bench_selected recovery || exit 0
 
@@ -34,11 +44,23 @@ if [ -n "$BENCH_QUICK" ]; then
     HEAL_SIZES=64m
 fi
 STEP_ARGS="--steps 100000000 --warmup 0 --sleep-ms 10 --grad-bytes 64k"
+: "${BENCH_RECOVERY_PARTS:=A B C D}"
+part() { case " $BENCH_RECOVERY_PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+STRIPE_REPS=5
+STRIPE_SIZES="64m 1g"
+NS_SIZE=256m
+if [ -n "$BENCH_QUICK" ]; then
+    STRIPE_REPS=2
+    STRIPE_SIZES=64m
+    NS_SIZE=64m
+fi
 
 # start_rank TAG ID STATE: one group (mpirun -np 1 bench_step) in the
-# background; output in $BT/TAG; sets BG_PID (its process group).
+# background; output in $BT/TAG; sets BG_PID (its process group).  With
+# RANK_NS set, inside that network namespace, binding RANK_HOST.
 start_rank() {
-    bg_group "$BT/$1" env FTMPI_LIGHTHOUSE="$LH_ADDR" FTMPI_REPLICA_ID="$2" FTMPI_BACKEND=tcp \
+    bg_group "$BT/$1" ${RANK_NS:+ip netns exec "$RANK_NS"} env FTMPI_LIGHTHOUSE="$LH_ADDR" \
+        FTMPI_REPLICA_ID="$2" FTMPI_BACKEND=tcp FTMPI_BIND_HOST="${RANK_HOST:-127.0.0.1}" \
         FTMPI_EVENT_LOG="$BT/events.log" \
         timeout -s KILL 600 "$MPIRUN" --oversubscribe --bind-to none -np 1 \
         "$PROG" $STEP_ARGS --state-bytes "$3"
@@ -81,6 +103,7 @@ stats() {
 status=0
 
 # ---- A. kill and restart ------------------------------------------------
+if part A; then
 note "A: 3 groups, kill and restart group 2, $REPS times"
 start_lighthouse "$BT/lhA" --min-replicas 2 --heartbeat-timeout-ms $HB_MS \
     --join-timeout-ms 5000 --quorum-tick-ms 50 || exit 1
@@ -153,9 +176,11 @@ stop_lighthouse
     set -- $step_ms
     printf "(a step of the 3 groups: median %.1f ms)\n\n" "$1"
 } | table_out recovery.txt
+fi
 
 # ---- B. healing ---------------------------------------------------------
 rows=""
+part B || HEAL_SIZES=""
 for size in $HEAL_SIZES; do
     note "B: healing $size, $REPS times"
     : >"$BT/events.log"
@@ -194,7 +219,7 @@ for size in $HEAL_SIZES; do
     rows="$rows$size ${hb:-0} $1 $2 $3 $4 ${raw_ms:-nan}
 "
 done
-{
+[ -z "$HEAL_SIZES" ] || {
     echo "B. healing: 1 running group, 1 joining group heals its whole state from it"
     printf "%6s %12s %10s %9s %9s %4s %11s %10s %9s %8s\n" state bytes heal_ms min_ms max_ms n \
         heal_MiB/s raw_tcp_ms raw_MiB/s heal/raw
@@ -207,4 +232,6 @@ done
     echo " connect + write + 1-byte ack between two processes on 127.0.0.1, median of $REPS after 1 warm-up)"
     echo
 } | table_out recovery.txt
+
+. "$(dirname "$0")/bench_recovery_stripe.sh"
 exit $status

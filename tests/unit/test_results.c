@@ -482,9 +482,50 @@ static void assert_same_result(const fti_quorum_result_t *a, const fti_quorum_re
     assert_int_equal(a->n_recover_dst, b->n_recover_dst);
     for (int i = 0; i < a->n_recover_dst; i++)
         assert_int_equal(a->recover_dst_replica_ranks[i], b->recover_dst_replica_ranks[i]);
+    assert_int_equal(a->n_recover_src, b->n_recover_src);
+    for (int i = 0; i < a->n_recover_src; i++) {
+        assert_string_equal(a->recover_src_manager_addresses[i], b->recover_src_manager_addresses[i]);
+        assert_string_equal(a->recover_src_replica_ids[i], b->recover_src_replica_ids[i]);
+    }
+    assert_int_equal(a->n_stripe_dst, b->n_stripe_dst);
     assert_int_equal(a->commit_failures, b->commit_failures);
     assert_int_equal(a->participants, b->participants);
     assert_int_equal(a->spare, b->spare);
+}
+
+/* Striped healing over the n members of q for group rank g: a healer's
+ * sources are distinct up-to-date members, its primary first, min(up,
+ * FTI_RESULTS_MAX_SRC) of them; an up-to-date member's n_stripe_dst is the
+ * number of healers that list it, and at least its destinations. */
+static void check_stripes(const Ftmpi__Quorum *q, char ids[][16], int n, int g, bool sync)
+{
+    static fti_quorum_result_t r[RAND_MAX_MEMBERS];
+    int n_up = 0;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(fti_results_compute(q, ids[i], g, sync, &r[i]), FT_SUCCESS);
+        n_up += !r[i].heal;
+    }
+    for (int i = 0; i < n; i++) {
+        if (r[i].heal) {
+            assert_int_equal(r[i].n_recover_src, n_up < FTI_RESULTS_MAX_SRC ? n_up
+                                                                            : FTI_RESULTS_MAX_SRC);
+            assert_string_equal(r[i].recover_src_manager_addresses[0],
+                                r[i].recover_src_manager_address);
+            for (int j = 0; j < r[i].n_recover_src; j++)
+                for (int l = 0; l < j; l++)
+                    assert_string_not_equal(r[i].recover_src_manager_addresses[j],
+                                            r[i].recover_src_manager_addresses[l]);
+            continue;
+        }
+        assert_int_equal(r[i].n_recover_src, 0);
+        const char *me = q->participants[i]->address;
+        int count = 0;
+        for (int h = 0; h < n; h++)
+            for (int j = 0; r[h].heal && j < r[h].n_recover_src; j++)
+                count += strcmp(r[h].recover_src_manager_addresses[j], me) == 0;
+        assert_int_equal(r[i].n_stripe_dst, count);
+        assert_true(r[i].n_stripe_dst >= r[i].n_recover_dst);
+    }
 }
 
 static void test_index_equals_compute(void **state)
@@ -548,7 +589,9 @@ static void test_index_equals_compute(void **state)
                     int64_t dst[64];
                     Ftmpi__ManagerQuorumResult msg;
                     fti_quorum_result_t c;
+                    char *srcs[2 * FTI_RESULTS_MAX_SRC];
                     fti_results_to_msg(&b, dst, &msg);
+                    fti_results_to_msg_srcs(&b, srcs, &msg);
                     size_t len = ftmpi__manager_quorum_result__get_packed_size(&msg);
                     uint8_t buf[4096];
                     assert_true(len <= sizeof(buf));
@@ -565,6 +608,9 @@ static void test_index_equals_compute(void **state)
                 }
             }
         }
+        for (int g = 0; g < 5; g++)
+            for (int sync = 0; sync < 2; sync++)
+                check_stripes(&q, ids, n, g * 7 + round % 3, sync);
         assert_int_equal(fti_results_index_find(idx, "nobody"), FT_ERR_NOT_FOUND);
         assert_int_equal(fti_results_compute_at(idx, n, 0, false, &(fti_quorum_result_t){0}),
                          FT_ERR_ARG);

@@ -1,0 +1,1032 @@
+/* heal_fetch.c - fetching the state of a step from its sources, striped
+ * over all of them, into staging memory, and installing it (see heal.h). */
+#include "heal.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ftmpi.h"
+#include "heal_int.h"
+#include "log.h"
+#include "proto/ftmpi.pb-c.h"
+#include "util.h"
+
+/* Cap of a manager's CHECKPOINT_METADATA reply. */
+#define HEAL_MANAGER_MAX_REPLY (64u << 10)
+
+/* Maps a failure of the source onto the codes heal reports. */
+static int heal_code(int rc)
+{
+    switch (rc) {
+    case FT_SUCCESS:
+    case FT_ERR_TIMEOUT:
+    case FT_ERR_CHECKSUM:
+    case FT_ERR_ARG:
+    case FT_ERR_NO_MEMORY:
+        return rc;
+    default:
+        return FT_ERR_PROC_FAILED;
+    }
+}
+
+/* Asks the source's manager for the heal address of group_rank. */
+static int heal_address(const char *src_manager, int group_rank, const fti_heal_opts_t *o,
+                        int64_t deadline_ms, char *addr, size_t addrlen)
+{
+    fti_rpc_client_h c = NULL;
+    int rc = fti_rpc_client_create(src_manager, o->connect_timeout_ms, HEAL_MANAGER_MAX_REPLY,
+                                   &c);
+    if (rc != FT_SUCCESS) {
+        FTI_WARN("heal: bad source manager address '%s'", src_manager);
+        return rc;
+    }
+    Ftmpi__CheckpointMetadataRequest req = FTMPI__CHECKPOINT_METADATA_REQUEST__INIT;
+    Ftmpi__CheckpointMetadataResponse *resp = NULL;
+    req.group_rank = group_rank;
+    rc = fti_rpc_call_msg(c, FTMPI__METHOD__MANAGER_CHECKPOINT_METADATA, &req.base,
+                          &ftmpi__checkpoint_metadata_response__descriptor,
+                          fti_ms_left(deadline_ms), (ProtobufCMessage **)&resp);
+    fti_rpc_client_destroy(c);
+    if (rc != FT_SUCCESS) {
+        FTI_WARN("heal: manager %s did not give the heal address of group rank %d: %s",
+                 src_manager, group_rank, FT_Error_string(rc));
+        return rc;
+    }
+    if (resp->heal_address == NULL || resp->heal_address[0] == '\0' ||
+        fti_strlcpy(addr, resp->heal_address, addrlen) != 0) {
+        FTI_WARN("heal: manager %s sent an unusable heal address", src_manager);
+        rc = FT_ERR_BAD_MESSAGE;
+    }
+    ftmpi__checkpoint_metadata_response__free_unpacked(resp, NULL);
+    return rc;
+}
+
+/* Checks the source's buffers against ours: every registered buffer
+ * exactly once, under its name and with its length, and nothing else.  A
+ * repeated name is refused (else one registered buffer would never be
+ * copied while the step advances).  Mutex held. */
+static int heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, const char *src)
+{
+    if (m->n_buffers != h->n) {
+        FTI_ERROR("heal: %s has %zu buffers registered, this rank %zu", src, m->n_buffers, h->n);
+        return FT_ERR_ARG;
+    }
+    if (h->n == 0)
+        return FT_SUCCESS;
+    bool *seen = calloc(h->n, sizeof(*seen));
+    if (seen == NULL) {
+        FTI_ERROR("heal: out of memory checking %zu buffers", h->n);
+        return FT_ERR_NO_MEMORY;
+    }
+    int rc = FT_SUCCESS;
+    for (size_t i = 0; rc == FT_SUCCESS && i < m->n_buffers; i++) {
+        const Ftmpi__HealBuffer *sb = m->buffers[i];
+        const char *name = sb != NULL && sb->name != NULL ? sb->name : "";
+        size_t k = 0;
+        while (k < h->n && strcmp(h->bufs[k]->name, name) != 0)
+            k++;
+        if (k == h->n) {
+            FTI_ERROR("heal: %s's buffer '%.255s' is not registered here", src, name);
+            rc = FT_ERR_ARG;
+        } else if (seen[k]) {
+            FTI_ERROR("heal: %s names buffer '%s' twice in its metadata", src, name);
+            rc = FT_ERR_ARG;
+        } else if (sb->length != h->bufs[k]->len) {
+            FTI_ERROR("heal: buffer '%s' has %" PRIu64 " bytes at %s, %zu here", name, sb->length,
+                      src, h->bufs[k]->len);
+            rc = FT_ERR_ARG;
+        }
+        if (rc == FT_SUCCESS)
+            seen[k] = true;
+    }
+    free(seen);
+    return rc;
+}
+
+/* Asks the source for the checksums it deferred (the call that completes
+ * the copy); *resp_p is freed with
+ * ftmpi__heal_metadata_response__free_unpacked. */
+static int heal_sums(fti_rpc_client_h c, int64_t step, int64_t deadline_ms,
+                     Ftmpi__HealMetadataResponse **resp_p)
+{
+    Ftmpi__HealFetchRequest req = FTMPI__HEAL_FETCH_REQUEST__INIT;
+    req.step = step;
+    req.sums = true;
+    int rc = fti_rpc_call_msg(c, FTMPI__METHOD__HEAL_FETCH, &req.base,
+                              &ftmpi__heal_metadata_response__descriptor,
+                              fti_ms_left(deadline_ms), (ProtobufCMessage **)resp_p);
+    if (rc != FT_SUCCESS)
+        FTI_WARN("heal: checksums of step %" PRId64 " from %s failed: %s", step,
+                 fti_rpc_client_address(c), FT_Error_string(rc));
+    return rc;
+}
+
+/* ---- staging ------------------------------------------------------------ */
+
+/* One buffer of a heal: the registered buffer it is for, the staging
+ * memory its bytes stream into and what is known of its checksum pieces
+ * (stage_alloc, released by stage_free). */
+struct heal_stage {
+    struct heal_buf *b;
+    unsigned char *data; /* b->len bytes; NULL when b->len == 0 */
+    bool mapped;         /* data is an anonymous mapping, else malloc'ed */
+    size_t n_pieces;     /* pieces of FTI_HEAL_SUM_BYTES (the last shorter) */
+    uint64_t *chain;     /* the chained sum after each piece, computed here */
+    bool *ok;            /* each piece verified */
+    uint64_t sum;        /* of the whole buffer, computed here */
+};
+
+/* Staging buffers from this size on are mapped, and their pages populated
+ * by a thread of their own ahead of the fetch (stage_populate): faulting
+ * them in one by one inside the socket reads made a heal of 512 MiB twice
+ * as slow as without staging, and populating them all before the first
+ * fetch put the whole time of it on every heal's path. */
+#define HEAL_STAGE_MAP_BYTES ((size_t)1 << 20)
+
+static void stage_free(struct heal_stage *stage, size_t n)
+{
+    for (size_t i = 0; stage != NULL && i < n; i++) {
+        if (stage[i].mapped)
+            munmap(stage[i].data, stage[i].b->len);
+        else
+            free(stage[i].data);
+        free(stage[i].chain);
+    }
+    free(stage);
+}
+
+/* Staging memory for s->b (none for an empty buffer) and its piece
+ * records. */
+static bool stage_one(struct heal_stage *s)
+{
+    size_t len = s->b->len;
+    s->n_pieces = (len + FTI_HEAL_SUM_BYTES - 1) / FTI_HEAL_SUM_BYTES;
+    if (s->n_pieces > 0) {
+        s->chain = calloc(s->n_pieces, sizeof(*s->chain) + sizeof(*s->ok));
+        if (s->chain == NULL)
+            return false;
+        s->ok = (bool *)(s->chain + s->n_pieces);
+    }
+    if (len >= HEAL_STAGE_MAP_BYTES) {
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return false;
+        s->data = p;
+        s->mapped = true;
+    } else if (len > 0) {
+        s->data = malloc(len);
+    }
+    return len == 0 || s->data != NULL;
+}
+
+/* Staging memory for every registered buffer, in registration order: the
+ * whole state once more, for the time of one heal.  Release with
+ * stage_free(*stage_p, *n_p). */
+static int stage_alloc(struct fti_heal *h, struct heal_stage **stage_p, size_t *n_p)
+{
+    pthread_mutex_lock(&h->mu);
+    size_t n = h->n;
+    struct heal_stage *stage = calloc(n ? n : 1, sizeof(*stage));
+    uint64_t total = 0;
+    bool ok = stage != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        stage[i].b = h->bufs[i];
+        total += stage[i].b->len;
+        ok = stage_one(&stage[i]);
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (!ok) {
+        FTI_ERROR("heal: no memory to stage %zu buffers (%" PRIu64 " bytes so far): %m", n, total);
+        stage_free(stage, n);
+        return FT_ERR_NO_MEMORY;
+    }
+    *stage_p = stage;
+    *n_p = n;
+    return FT_SUCCESS;
+}
+
+/* Installs a complete, verified copy: closes serving (the old state is
+ * about to change: requests for it are refused from now on and a summing
+ * thread drops its work), then copies each staged buffer into the
+ * registered memory (copy_in for a mirrored one).  Only a copy_in can
+ * fail: its code, logged here. */
+static int heal_install(struct fti_heal *h, const struct heal_stage *stage, size_t n)
+{
+    pthread_mutex_lock(&h->mu);
+    h->open = false;
+    h->gen++;
+    h->served = 0;
+    pthread_mutex_unlock(&h->mu);
+    for (size_t i = 0; i < n; i++) {
+        const struct heal_buf *b = stage[i].b;
+        if (b->len == 0)
+            continue;
+        if (b->copy.copy_in == NULL) {
+            memcpy(b->user, stage[i].data, b->len);
+            continue;
+        }
+        int rc = b->copy.copy_in(b->copy.ctx, b->user, stage[i].data, b->len);
+        if (rc != FT_SUCCESS) {
+            FTI_ERROR("heal: installing '%s' (%zu bytes) failed: %s; this rank's state is "
+                      "partly overwritten",
+                      b->name, b->len, FT_Error_string(rc));
+            return rc;
+        }
+    }
+    return FT_SUCCESS;
+}
+
+/* ---- striped fetching ----------------------------------------------------
+ *
+ * The state is cut into ranges of opts->chunk_bytes (per buffer, in
+ * registration order).  One thread per source opens it (heal address,
+ * connection, metadata: in parallel, while this thread maps the staging
+ * memory) and then takes the first range nobody has, fetches it, and
+ * takes the next: the sources share the ranges by their speed.  A source
+ * that fails (closed connection, deadline, error reply) is dropped and its
+ * range goes back for the others.  A frontier thread sums each buffer's
+ * pieces in order as their ranges arrive (as the whole-buffer sums were
+ * verified while streaming from one source).  Once every range is in, each
+ * source's checksums (HealBuffer.piece_sums) are asked for; the sources
+ * must agree (one that does not is dropped, logged once), and a piece
+ * whose sum does not match is fetched again from another source, until
+ * every piece verified or no source is left to try. */
+
+enum { R_TODO, R_BUSY, R_DONE };
+
+struct stripe_range {
+    size_t buf;     /* index into the stage */
+    size_t off, len;
+    int state;      /* R_*, under the stripe's mutex */
+    int src;        /* the source that delivered it (R_DONE) */
+    uint32_t tried; /* sources it failed with, a bit each */
+    int pin;        /* only this source may fetch it, -1: any */
+};
+
+struct stripe;
+
+struct stripe_src {
+    struct stripe *sp;
+    int idx;
+    const char *manager;
+    char addr[FTI_ADDRESS_SIZE];
+    fti_rpc_client_h c;
+    Ftmpi__HealMetadataResponse *m;    /* its metadata */
+    Ftmpi__HealMetadataResponse *sums; /* its checksums (== m when not deferred) */
+    bool dead;                         /* under the stripe's mutex */
+    int rc;                            /* why it is dead */
+    uint64_t bytes;
+    pthread_t tid;
+    bool joinable;
+};
+
+struct stripe {
+    struct fti_heal *h;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* any range's state, ready, stop */
+    struct heal_stage *stage;
+    size_t n_stage;
+    struct stripe_range *r;
+    size_t n_r;
+    int busy;   /* ranges in flight */
+    bool ready; /* the staging memory is there */
+    bool stop;  /* no fetching: staging failed, or the fetch did */
+    bool sums_phase; /* first round: each source sends its checksums after */
+    int group_rank;
+    int64_t step, deadline_ms;
+    const fti_heal_opts_t *opts;
+    struct stripe_src *src;
+    int n_src;
+    int refetched; /* pieces that failed their checksum */
+    size_t pop_upto; /* ranges below this index have their pages (SIZE_MAX: all) */
+};
+
+/* Drops source w (mutex held); the caller logged why. */
+static void src_dead_locked(struct stripe_src *w, int rc)
+{
+    struct stripe *sp = w->sp;
+    if (!w->dead) {
+        w->dead = true;
+        w->rc = rc;
+    }
+    for (size_t j = 0; sp->r != NULL && j < sp->n_r; j++)
+        if (sp->r[j].pin == w->idx)
+            sp->r[j].pin = -1;
+    pthread_cond_broadcast(&sp->cv);
+}
+
+static void src_dead(struct stripe_src *w, int rc)
+{
+    pthread_mutex_lock(&w->sp->mu);
+    src_dead_locked(w, rc);
+    pthread_mutex_unlock(&w->sp->mu);
+}
+
+/* Opens source w: the address of its rank serving group_rank, a client,
+ * and its metadata of the step, checked against the registrations (a
+ * source whose step or buffers differ is dropped).  Logs its failure. */
+static int src_open(struct stripe *sp, struct stripe_src *w)
+{
+    const fti_heal_opts_t *o = sp->opts;
+    int rc = heal_address(w->manager, sp->group_rank, o, sp->deadline_ms, w->addr,
+                          sizeof(w->addr));
+    if (rc == FT_SUCCESS) {
+        rc = fti_rpc_client_create(w->addr, o->connect_timeout_ms, o->max_reply, &w->c);
+        if (rc != FT_SUCCESS) {
+            FTI_WARN("heal: unusable heal address '%s' of the source", w->addr);
+            return rc == FT_ERR_NO_MEMORY ? rc : FT_ERR_PROC_FAILED;
+        }
+    }
+    if (rc != FT_SUCCESS)
+        return rc;
+    Ftmpi__HealMetadataRequest req = FTMPI__HEAL_METADATA_REQUEST__INIT;
+    req.step = sp->step;
+    rc = fti_rpc_call_msg(w->c, FTMPI__METHOD__HEAL_METADATA, &req.base,
+                          &ftmpi__heal_metadata_response__descriptor, fti_ms_left(sp->deadline_ms),
+                          (ProtobufCMessage **)&w->m);
+    if (rc != FT_SUCCESS) {
+        FTI_WARN("heal: metadata of step %" PRId64 " from %s failed: %s", sp->step, w->addr,
+                 FT_Error_string(rc));
+        return rc;
+    }
+    if (w->m->step != sp->step) {
+        FTI_WARN("heal: %s sent the metadata of step %" PRId64 ", not %" PRId64 "; dropped",
+                 w->addr, w->m->step, sp->step);
+        return FT_ERR_PROC_FAILED;
+    }
+    /* registrations happen on the application thread, which waits for us */
+    pthread_mutex_lock(&sp->h->mu);
+    rc = heal_check(sp->h, w->m, w->addr);
+    pthread_mutex_unlock(&sp->h->mu);
+    if (rc == FT_SUCCESS && !w->m->sums_deferred)
+        w->sums = w->m; /* the checksums came with the metadata */
+    return rc;
+}
+
+/* Fetches range r from w into the staging memory.  Logs its failure. */
+static int fetch_range(struct stripe *sp, struct stripe_src *w, const struct stripe_range *r)
+{
+    const struct heal_stage *s = &sp->stage[r->buf];
+    int left = fti_ms_left(sp->deadline_ms);
+    if (left <= 0) {
+        FTI_WARN("heal: deadline passed fetching '%s' [%zu, +%zu) from %s", s->b->name, r->off,
+                 r->len, w->addr);
+        return FT_ERR_TIMEOUT;
+    }
+    Ftmpi__HealFetchRequest req = FTMPI__HEAL_FETCH_REQUEST__INIT;
+    req.name = (char *)s->b->name;
+    req.offset = r->off;
+    req.length = r->len;
+    req.step = sp->step;
+    /* a name of at most FTI_HEAL_MAX_NAME bytes plus four small fields */
+    uint8_t rbuf[FTI_HEAL_MAX_NAME + 64];
+    size_t rlen = ftmpi__heal_fetch_request__get_packed_size(&req);
+    if (rlen > sizeof(rbuf)) {
+        FTI_ERROR("heal: fetch request of '%s' packs to %zu bytes", s->b->name, rlen);
+        return FT_ERR_INTERNAL;
+    }
+    ftmpi__heal_fetch_request__pack(&req, rbuf);
+    int rc = fti_rpc_call_into(w->c, FTMPI__METHOD__HEAL_FETCH, rbuf, rlen, left,
+                               s->data + r->off, r->len);
+    if (rc != FT_SUCCESS)
+        FTI_WARN("heal: fetching '%s' [%zu, +%zu) from %s failed: %s; dropped as a source",
+                 s->b->name, r->off, r->len, w->addr, FT_Error_string(rc));
+    return rc;
+}
+
+/* The first range w may take (mutex held): to do, not failed with w, and
+ * its staging pages populated (*later: such a range waits for them). */
+static struct stripe_range *next_range_locked(struct stripe *sp, const struct stripe_src *w,
+                                              bool *later)
+{
+    uint32_t me = 1u << w->idx;
+    *later = false;
+    for (size_t i = 0; i < sp->n_r; i++) {
+        if (sp->r[i].state == R_TODO && !(sp->r[i].tried & me) &&
+            (sp->r[i].pin < 0 || sp->r[i].pin == w->idx)) {
+            if (i < sp->pop_upto)
+                return &sp->r[i];
+            *later = true;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* Source w's share of the ranges: until none is left for it and none is
+ * in flight (a range in flight may still come back), or w fails. */
+static void fetch_loop(struct stripe *sp, struct stripe_src *w)
+{
+    pthread_mutex_lock(&sp->mu);
+    while (!w->dead && !sp->stop) {
+        bool later;
+        struct stripe_range *r = next_range_locked(sp, w, &later);
+        if (r == NULL && !later && sp->busy == 0)
+            break;
+        if (r == NULL) {
+            pthread_cond_wait(&sp->cv, &sp->mu);
+            continue;
+        }
+        r->state = R_BUSY;
+        sp->busy++;
+        pthread_mutex_unlock(&sp->mu);
+        int rc = fetch_range(sp, w, r);
+        pthread_mutex_lock(&sp->mu);
+        sp->busy--;
+        if (rc == FT_SUCCESS) {
+            r->state = R_DONE;
+            r->src = w->idx;
+            w->bytes += r->len;
+        } else {
+            r->state = R_TODO;
+            r->tried |= 1u << w->idx;
+            src_dead_locked(w, rc);
+        }
+        pthread_cond_broadcast(&sp->cv);
+    }
+    pthread_mutex_unlock(&sp->mu);
+}
+
+/* A source's thread: opens it (first round), fetches its share, and asks
+ * for its checksums (first round: the reply completes the copy there). */
+static void *src_main(void *arg)
+{
+    struct stripe_src *w = arg;
+    struct stripe *sp = w->sp;
+    if (w->c == NULL) {
+        int rc = src_open(sp, w);
+        pthread_mutex_lock(&sp->mu);
+        if (rc != FT_SUCCESS)
+            src_dead_locked(w, rc);
+        while (!w->dead && !sp->ready && !sp->stop)
+            pthread_cond_wait(&sp->cv, &sp->mu);
+        pthread_mutex_unlock(&sp->mu);
+    }
+    fetch_loop(sp, w);
+    pthread_mutex_lock(&sp->mu);
+    bool ask = !w->dead && !sp->stop && sp->sums_phase && w->sums == NULL;
+    pthread_mutex_unlock(&sp->mu);
+    if (ask) {
+        int rc = heal_sums(w->c, sp->step, sp->deadline_ms, &w->sums);
+        if (rc != FT_SUCCESS)
+            src_dead(w, rc);
+    }
+    return NULL;
+}
+
+/* The frontier: sums each buffer's pieces in order as their ranges arrive
+ * (chain[k]), so that a clean copy is verified by the time the last range
+ * is in.  Stops when sp->stop is set. */
+static void *frontier_main(void *arg)
+{
+    struct stripe *sp = arg;
+    size_t ri = 0;
+    for (size_t i = 0; i < sp->n_stage; i++) {
+        struct heal_stage *s = &sp->stage[i];
+        uint64_t sum = 0;
+        size_t pos = 0, avail = 0, len = s->b->len;
+        for (size_t k = 0; k < s->n_pieces; k++) {
+            size_t end = FTI_MIN(pos + FTI_HEAL_SUM_BYTES, len);
+            while (avail < end) {
+                pthread_mutex_lock(&sp->mu);
+                while (sp->r[ri].state != R_DONE && !sp->stop)
+                    pthread_cond_wait(&sp->cv, &sp->mu);
+                bool stop = sp->stop;
+                pthread_mutex_unlock(&sp->mu);
+                if (stop)
+                    return NULL;
+                avail = sp->r[ri].off + sp->r[ri].len;
+                ri++;
+            }
+            sum = fti_checksum64(s->data + pos, end - pos, sum);
+            s->chain[k] = sum;
+            pos = end;
+        }
+        s->sum = s->n_pieces > 0 ? sum : fti_checksum64(s->data, 0, 0);
+    }
+    return NULL;
+}
+
+/* Publishes that ranges below upto have their pages (SIZE_MAX: all). */
+static void populated(struct stripe *sp, size_t upto)
+{
+    pthread_mutex_lock(&sp->mu);
+    sp->pop_upto = upto;
+    pthread_cond_broadcast(&sp->cv);
+    pthread_mutex_unlock(&sp->mu);
+}
+
+/* Populates the staging pages of each range in order, ahead of the fetch,
+ * which takes only ranges already populated: the socket reads never fault
+ * (that made a heal of 512 MiB twice as slow), and the first fetch waits
+ * for one range's pages, not the whole state's.  MADV_POPULATE_WRITE where
+ * the kernel has it, else an atomic "or 0" on every page (it never changes
+ * a byte).  Stops when sp->stop is set. */
+static void *stage_populate(void *arg)
+{
+    struct stripe *sp = arg;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t pg = page > 0 ? (size_t)page : 4096;
+    bool madv = true;
+    for (size_t j = 0; j < sp->n_r; j++) {
+        const struct stripe_range *r = &sp->r[j];
+        const struct heal_stage *s = &sp->stage[r->buf];
+        pthread_mutex_lock(&sp->mu);
+        bool stop = sp->stop;
+        pthread_mutex_unlock(&sp->mu);
+        if (stop)
+            break;
+        if (!s->mapped)
+            continue;
+        size_t lo = r->off / pg * pg, hi = FTI_MIN((r->off + r->len + pg - 1) / pg * pg, s->b->len);
+#ifdef MADV_POPULATE_WRITE
+        /* the mapping's length is a whole number of pages to the kernel */
+        size_t mhi = (r->off + r->len + pg - 1) / pg * pg;
+        if (madv && madvise(s->data + lo, mhi - lo, MADV_POPULATE_WRITE) == 0) {
+            populated(sp, j + 1);
+            continue;
+        }
+#endif
+        madv = false;
+        for (size_t p = lo; p < hi; p += pg)
+            __atomic_fetch_or(s->data + p, 0, __ATOMIC_RELAXED);
+        populated(sp, j + 1);
+    }
+    populated(sp, SIZE_MAX);
+    return NULL;
+}
+
+/* Cuts the staged buffers into ranges of chunk bytes (built apart, then
+ * published under the mutex: a source that dies meanwhile reads them). */
+static int ranges_make(struct stripe *sp, size_t chunk)
+{
+    size_t n = 0, k = 0;
+    for (size_t i = 0; i < sp->n_stage; i++)
+        n += (sp->stage[i].b->len + chunk - 1) / chunk;
+    struct stripe_range *r = calloc(n ? n : 1, sizeof(*r));
+    if (r == NULL) {
+        FTI_ERROR("heal: out of memory for %zu ranges", n);
+        return FT_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < sp->n_stage; i++) {
+        size_t len = sp->stage[i].b->len;
+        for (size_t off = 0; off < len; off += chunk)
+            r[k++] = (struct stripe_range){i, off, FTI_MIN(chunk, len - off), R_TODO, -1, 0, -1};
+    }
+    pthread_mutex_lock(&sp->mu);
+    sp->r = r;
+    sp->n_r = k;
+    pthread_mutex_unlock(&sp->mu);
+    return FT_SUCCESS;
+}
+
+static int stripe_code(const struct stripe *sp);
+
+/* Starts a round: a thread per live source (the first round also opens
+ * them); stripe_join waits for them.  With no source left, the code of
+ * the failure; FT_ERR_NO_MEMORY when not one thread starts. */
+static int stripe_round(struct stripe *sp)
+{
+    int started = 0, live = 0;
+    for (int j = 0; j < sp->n_src; j++) {
+        struct stripe_src *w = &sp->src[j];
+        if (w->dead)
+            continue;
+        live++;
+        w->joinable = pthread_create(&w->tid, NULL, src_main, w) == 0;
+        if (!w->joinable)
+            src_dead(w, FT_ERR_NO_MEMORY);
+        started += w->joinable;
+    }
+    if (live == 0)
+        return stripe_code(sp);
+    return started > 0 ? FT_SUCCESS : FT_ERR_NO_MEMORY;
+}
+
+static void stripe_join(struct stripe *sp)
+{
+    for (int j = 0; j < sp->n_src; j++) {
+        if (sp->src[j].joinable)
+            pthread_join(sp->src[j].tid, NULL);
+        sp->src[j].joinable = false;
+    }
+}
+
+/* ---- verifying the stripes --------------------------------------------- */
+
+/* Source w's checksum entry of buffer `name`, NULL when missing. */
+static const Ftmpi__HealBuffer *sums_of(const struct stripe_src *w, const char *name)
+{
+    for (size_t j = 0; j < w->sums->n_buffers; j++) {
+        const Ftmpi__HealBuffer *b = w->sums->buffers[j];
+        if (b != NULL && b->name != NULL && strcmp(b->name, name) == 0)
+            return b;
+    }
+    return NULL;
+}
+
+/* Whether sources a and b sent the same checksums for every buffer. */
+static bool sums_agree(const struct stripe *sp, const struct stripe_src *a,
+                       const struct stripe_src *b)
+{
+    for (size_t i = 0; i < sp->n_stage; i++) {
+        const Ftmpi__HealBuffer *x = sums_of(a, sp->stage[i].b->name);
+        const Ftmpi__HealBuffer *y = sums_of(b, sp->stage[i].b->name);
+        if (x->checksum != y->checksum || x->n_piece_sums != y->n_piece_sums ||
+            (x->n_piece_sums > 0 &&
+             memcmp(x->piece_sums, y->piece_sums, x->n_piece_sums * sizeof(uint64_t)) != 0))
+            return false;
+    }
+    return true;
+}
+
+/* Puts every range of buffer i overlapping [lo, hi) back to do, and its
+ * pieces as not verified: pinned to source pin, or (pin < 0) marked as
+ * failed with the source that delivered it.  Only while no source thread
+ * runs. */
+static void ranges_redo(struct stripe *sp, size_t i, size_t lo, size_t hi, int pin)
+{
+    struct heal_stage *s = &sp->stage[i];
+    for (size_t j = 0; j < sp->n_r; j++) {
+        struct stripe_range *r = &sp->r[j];
+        if (r->buf != i || r->off >= hi || r->off + r->len <= lo || r->state != R_DONE)
+            continue;
+        r->state = R_TODO;
+        if (pin < 0)
+            r->tried |= 1u << r->src;
+        r->pin = pin;
+        for (size_t k = r->off / FTI_HEAL_SUM_BYTES; k * FTI_HEAL_SUM_BYTES < r->off + r->len; k++)
+            s->ok[k] = false;
+    }
+}
+
+/* Whether every range of buffer i overlapping [lo, hi) is in. */
+static bool ranges_in(const struct stripe *sp, size_t i, size_t lo, size_t hi)
+{
+    for (size_t j = 0; j < sp->n_r; j++) {
+        const struct stripe_range *r = &sp->r[j];
+        if (r->buf == i && r->off < hi && r->off + r->len > lo && r->state != R_DONE)
+            return false;
+    }
+    return true;
+}
+
+/* The reference checksums: of the live sources that sent theirs (and
+ * whose lists match the registrations), the one most others agree with
+ * (the earliest on a tie); the others are dropped, their ranges to do
+ * again.  NULL when no source is left. */
+static struct stripe_src *sums_reference(struct stripe *sp)
+{
+    struct stripe_src *ref = NULL;
+    int best = -1;
+    for (int a = 0; a < sp->n_src; a++) {
+        struct stripe_src *w = &sp->src[a];
+        if (w->dead || w->sums == NULL)
+            continue;
+        pthread_mutex_lock(&sp->h->mu);
+        int rc = w->sums == w->m ? FT_SUCCESS : heal_check(sp->h, w->sums, w->addr);
+        pthread_mutex_unlock(&sp->h->mu);
+        if (rc != FT_SUCCESS) {
+            src_dead(w, FT_ERR_PROC_FAILED);
+            continue;
+        }
+        int votes = 0;
+        for (int b = 0; b < sp->n_src; b++)
+            votes += !sp->src[b].dead && sp->src[b].sums != NULL && sums_agree(sp, w, &sp->src[b]);
+        if (votes > best) {
+            best = votes;
+            ref = w;
+        }
+    }
+    for (int a = 0; ref != NULL && a < sp->n_src; a++) {
+        struct stripe_src *w = &sp->src[a];
+        if (w->dead || w->sums == NULL || sums_agree(sp, ref, w))
+            continue;
+        FTI_ERROR("heal: %s sent other checksums of step %" PRId64 " than %s; dropped as a source",
+                  w->addr, sp->step, ref->addr);
+        src_dead(w, FT_ERR_CHECKSUM);
+        for (size_t j = 0; j < sp->n_r; j++)
+            if (sp->r[j].state == R_DONE && sp->r[j].src == a)
+                ranges_redo(sp, sp->r[j].buf, sp->r[j].off, sp->r[j].off + sp->r[j].len, -1);
+    }
+    return ref;
+}
+
+/* The source that sent every range of buffer i overlapping [lo, hi), -1
+ * when several did (ranges not aligned to the pieces). */
+static int piece_owner(const struct stripe *sp, size_t i, size_t lo, size_t hi)
+{
+    int owner = -1;
+    for (size_t j = 0; j < sp->n_r; j++) {
+        const struct stripe_range *r = &sp->r[j];
+        if (r->buf != i || r->off >= hi || r->off + r->len <= lo)
+            continue;
+        if (owner >= 0 && r->src != owner)
+            return -1;
+        owner = r->src;
+    }
+    return owner;
+}
+
+/* Verifies the pieces of stage s not verified yet against the reference
+ * sums rb: by the frontier's chain (first round) or piece by piece (seeded
+ * with the reference's sum of the piece before).  A piece that fails
+ * drops its source when one source sent all of it, and is fetched again
+ * whole from one live source (logged once each time).  Returns the pieces that
+ * failed; FT_ERR_CHECKSUM (logged) when the source gives no piece sums
+ * (one that predates them) and the whole buffer fails. */
+static int verify_stage(struct stripe *sp, size_t i, const Ftmpi__HealBuffer *rb, bool chain_ok,
+                        int *bad_p)
+{
+    struct heal_stage *s = &sp->stage[i];
+    if (rb->n_piece_sums == 0 || s->n_pieces == 0) {
+        if (s->sum != rb->checksum) {
+            FTI_ERROR("heal: buffer '%s' fails its checksum (%016" PRIx64 " != %016" PRIx64 ")",
+                      s->b->name, s->sum, rb->checksum);
+            return FT_ERR_CHECKSUM;
+        }
+        return FT_SUCCESS;
+    }
+    if (rb->n_piece_sums != s->n_pieces) {
+        FTI_WARN("heal: %zu piece sums for the %zu pieces of '%s'", rb->n_piece_sums, s->n_pieces,
+                 s->b->name);
+        return FT_ERR_PROC_FAILED;
+    }
+    for (size_t k = 0; k < s->n_pieces; k++) {
+        size_t lo = k * FTI_HEAL_SUM_BYTES, n = FTI_MIN(FTI_HEAL_SUM_BYTES, s->b->len - lo);
+        if (s->ok[k] || !ranges_in(sp, i, lo, lo + n))
+            continue;
+        uint64_t seed = k > 0 ? rb->piece_sums[k - 1] : 0;
+        if (chain_ok && s->chain[k] == rb->piece_sums[k] && (k == 0 || s->chain[k - 1] == seed)) {
+            s->ok[k] = true;
+            continue;
+        }
+        if (fti_checksum64(s->data + lo, n, seed) == rb->piece_sums[k]) {
+            s->ok[k] = true;
+            continue;
+        }
+        int owner = piece_owner(sp, i, lo, lo + n);
+        FTI_WARN("heal: piece %zu of '%s' [%zu, +%zu) from %s fails its checksum; fetching it "
+                 "again from another source",
+                 k, s->b->name, lo, n, owner >= 0 ? sp->src[owner].addr : "several sources");
+        if (owner >= 0) /* it alone sent the piece: it sends bad bytes */
+            src_dead(&sp->src[owner], FT_ERR_CHECKSUM);
+        /* the piece again from one source, so that a failure names it */
+        int pin = -1;
+        for (int j = 0; pin < 0 && j < sp->n_src; j++)
+            if (!sp->src[j].dead)
+                pin = j;
+        ranges_redo(sp, i, lo, lo + n, pin);
+        (*bad_p)++;
+        sp->refetched++;
+    }
+    return FT_SUCCESS;
+}
+
+/* Verifies the staged copy against the reference checksums; *bad_p: the
+ * pieces to fetch again. */
+static int stripe_verify(struct stripe *sp, bool chain_ok, int *bad_p)
+{
+    *bad_p = 0;
+    struct stripe_src *ref = sums_reference(sp);
+    if (ref == NULL)
+        return FT_ERR_PROC_FAILED;
+    for (size_t i = 0; i < sp->n_stage; i++) {
+        int rc = verify_stage(sp, i, sums_of(ref, sp->stage[i].b->name), chain_ok, bad_p);
+        if (rc != FT_SUCCESS)
+            return rc;
+    }
+    return FT_SUCCESS;
+}
+
+/* The code of a failed heal: the gravest reason a source gave. */
+static int stripe_code(const struct stripe *sp)
+{
+    static const int order[] = {FT_ERR_NO_MEMORY, FT_ERR_ARG, FT_ERR_CHECKSUM, FT_ERR_TIMEOUT};
+    for (size_t o = 0; o < FTI_ARRAY_SIZE(order); o++)
+        for (int j = 0; j < sp->n_src; j++)
+            if (sp->src[j].dead && heal_code(sp->src[j].rc) == order[o])
+                return order[o];
+    return FT_ERR_PROC_FAILED;
+}
+
+static bool all_done(const struct stripe *sp)
+{
+    for (size_t j = 0; j < sp->n_r; j++)
+        if (sp->r[j].state != R_DONE)
+            return false;
+    return true;
+}
+
+/* ---- the heal ------------------------------------------------------------ */
+
+/* A complete, verified copy waiting for fti_heal_install (see heal.h). */
+struct fti_heal_staged {
+    struct heal_stage *stage; /* n entries, in registration order */
+    size_t n;
+};
+
+/* The first round: opens the sources while the staging memory is mapped,
+ * fetches every range, sums the pieces as they arrive, and asks each
+ * source for its checksums. */
+static int stripe_first(struct stripe *sp, size_t chunk)
+{
+    int rc = stripe_round(sp);
+    if (rc == FT_SUCCESS)
+        rc = stage_alloc(sp->h, &sp->stage, &sp->n_stage);
+    if (rc == FT_SUCCESS)
+        rc = ranges_make(sp, chunk);
+    pthread_t ftid, ptid;
+    bool frontier = rc == FT_SUCCESS && pthread_create(&ftid, NULL, frontier_main, sp) == 0;
+    bool populator = frontier && pthread_create(&ptid, NULL, stage_populate, sp) == 0;
+    if (!populator)
+        populated(sp, SIZE_MAX); /* the fetch faults the pages in */
+    if (rc == FT_SUCCESS && !frontier) {
+        FTI_ERROR("heal: no thread to verify the stripes");
+        rc = FT_ERR_NO_MEMORY;
+    }
+    pthread_mutex_lock(&sp->mu);
+    sp->ready = rc == FT_SUCCESS;
+    sp->stop = rc != FT_SUCCESS;
+    pthread_cond_broadcast(&sp->cv);
+    pthread_mutex_unlock(&sp->mu);
+    stripe_join(sp);
+    if (rc == FT_SUCCESS && !all_done(sp)) {
+        pthread_mutex_lock(&sp->mu);
+        sp->stop = true;
+        pthread_cond_broadcast(&sp->cv);
+        pthread_mutex_unlock(&sp->mu);
+        rc = stripe_code(sp);
+    }
+    if (frontier)
+        pthread_join(ftid, NULL);
+    if (populator)
+        pthread_join(ptid, NULL);
+    return rc;
+}
+
+/* Fetches the whole state of the step from the sources into sp->stage
+ * and verifies it, fetching failed pieces again while a source is left. */
+static int stripe_fetch(struct stripe *sp, size_t chunk)
+{
+    int bad = 0;
+    int rc = stripe_first(sp, chunk);
+    if (rc == FT_SUCCESS)
+        rc = stripe_verify(sp, true, &bad);
+    sp->sums_phase = false;
+    while (rc == FT_SUCCESS && !all_done(sp)) {
+        rc = stripe_round(sp);
+        stripe_join(sp);
+        if (rc == FT_SUCCESS && !all_done(sp))
+            rc = stripe_code(sp);
+        if (rc == FT_SUCCESS)
+            rc = stripe_verify(sp, false, &bad);
+    }
+    return rc;
+}
+
+static void stripe_free(struct stripe *sp)
+{
+    for (int j = 0; j < sp->n_src; j++) {
+        struct stripe_src *w = &sp->src[j];
+        fti_rpc_client_destroy(w->c);
+        if (w->sums != NULL && w->sums != w->m)
+            ftmpi__heal_metadata_response__free_unpacked(w->sums, NULL);
+        if (w->m != NULL)
+            ftmpi__heal_metadata_response__free_unpacked(w->m, NULL);
+    }
+    free(sp->src);
+    free(sp->r);
+    stage_free(sp->stage, sp->n_stage);
+    pthread_cond_destroy(&sp->cv);
+    pthread_mutex_destroy(&sp->mu);
+}
+
+/* Sets up sp for a heal from n sources (at most 32: one bit each). */
+static int stripe_init(struct stripe *sp, struct fti_heal *h, const char *const *managers, int n,
+                       int group_rank, int64_t step, const fti_heal_opts_t *opts,
+                       int64_t deadline_ms)
+{
+    memset(sp, 0, sizeof(*sp));
+    pthread_mutex_init(&sp->mu, NULL);
+    pthread_cond_init(&sp->cv, NULL);
+    sp->h = h;
+    sp->group_rank = group_rank;
+    sp->step = step;
+    sp->deadline_ms = deadline_ms;
+    sp->opts = opts;
+    sp->sums_phase = true;
+    sp->src = calloc((size_t)n, sizeof(*sp->src));
+    if (sp->src == NULL) {
+        FTI_ERROR("heal: out of memory for %d sources", n);
+        return FT_ERR_NO_MEMORY;
+    }
+    sp->n_src = n;
+    for (int j = 0; j < n; j++)
+        sp->src[j] = (struct stripe_src){.sp = sp, .idx = j, .manager = managers[j]};
+    return FT_SUCCESS;
+}
+
+int fti_heal_stage_multi(fti_heal_h h, const char *const *src_managers, int n_src, int group_rank,
+                         int64_t step, const fti_heal_opts_t *opts, int64_t deadline_ms,
+                         fti_heal_staged_h *staged_p, fti_heal_stats_t *stats)
+{
+    int64_t t0 = fti_now_ms();
+    fti_heal_stats_t st = {0, 0, 0, "", 0, 0};
+    struct fti_heal_staged *staged = NULL;
+    size_t chunk = opts->chunk_bytes ? opts->chunk_bytes : FTI_HEAL_CHUNK_BYTES;
+    struct stripe sp;
+    if (n_src < 1 || n_src > FTI_HEAL_MAX_SOURCES || src_managers == NULL) {
+        if (stats != NULL)
+            *stats = st;
+        return FT_ERR_ARG;
+    }
+    int rc = stripe_init(&sp, h, src_managers, n_src, group_rank, step, opts, deadline_ms);
+    if (rc == FT_SUCCESS)
+        rc = stripe_fetch(&sp, chunk);
+    st.refetched = sp.refetched;
+    for (int j = 0; j < sp.n_src; j++) {
+        st.bytes += sp.src[j].bytes;
+        st.sources += sp.src[j].bytes > 0;
+    }
+    /* the first source that delivered bytes, else the first one reached */
+    for (int j = 0; j < sp.n_src && st.source[0] == '\0'; j++)
+        if (sp.src[j].bytes > 0)
+            fti_strlcpy(st.source, sp.src[j].addr, sizeof(st.source));
+    for (int j = 0; j < sp.n_src && st.source[0] == '\0'; j++)
+        fti_strlcpy(st.source, sp.src[j].addr, sizeof(st.source));
+    if (rc == FT_SUCCESS && (staged = malloc(sizeof(*staged))) == NULL) {
+        FTI_ERROR("heal: out of memory keeping the staged copy");
+        rc = FT_ERR_NO_MEMORY;
+    }
+    if (rc == FT_SUCCESS) {
+        *staged = (struct fti_heal_staged){sp.stage, sp.n_stage};
+        sp.stage = NULL;
+    }
+    stripe_free(&sp);
+    rc = heal_code(rc);
+    st.ms = fti_now_ms() - t0;
+    if (rc == FT_SUCCESS) {
+        FTI_DEBUG("heal: step %" PRId64 " staged from %d of %d sources (%s first): %" PRIu64
+                  " bytes in %" PRId64 " ms",
+                  step, st.sources, n_src, st.source, st.bytes, st.ms);
+        *staged_p = staged;
+    }
+    if (stats != NULL)
+        *stats = st;
+    return rc;
+}
+
+int fti_heal_stage(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
+                   const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_staged_h *staged_p,
+                   fti_heal_stats_t *stats)
+{
+    return fti_heal_stage_multi(h, &src_manager, 1, group_rank, step, opts, deadline_ms, staged_p,
+                                stats);
+}
+
+int64_t fti_heal_install(fti_heal_h h, fti_heal_staged_h staged)
+{
+    int64_t t0 = fti_now_ms();
+    int rc = heal_install(h, staged->stage, staged->n);
+    fti_heal_discard(staged);
+    return rc != FT_SUCCESS ? (int64_t)rc : fti_now_ms() - t0;
+}
+
+void fti_heal_discard(fti_heal_staged_h staged)
+{
+    if (staged == NULL)
+        return;
+    stage_free(staged->stage, staged->n);
+    free(staged);
+}
+
+int fti_heal_fetch(fti_heal_h h, const char *src_manager, int group_rank, int64_t step,
+                   const fti_heal_opts_t *opts, int64_t deadline_ms, fti_heal_stats_t *stats)
+{
+    int64_t t0 = fti_now_ms();
+    fti_heal_staged_h staged = NULL;
+    fti_heal_stats_t st;
+    int rc = fti_heal_stage(h, src_manager, group_rank, step, opts, deadline_ms, &staged, &st);
+    if (rc == FT_SUCCESS) {
+        st.install_ms = fti_heal_install(h, staged);
+        if (st.install_ms < 0) {
+            rc = (int)st.install_ms;
+            st.install_ms = 0;
+        }
+    }
+    if (rc == FT_SUCCESS) {
+        st.ms = fti_now_ms() - t0;
+        FTI_INFO("heal: step %" PRId64 " healed from %s: %" PRIu64 " bytes in %" PRId64
+                 " ms (install %" PRId64 " ms)",
+                 step, st.source, st.bytes, st.ms, st.install_ms);
+    }
+    if (stats != NULL)
+        *stats = st;
+    return rc;
+}

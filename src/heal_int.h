@@ -1,0 +1,51 @@
+/*
+ * heal_int.h - the registry of heal.c as its fetching side
+ * (heal_fetch.c) sees it.  Internal to those two files.
+ */
+#ifndef FTI_HEAL_INT_H
+#define FTI_HEAL_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "heal.h"
+
+struct heal_buf {
+    char name[FTI_HEAL_MAX_NAME];
+    unsigned char *data; /* what is served and summed: user, or copy.mirror */
+    void *user;          /* the registered memory */
+    size_t len;
+    fti_heal_copy_t copy; /* copy_out == NULL: none, data == user */
+    uint64_t mirror_gen;  /* generation the mirror holds; written under both mutexes */
+    /* checksum cache, guarded by the registry's mutex */
+    uint64_t sum;
+    uint64_t sum_gen; /* generation it was computed for; 0 = none */
+    /* the chained sum after each piece (HealBuffer.piece_sums), written by
+     * the summing thread, valid with sum_gen */
+    uint64_t *piece_sums;
+    size_t n_pieces;
+};
+
+struct fti_heal {
+    pthread_mutex_t mu;
+    pthread_mutex_t mirror_mu; /* serialises mirror refreshes; taken before mu */
+    pthread_cond_t served_cv; /* CLOCK_MONOTONIC; signalled when served grows */
+    struct heal_buf **bufs;   /* entries never move once registered */
+    size_t n, cap;
+    int64_t step;
+    bool open;
+    uint64_t gen;    /* bumped by every fti_heal_set_step */
+    int served;      /* complete copies handed out in this generation */
+    /* the summing thread (started and joined on the loop thread only) */
+    pthread_t sum_tid;
+    bool sum_thread;   /* sum_tid is to be joined */
+    uint64_t sum_for;  /* the generation it sums */
+    /* test only (FTMPI_TEST_HEAL_CORRUPT=NAME:OFFSET): the fetch replies
+     * of buffer NAME that cover byte OFFSET carry that byte flipped
+     * (NAME:*, UINT64_MAX here: every reply's first byte) */
+    char corrupt_name[FTI_HEAL_MAX_NAME];
+    uint64_t corrupt_at;
+};
+
+#endif
