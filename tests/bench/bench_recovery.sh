@@ -3,7 +3,8 @@
 # bench_step paced by --sleep-ms 10 with a 64 KiB FT_Allreduce.
 #
 # A. kill and restart: 3 groups, 1 MiB of state, one ftmpi-lighthouse
-#    --min-replicas 2 --heartbeat-timeout-ms 1000.  Per repetition (7;
+#    --min-replicas 2 --heartbeat-timeout-ms 1000, then 5000 (BENCH_HB_LIST:
+#    both must be independent of it).  Per repetition (7;
 #    BENCH_QUICK: 2): SIGKILL the rank of group 2, then
 #      kill -> survivors: from the kill to the first step that group 0
 #                         commits with 2 participants;
@@ -38,7 +39,7 @@ for p in "$PROG" "$STREAM"; do
 done
 REPS=7
 HEAL_SIZES="64m 1g"
-HB_MS=1000
+: "${BENCH_HB_LIST:=1000 5000}" # part A once per heartbeat timeout (ms)
 if [ -n "$BENCH_QUICK" ]; then
     REPS=2
     HEAL_SIZES=64m
@@ -103,6 +104,7 @@ stats() {
 status=0
 
 # ---- A. kill and restart ------------------------------------------------
+for HB_MS in $BENCH_HB_LIST; do
 if part A; then
 note "A: 3 groups, kill and restart group 2, $REPS times"
 start_lighthouse "$BT/lhA" --min-replicas 2 --heartbeat-timeout-ms $HB_MS \
@@ -177,6 +179,8 @@ stop_lighthouse
     printf "(a step of the 3 groups: median %.1f ms)\n\n" "$1"
 } | table_out recovery.txt
 fi
+done
+HB_MS=1000 # parts B-D
 
 # ---- B. healing ---------------------------------------------------------
 rows=""
