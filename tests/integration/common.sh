@@ -66,6 +66,19 @@ need_mpirun() {
     [ -x "$MPIRUN" ] || command -v "$MPIRUN" >/dev/null 2>&1 || skip "mpirun '$MPIRUN' not runnable"
 }
 
+# san_runtime LIB: the path of the ASan runtime LIB is linked with
+# (configure --enable-sanitizers), empty without; san_preload LIB: what
+# LD_PRELOAD needs to load LIB into a program built without the sanitizers
+# (hpcc, mpifort's, an installed user's program): LIB, or "RUNTIME:LIB",
+# since ASan's runtime must come first in the initial library list
+san_runtime() {
+    ldd "$1" 2>/dev/null | sed -n 's/^[[:space:]]*libasan\.so[.0-9]* => \([^ ]*\) .*/\1/p' | head -n 1
+}
+san_preload() {
+    _rt=$(san_runtime "$1")
+    echo "${_rt:+$_rt:}$1"
+}
+
 need_cmd() {
     for _c in "$@"; do
         command -v "$_c" >/dev/null 2>&1 || skip "'$_c' not found"

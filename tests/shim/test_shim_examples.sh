@@ -17,6 +17,7 @@ need_mpirun
 lib_test_env
 SHIM="$top_builddir/.libs/libftmpi_pmpi.so"
 [ -f "$SHIM" ] || skip "no $SHIM (shared libraries disabled?)"
+PRELOAD=$(san_preload "$SHIM")
 PI="$top_builddir/examples/shim_pi"
 NP=4
 
@@ -47,7 +48,7 @@ same_results "$TEST_TMPDIR/pi_native.log" "$TEST_TMPDIR/pi_shim.log" pi shim_pi
 echo "C: $(results "$TEST_TMPDIR/pi_shim.log" pi | head -n 1 | sed 's/rank=[0-9]* //'), with and without the shim"
 
 # ---- C: shim_pi under continue, world rank 2 killed mid-run
-setsid "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$SHIM" -x FTMPI_SHIM_ON_FAILURE=continue \
+setsid "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$PRELOAD" -x FTMPI_SHIM_ON_FAILURE=continue \
     -x SHIM_PI_SLEEP_MS=10 -x SHIM_PI_BATCHES=400 -x SHIM_PI_SAMPLES=20000 "$PI" \
     > "$TEST_TMPDIR/pi_kill.log" 2>&1 &
 JOB=$!
