@@ -7,14 +7,22 @@
 #   ./quickstart.sh check-asan
 #                           the same in a second build folder (_build_asan)
 #                           configured with --enable-sanitizers (ASan+UBSan;
-#                           FTMPI_SANITIZERS=1 check does the same)
+#                           FTMPI_SANITIZERS=1 check does the same); leaks are
+#                           checked too (tests/integration/common.sh says where)
+#   ./quickstart.sh check-tsan
+#                           the threaded parts' tests (the progress thread, the
+#                           rank server and heal, rpc, store, tcp ring, the log)
+#                           in a third folder (_build_tsan) configured with
+#                           --enable-sanitizers=thread; not the MPI jobs (Open
+#                           MPI is not built with ThreadSanitizer)
 #
 # Both use one build folder configured once, with warnings as errors (what
 # CI checks), so that alternating demo and check rebuilds nothing.  A
 # compiler that warns where ours do not: FTMPI_WERROR=0 (reconfigures once).
 # Environment: FTMPI_BUILD_DIR (default ./_build, ./_build_asan with the
-# sanitizers), JOBS (default: number of cores), FTMPI_WERROR (default 1),
-# FTMPI_SANITIZERS (default 0).
+# sanitizers, ./_build_tsan for check-tsan), JOBS (default: number of
+# cores), FTMPI_WERROR (default 1), FTMPI_SANITIZERS (default 0; 1 or
+# address: ASan+UBSan, thread: TSan).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,8 +31,17 @@ san=${FTMPI_SANITIZERS:-0}
 if [ "$verb" = check-asan ]; then
     verb=check
     san=1
+elif [ "$verb" = check-tsan ]; then
+    verb=check
+    san=thread
 fi
-if [ "$san" = 1 ]; then
+# what check-tsan runs: unit and in-process tests of the threaded parts
+tsan_tests="tests/unit/test_progress tests/unit/test_log tests/integration/test_heal \
+tests/integration/test_rpc tests/integration/test_store tests/integration/test_tcp_ring"
+if [ "$san" = thread ]; then
+    build=${FTMPI_BUILD_DIR:-$here/_build_tsan}
+elif [ "$san" = 1 ] || [ "$san" = address ]; then
+    san=1
     build=${FTMPI_BUILD_DIR:-$here/_build_asan}
 else
     build=${FTMPI_BUILD_DIR:-$here/_build}
@@ -32,7 +49,7 @@ fi
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 usage() {
-    echo "usage: $0 demo|check|check-asan" >&2
+    echo "usage: $0 demo|check|check-asan|check-tsan" >&2
     exit 2
 }
 case "$verb" in demo|check) ;; *) usage ;; esac
@@ -65,6 +82,7 @@ fi
 flags="--enable-werror"
 [ "${FTMPI_WERROR:-1}" = 0 ] && flags=""
 [ "$san" = 1 ] && flags="$flags --enable-sanitizers"
+[ "$san" = thread ] && flags="$flags --enable-sanitizers=thread"
 if [ ! -x "$here/configure" ] || [ "$here/configure.ac" -nt "$here/configure" ]; then
     echo "quickstart: ./autogen.sh"
     "$here/autogen.sh"
@@ -83,8 +101,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 case "$verb" in
 check)
-    echo "quickstart: make check"
-    if ! make -C "$build" -j"$jobs" check; then
+    tests=()
+    [ "$san" = thread ] && tests=(TESTS="$tsan_tests")
+    echo "quickstart: make check ${tests[*]}"
+    if ! make -C "$build" -j"$jobs" check "${tests[@]}"; then
         echo "quickstart: make check failed; failing test logs:" >&2
         find "$build" -name '*.log' ! -name 'config.log' ! -name 'test-suite.log' -print0 |
             xargs -0 grep -l '^FAIL\|^ERROR' 2>/dev/null | while read -r f; do

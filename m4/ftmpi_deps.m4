@@ -22,13 +22,19 @@ AC_DEFUN([FTMPI_CHECK_DEPS], [
 # FTMPI_CHECK_SANITIZERS: --enable-sanitizers builds everything (library,
 # programs, tests) with AddressSanitizer and UndefinedBehaviorSanitizer;
 # any UB report aborts the program, so `make check` fails on it.
+# --enable-sanitizers=thread builds with ThreadSanitizer instead, for the
+# threaded parts' unit tests (./quickstart.sh check-tsan runs those).
 AC_DEFUN([FTMPI_CHECK_SANITIZERS], [
   AC_ARG_ENABLE([sanitizers],
-    [AS_HELP_STRING([--enable-sanitizers],
-      [build with -fsanitize=address,undefined (make check then fails on memory errors and UB)])],
+    [AS_HELP_STRING([--enable-sanitizers@<:@=address|thread@:>@],
+      [build with -fsanitize=address,undefined (yes, address) or -fsanitize=thread (make check then fails on memory errors, UB or data races)])],
     [], [enable_sanitizers=no])
-  AS_IF([test "x$enable_sanitizers" = xyes], [
-    ftmpi_san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+  AS_CASE([$enable_sanitizers],
+    [no], [ftmpi_san=""],
+    [yes|address], [ftmpi_san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"],
+    [thread], [ftmpi_san="-fsanitize=thread -fno-omit-frame-pointer"],
+    [AC_MSG_ERROR([--enable-sanitizers=$enable_sanitizers: say address or thread])])
+  AS_IF([test -n "$ftmpi_san"], [
     CFLAGS="$CFLAGS $ftmpi_san"
     LDFLAGS="$LDFLAGS $ftmpi_san"
     AC_MSG_CHECKING([whether $CC can build with $ftmpi_san])

@@ -194,11 +194,11 @@ static void gen_quorum(fuzz_emit_fn emit, Ftmpi__QuorumMember *mem, size_t n)
     /* compact: results computed as the lighthouse does */
     Ftmpi__ManagerQuorumResult mr[2], *pmr[2];
     int64_t dst[2][8];
+    fti_quorum_result_t res[2]; /* mr[g] points into res[g]'s strings */
     for (int g = 0; g < 2; g++) {
-        fti_quorum_result_t res;
         ftmpi__manager_quorum_result__init(&mr[g]);
-        CHECK(fti_results_compute(&q, mem[0].replica_id, g, false, &res) == FT_SUCCESS);
-        fti_results_to_msg(&res, dst[g], &mr[g]);
+        CHECK(fti_results_compute(&q, mem[0].replica_id, g, false, &res[g]) == FT_SUCCESS);
+        fti_results_to_msg(&res[g], dst[g], &mr[g]);
         pmr[g] = &mr[g];
     }
     emit_msg(emit, 8, 0, &mr[0].base);

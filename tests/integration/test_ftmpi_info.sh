@@ -7,6 +7,7 @@
 INFO=$top_builddir/ftmpi-info
 [ -x "$INFO" ] || skip "$INFO not built"
 need_cmd timeout
+san_full_stacks # ftmpi-info loads hwloc's I/O plugins
 T=$TEST_TMPDIR
 
 # clear any FTMPI_* of the caller's environment

@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -600,7 +601,7 @@ struct fake {
     int lfd;
     char addr[FTI_ADDRESS_SIZE];
     pthread_t tid;
-    volatile bool stop; /* set by the test; the thread polls it */
+    atomic_bool stop; /* set by the test; the thread polls it */
     int fetches;        /* HEAL_FETCH data requests seen */
     bool bad;           /* a request the fake did not expect (checked by the test) */
     uint64_t sent;      /* data bytes sent */

@@ -157,6 +157,12 @@ wait_until 10 file_has "$T/lh.out" '^ftmpi-lighthouse listening on ' ||
     die "installed lighthouse did not start: $(cat "$T/lh.err")"
 LH_ADDR=$(sed -n 's/^ftmpi-lighthouse listening on \([^ ]*\) .*/\1/p' "$T/lh.out")
 
+# configure --enable-sanitizers: the installed libftmpi needs ASan's runtime
+# first in these programs, built without it; only the runtime is preloaded
+set --
+ASAN_RT=$(san_runtime "$libdir/libftmpi.so")
+[ -n "$ASAN_RT" ] && set -- -x LD_PRELOAD="$ASAN_RT" && echo "note: sanitizer build; the programs run with LD_PRELOAD=$ASAN_RT"
+
 n=0
 for app in $APPS; do
     n=$((n + 1))
@@ -165,7 +171,7 @@ for app in $APPS; do
     grep -q "libftmpi\.so.* => $libdir/libftmpi\.so" "$T/ldd$n" ||
         die "$app does not load $libdir's libftmpi: $(grep -i ftmpi "$T/ldd$n")"
     FTMPI_LIGHTHOUSE=$LH_ADDR FTMPI_REPLICA_ID=app$n \
-        timeout 60 "$MPIRUN" -np 1 "$app" >"$T/run$n.out" 2>"$T/run$n.err" ||
+        timeout 60 "$MPIRUN" -np 1 "$@" "$app" >"$T/run$n.out" 2>"$T/run$n.err" ||
         die "$app under mpirun -np 1 failed (exit $?): $(cat "$T/run$n.out" "$T/run$n.err" | tail -20)"
     grep -Eq "^libftmpi $version rc [^ ]+ committed 1 step 1 g0 1\$" "$T/run$n.out" ||
         die "$app: unexpected output: $(cat "$T/run$n.out")"

@@ -17,6 +17,7 @@ need_mpirun
 lib_test_env
 SHIM="$top_builddir/.libs/libftmpi_pmpi.so"
 [ -f "$SHIM" ] || skip "no $SHIM (shared libraries disabled?)"
+PRELOAD=$(san_preload "$SHIM")
 PI="$top_builddir/examples/shim_pi"
 NP=4
 
@@ -42,12 +43,12 @@ same_results() {
 
 # ---- C: shim_pi, with and without the shim
 run "$TEST_TMPDIR/pi_native.log" "" "$PI" || { cat "$TEST_TMPDIR/pi_native.log"; die "shim_pi failed without the shim"; }
-run "$TEST_TMPDIR/pi_shim.log" "$SHIM" "$PI" || { cat "$TEST_TMPDIR/pi_shim.log"; die "shim_pi failed under the shim"; }
+run "$TEST_TMPDIR/pi_shim.log" "$PRELOAD" "$PI" || { cat "$TEST_TMPDIR/pi_shim.log"; die "shim_pi failed under the shim"; }
 same_results "$TEST_TMPDIR/pi_native.log" "$TEST_TMPDIR/pi_shim.log" pi shim_pi
 echo "C: $(results "$TEST_TMPDIR/pi_shim.log" pi | head -n 1 | sed 's/rank=[0-9]* //'), with and without the shim"
 
 # ---- C: shim_pi under continue, world rank 2 killed mid-run
-setsid "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$SHIM" -x FTMPI_SHIM_ON_FAILURE=continue \
+setsid "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$PRELOAD" -x FTMPI_SHIM_ON_FAILURE=continue \
     -x SHIM_PI_SLEEP_MS=10 -x SHIM_PI_BATCHES=400 -x SHIM_PI_SAMPLES=20000 "$PI" \
     > "$TEST_TMPDIR/pi_kill.log" 2>&1 &
 JOB=$!
@@ -81,7 +82,7 @@ if [ ! -x "$CXX_BIN" ] && command -v mpic++ > /dev/null 2>&1; then
 fi
 if [ -x "$CXX_BIN" ]; then
     run "$TEST_TMPDIR/cxx_native.log" "" "$CXX_BIN" || { cat "$TEST_TMPDIR/cxx_native.log"; die "C++: failed without the shim"; }
-    run "$TEST_TMPDIR/cxx_shim.log" "$SHIM" "$CXX_BIN" || { cat "$TEST_TMPDIR/cxx_shim.log"; die "C++: failed under the shim"; }
+    run "$TEST_TMPDIR/cxx_shim.log" "$PRELOAD" "$CXX_BIN" || { cat "$TEST_TMPDIR/cxx_shim.log"; die "C++: failed under the shim"; }
     for f in cxx_native cxx_shim; do
         [ "$(results "$TEST_TMPDIR/$f.log" final | wc -l)" -eq $NP ] || { cat "$TEST_TMPDIR/$f.log"; die "C++ ($f): $NP final lines expected"; }
         [ "$(results "$TEST_TMPDIR/$f.log" final | sed 's/rank=[0-9]* //' | sort -u | wc -l)" -eq 1 ] ||
@@ -103,7 +104,7 @@ if command -v mpifort > /dev/null 2>&1; then
     mpifort -Wall -o "$TEST_TMPDIR/shim_pi_f" "$top_srcdir/examples/shim_pi_f.f90" \
         > "$TEST_TMPDIR/fc.log" 2>&1 || { cat "$TEST_TMPDIR/fc.log"; die "mpifort failed on shim_pi_f.f90"; }
     run "$TEST_TMPDIR/f_native.log" "" "$TEST_TMPDIR/shim_pi_f" || { cat "$TEST_TMPDIR/f_native.log"; die "Fortran: failed without the shim"; }
-    run "$TEST_TMPDIR/f_shim.log" "$SHIM" "$TEST_TMPDIR/shim_pi_f" || { cat "$TEST_TMPDIR/f_shim.log"; die "Fortran: failed under the shim"; }
+    run "$TEST_TMPDIR/f_shim.log" "$PRELOAD" "$TEST_TMPDIR/shim_pi_f" || { cat "$TEST_TMPDIR/f_shim.log"; die "Fortran: failed under the shim"; }
     same_results "$TEST_TMPDIR/f_native.log" "$TEST_TMPDIR/f_shim.log" pi_f shim_pi_f
     n=$(count_lines "$TEST_TMPDIR/f_shim.log" 'libftmpi_pmpi: 100 MPI_Allreduce calls protected, 0 passed to MPI, 100 made from Fortran')
     [ "$n" -eq $NP ] || { cat "$TEST_TMPDIR/f_shim.log"; die "Fortran: the shim did not see the 100 calls on every rank"; }

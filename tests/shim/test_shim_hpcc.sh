@@ -12,6 +12,7 @@ need_mpirun
 lib_test_env
 SHIM="$top_builddir/.libs/libftmpi_pmpi.so"
 [ -f "$SHIM" ] || skip "no $SHIM (shared libraries disabled?)"
+PRELOAD=$(san_preload "$SHIM")
 if ! command -v hpcc > /dev/null 2>&1; then
     [ "$(id -u)" -eq 0 ] && command -v apt-get > /dev/null 2>&1 ||
         skip "no hpcc (apt-get install hpcc)"
@@ -27,7 +28,7 @@ ldd "$(command -v hpcc)" | grep -q "$mpi_lib =>" || skip "hpcc is not linked wit
 cd "$TEST_TMPDIR" || die "no $TEST_TMPDIR"
 # lines 6 and 8 of the input: HPL's N and NB (small: seconds, not minutes)
 sed -e '6s/.*/400          Ns/' -e '8s/.*/40           NBs/' "$INF" > hpccinf.txt
-timeout 300 "$MPIRUN" --enable-recovery -np 4 -x LD_PRELOAD="$SHIM" hpcc > run.log 2>&1 ||
+timeout 300 "$MPIRUN" --enable-recovery -np 4 -x LD_PRELOAD="$PRELOAD" hpcc > run.log 2>&1 ||
     { tail -n 30 run.log; die "hpcc failed under the shim"; }
 out=hpccoutf.txt
 file_has "$out" '^Success=1$' || { tail -n 40 "$out"; die "hpcc: no Success=1"; }

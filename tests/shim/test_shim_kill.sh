@@ -20,6 +20,7 @@
 e2e_init
 SHIM="$top_builddir/.libs/libftmpi_pmpi.so"
 [ -f "$SHIM" ] || skip "no $SHIM (shared libraries disabled?)"
+PRELOAD=$(san_preload "$SHIM")
 TRAINER="$top_builddir/examples/shim_trainer"
 RET="$top_builddir/tests/shim/shim_return"
 AGREE="$top_builddir/tests/shim/shim_agree"
@@ -31,7 +32,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 start() { # LOG PROGRAM MODE [mpirun flags]: starts the job in the background, pid in $JOB
     _log=$1 _prog=$2 _mode=$3
     shift 3
-    setsid "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$SHIM" \
+    setsid "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$PRELOAD" \
         -x FTMPI_SHIM_ON_FAILURE="$_mode" -x FTMPI_SHIM_RESCALE=1 -x SHIM_TRAINER_STEPS=400 \
         -x SHIM_TRAINER_SLEEP_MS=10 "$@" "$_prog" > "$_log" 2>&1 &
     JOB=$!
