@@ -25,18 +25,44 @@ run() { # OUT BTL [mpirun flags]: bench_shim on NP ranks
         > "$BT/$_out" 2> "$BT/$_out.err" || { note "run $_out failed:"; cat "$BT/$_out.err" >&2; exit 1; }
 }
 
-note "$(machine); $NP ranks, up to $MAX bytes"
-for btl in vader tcp; do
-    note "btl $btl: native"
-    run native.$btl "self,$btl"
-    note "btl $btl: shim (abort: no saved copy)"
-    run shim.$btl "self,$btl" -x LD_PRELOAD="$SHIM"
+# BENCH_SHIM_ROUNDS rounds (5; BENCH_QUICK: 1) of every run, native and shim
+# alternating, and the median per size over the rounds: one run of each
+# moved single sizes by 1.3x on a quiet machine (8 MiB 1.03 then 1.30)
+ROUNDS=${BENCH_SHIM_ROUNDS:-5}
+[ -n "$BENCH_QUICK" ] && ROUNDS=${BENCH_SHIM_ROUNDS:-1}
+note "$(machine); $NP ranks, up to $MAX bytes, $ROUNDS round(s)"
+k=1
+while [ $k -le "$ROUNDS" ]; do
+    for btl in vader tcp; do
+        note "round $k, btl $btl: native"
+        run native.$btl.$k "self,$btl"
+        note "round $k, btl $btl: shim (abort: no saved copy)"
+        run shim.$btl.$k "self,$btl" -x LD_PRELOAD="$SHIM"
+    done
+    note "round $k, btl vader: shim, continue (a saved copy of each result)"
+    run cont.vader.$k "self,vader" -x LD_PRELOAD="$SHIM" -x FTMPI_SHIM_ON_FAILURE=continue
+    k=$((k + 1))
 done
-note "btl vader: shim, continue (a saved copy of each result)"
-run cont.vader "self,vader" -x LD_PRELOAD="$SHIM" -x FTMPI_SHIM_ON_FAILURE=continue
+# KIND: "bytes median_us" per size over the rounds, in the runs' size order
+for kind in native.vader shim.vader cont.vader native.tcp shim.tcp; do
+    cat "$BT/$kind".* | awk '
+        $1 !~ /^[0-9]+$/ { next }
+        !($1 in n) { order[++sizes] = $1 }
+        { n[$1]++; v[$1, n[$1]] = $2 }
+        END {
+            for (i = 1; i <= sizes; i++) {
+                b = order[i]; m = n[b]
+                for (x = 1; x <= m; x++) a[x] = v[b, x]
+                for (x = 2; x <= m; x++) { t = a[x]; y = x - 1
+                    while (y >= 1 && a[y] > t) { a[y + 1] = a[y]; y-- } a[y + 1] = t }
+                med = m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+                printf "%s %s\n", b, med
+            }
+        }' > "$BT/$kind"
+done
 
 {
-    echo "# MPI_Allreduce (MPI_DOUBLE, MPI_SUM, separate buffers), $NP ranks: us per call"
+    echo "# MPI_Allreduce (MPI_DOUBLE, MPI_SUM, separate buffers), $NP ranks: us per call, median of $ROUNDS round(s)"
     echo "# $BENCH_MACHINE"
     printf '%10s %11s %11s %6s %11s %6s %11s %11s %6s\n' bytes vader-mpi vader-shim ratio \
         vader-cont ratio tcp-mpi tcp-shim ratio
