@@ -13,11 +13,10 @@
  * here); from then on the fast communicator is closed for good and every
  * later call takes the fault-tolerant path.
  *
- * Polling, as the `mpi` backend's poll_all (src/comm/mpi.c): MPI_Test with
- * sched_yield between tries for FAST_SPIN_MS, then a nap of FAST_NAP_US
- * between tries, so that a rank waiting for a dead peer leaves the cores
- * to the living; the clock is read every FAST_CLOCK_EVERY tries only.  The
- * first FAST_CLOCK_EVERY tries do not yield: a small call is done by then,
+ * Polling: the `mpi` backend's fti_mpi_poll (src/comm/mpi.c): spinning
+ * with sched_yield between tries, then short naps, so that a rank waiting
+ * for a dead peer leaves the cores to the living.  The first
+ * FAST_QUIET_TRIES tries do not yield: a small call is done by then,
  * and Open MPI's own progress already yields when the node is
  * oversubscribed (mpi_yield_when_idle); a sched_yield of ours on top of it
  * made an 8-byte call about 1.2-1.8x slower in a probe on this VM.
@@ -25,16 +24,13 @@
 #define _POSIX_C_SOURCE 200809L
 #include "shim.h"
 
-#include <sched.h>
-#include <time.h>
-
 #include "ftmpi_errors.h"
 #include "log.h"
+#include "mpi_backend.h"
 #include "util.h"
 
-#define FAST_SPIN_MS 50
-#define FAST_NAP_US 50L
-#define FAST_CLOCK_EVERY 64u
+/* tries before the first sched_yield of ours (see the top) */
+#define FAST_QUIET_TRIES 64u
 
 static struct {
     MPI_Comm comm;              /* MPI_COMM_NULL: never made, or closed */
@@ -66,36 +62,6 @@ bool fti_shim_fast_open(void)
     return fast.comm != MPI_COMM_NULL && !fast.closed;
 }
 
-/* Polls req until it completes (FT_SUCCESS), MPI reports an error
- * (FT_ERR_PROC_FAILED) or deadline_ms passes (FT_ERR_TIMEOUT). */
-static int poll_one(MPI_Request *req, int64_t deadline_ms)
-{
-    int64_t spin_until = -1;
-    bool nap = false;
-    for (unsigned tries = 0;; tries++) {
-        int done = 0;
-        if (PMPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return FT_ERR_PROC_FAILED;
-        if (done)
-            return FT_SUCCESS;
-        if (nap || tries % FAST_CLOCK_EVERY == FAST_CLOCK_EVERY - 1) {
-            int64_t now = fti_now_ms();
-            if (now >= deadline_ms)
-                return FT_ERR_TIMEOUT;
-            if (spin_until < 0)
-                spin_until = now + FAST_SPIN_MS;
-            else if (now >= spin_until)
-                nap = true;
-        }
-        if (nap) {
-            struct timespec ts = {0, FAST_NAP_US * 1000};
-            nanosleep(&ts, NULL);
-        } else if (tries >= FAST_CLOCK_EVERY) {
-            sched_yield();
-        }
-    }
-}
-
 int fti_shim_fast_allreduce(const void *sendbuf, void *recvbuf, int count,
                             MPI_Datatype datatype, MPI_Op op, size_t out_bytes)
 {
@@ -110,7 +76,7 @@ int fti_shim_fast_allreduce(const void *sendbuf, void *recvbuf, int count,
         fast.closed = true;
         return FT_ERR_MPI;
     }
-    rc = poll_one(&req, deadline);
+    rc = fti_mpi_poll(&req, 1, deadline, FAST_QUIET_TRIES);
     if (rc == FT_SUCCESS) {
         fast.calls++;
         return FT_SUCCESS;

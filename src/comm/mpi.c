@@ -107,21 +107,20 @@ static MPI_Op fti_mpi_op(enum fti_op op)
     }
 }
 
-/* Polling.  Open MPI advances a non-blocking collective (libnbc) only
- * inside MPI_Test*, so a rank that sleeps stalls every rank waiting for its
- * part of the schedule.  poll_all therefore keeps calling MPI_Testall: it
- * spins for POLL_SPIN_MS (sched_yield between tries, so an oversubscribed
- * core goes to whoever can run), then sleeps at most POLL_NAP_US between
- * tries, so that a rank waiting for a dead peer until its deadline leaves
- * the cores to the living but still progresses every POLL_NAP_US.  The
- * clock is read every POLL_CLOCK_EVERY tries only. */
+/* Polling (mpi_backend.h: fti_mpi_poll).  Open MPI advances a non-blocking
+ * collective (libnbc) only inside MPI_Test*, so a rank that sleeps stalls
+ * every rank waiting for its part of the schedule.  fti_mpi_poll therefore
+ * keeps calling MPI_Testall: it spins for POLL_SPIN_MS (sched_yield between
+ * tries after the first quiet_tries, so an oversubscribed core goes to
+ * whoever can run), then sleeps at most POLL_NAP_US between tries, so that
+ * a rank waiting for a dead peer until its deadline leaves the cores to the
+ * living but still progresses every POLL_NAP_US.  The clock is read every
+ * POLL_CLOCK_EVERY tries only. */
 #define POLL_SPIN_MS 50
 #define POLL_NAP_US 50L
 #define POLL_CLOCK_EVERY 64u
 
-/* Polls reqs[0..n-1] until all complete (FT_SUCCESS), MPI reports an error
- * (FT_ERR_PROC_FAILED) or the deadline passes (FT_ERR_TIMEOUT). */
-static int poll_all(MPI_Request *reqs, int n, int64_t deadline_ms)
+int fti_mpi_poll(MPI_Request *reqs, int n, int64_t deadline_ms, unsigned quiet_tries)
 {
     int64_t spin_until = -1; /* read the clock only once the first tries fail */
     bool nap = false;
@@ -143,10 +142,16 @@ static int poll_all(MPI_Request *reqs, int n, int64_t deadline_ms)
         if (nap) {
             struct timespec ts = {0, POLL_NAP_US * 1000};
             nanosleep(&ts, NULL);
-        } else {
+        } else if (tries >= quiet_tries) {
             sched_yield();
         }
     }
+}
+
+/* The backend's own waits yield from the first failed try. */
+static int poll_all(MPI_Request *reqs, int n, int64_t deadline_ms)
+{
+    return fti_mpi_poll(reqs, n, deadline_ms, 0);
 }
 
 /* Operations of at most this many bytes times (members - 1) send every

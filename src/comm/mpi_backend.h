@@ -88,4 +88,11 @@ void fti_mpi_paths(uint64_t *native_p, uint64_t *p2p_p);
 /* Requests abandoned at a deadline since the start (and bytes kept alive). */
 void fti_mpi_abandoned(uint64_t *requests_p, uint64_t *bytes_p);
 
+/* Polls reqs[0..n-1] (MPI_Testall) until all complete (FT_SUCCESS), MPI
+ * reports an error (FT_ERR_PROC_FAILED) or deadline_ms passes
+ * (FT_ERR_TIMEOUT): spinning, with sched_yield between tries once
+ * quiet_tries have failed, then short naps after 50 ms (see mpi.c).  Also
+ * the drop-in's failure-free path (mpi_shim/fast.c) waits with it. */
+int fti_mpi_poll(MPI_Request *reqs, int n, int64_t deadline_ms, unsigned quiet_tries);
+
 #endif
