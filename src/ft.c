@@ -580,6 +580,7 @@ FTMPI_EXPORT int FT_Commit(int *committed)
     int64_t step = st.step;
     if (all) {
         st.step++;
+        st.fresh = false;
         /* the application changes its state now: serve nothing until the
          * next FT_Quorum */
         fti_heal_set_step(st.heal, st.step, false);

@@ -139,6 +139,13 @@ typedef struct fti_heal_opts {
     int connect_timeout_ms;
     size_t max_reply;   /* cap of metadata replies */
     size_t chunk_bytes; /* per fetch; 0 = FTI_HEAL_CHUNK_BYTES */
+    /* true: the bytes stream straight into the registered memory of every
+     * buffer without a mirror (no staging copy, no install copy); serving
+     * closes before the first byte lands.  A heal that fails once a fetch
+     * into the registered memory began leaves this rank's state partly
+     * overwritten (stats->torn).
+     * false: staged, all or nothing (below). */
+    bool direct;
 } fti_heal_opts_t;
 
 typedef struct fti_heal_stats {
@@ -149,6 +156,8 @@ typedef struct fti_heal_stats {
                                     * that delivered bytes (else reached) */
     int sources;        /* sources that delivered bytes */
     int refetched;      /* pieces that failed their checksum, fetched again */
+    bool torn;          /* opts->direct: it failed once a fetch into the
+                         * registered memory began (this rank's state is lost) */
 } fti_heal_stats_t;
 
 /* A complete, verified copy of a source's state in staging memory (as
@@ -159,7 +168,10 @@ typedef struct fti_heal_staged *fti_heal_staged_h;
  * group rank `group_rank` of the group whose manager is src_manager into
  * staging memory, before deadline_ms, and verifies it.  Nothing of this
  * rank changes: the registered memory, the served step and whether it is
- * served are exactly as before the call, whatever its outcome.
+ * served are exactly as before the call, whatever its outcome (unless
+ * opts->direct: then the buffers without a mirror are written in place,
+ * serving is closed from the start, and a failure once a fetch into them
+ * began sets stats->torn; one before that changes nothing).
  *
  * On success *staged_p is a complete copy whose every buffer matched its
  * checksum; the caller owns it and passes it to exactly one of

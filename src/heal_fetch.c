@@ -135,6 +135,7 @@ struct heal_stage {
     struct heal_buf *b;
     unsigned char *data; /* b->len bytes; NULL when b->len == 0 */
     bool mapped;         /* data is an anonymous mapping, else malloc'ed */
+    bool direct;         /* data is b->user itself (opts->direct): not ours */
     size_t n_pieces;     /* pieces of FTI_HEAL_SUM_BYTES (the last shorter) */
     uint64_t *chain;     /* the chained sum after each piece, computed here */
     bool *ok;            /* each piece verified */
@@ -151,7 +152,9 @@ struct heal_stage {
 static void stage_free(struct heal_stage *stage, size_t n)
 {
     for (size_t i = 0; stage != NULL && i < n; i++) {
-        if (stage[i].mapped)
+        if (stage[i].direct)
+            ; /* the registered memory */
+        else if (stage[i].mapped)
             munmap(stage[i].data, stage[i].b->len);
         else
             free(stage[i].data);
@@ -160,9 +163,9 @@ static void stage_free(struct heal_stage *stage, size_t n)
     free(stage);
 }
 
-/* Staging memory for s->b (none for an empty buffer) and its piece
- * records. */
-static bool stage_one(struct heal_stage *s)
+/* Staging memory for s->b (none for an empty buffer; direct: its
+ * registered memory, unless it has a mirror) and its piece records. */
+static bool stage_one(struct heal_stage *s, bool direct)
 {
     size_t len = s->b->len;
     s->n_pieces = (len + FTI_HEAL_SUM_BYTES - 1) / FTI_HEAL_SUM_BYTES;
@@ -172,7 +175,10 @@ static bool stage_one(struct heal_stage *s)
             return false;
         s->ok = (bool *)(s->chain + s->n_pieces);
     }
-    if (len >= HEAL_STAGE_MAP_BYTES) {
+    if (direct && len > 0 && s->b->copy.copy_out == NULL) {
+        s->data = s->b->user;
+        s->direct = true;
+    } else if (len >= HEAL_STAGE_MAP_BYTES) {
         void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return false;
@@ -185,9 +191,12 @@ static bool stage_one(struct heal_stage *s)
 }
 
 /* Staging memory for every registered buffer, in registration order: the
- * whole state once more, for the time of one heal.  Release with
- * stage_free(*stage_p, *n_p). */
-static int stage_alloc(struct fti_heal *h, struct heal_stage **stage_p, size_t *n_p)
+ * whole state once more, for the time of one heal (direct: only for the
+ * buffers with a mirror; serving closes here, before the first byte can
+ * land in the registered memory, and *was_open_p tells whether it was
+ * open).  Release with stage_free(*stage_p, *n_p). */
+static int stage_alloc(struct fti_heal *h, bool direct, struct heal_stage **stage_p, size_t *n_p,
+                       bool *was_open_p)
 {
     pthread_mutex_lock(&h->mu);
     size_t n = h->n;
@@ -197,7 +206,13 @@ static int stage_alloc(struct fti_heal *h, struct heal_stage **stage_p, size_t *
     for (size_t i = 0; ok && i < n; i++) {
         stage[i].b = h->bufs[i];
         total += stage[i].b->len;
-        ok = stage_one(&stage[i]);
+        ok = stage_one(&stage[i], direct);
+    }
+    *was_open_p = h->open;
+    if (ok && direct) {
+        h->open = false; /* the old state is about to change */
+        h->gen++;
+        h->served = 0;
     }
     pthread_mutex_unlock(&h->mu);
     if (!ok) {
@@ -224,7 +239,7 @@ static int heal_install(struct fti_heal *h, const struct heal_stage *stage, size
     pthread_mutex_unlock(&h->mu);
     for (size_t i = 0; i < n; i++) {
         const struct heal_buf *b = stage[i].b;
-        if (b->len == 0)
+        if (b->len == 0 || stage[i].direct)
             continue;
         if (b->copy.copy_in == NULL) {
             memcpy(b->user, stage[i].data, b->len);
@@ -266,7 +281,14 @@ struct stripe_range {
     int src;        /* the source that delivered it (R_DONE) */
     uint32_t tried; /* sources it failed with, a bit each */
     int pin;        /* only this source may fetch it, -1: any */
+    size_t landed;  /* R_BUSY: its bytes in place so far (fetch_landed) */
 };
+
+/* A fetch reports its progress every this many bytes, so that the
+ * frontier sums the bytes while they are still in the cache (summing
+ * whole 8 MiB ranges after they arrived read them back from memory,
+ * beside the transfer, on this 2-core machine). */
+#define HEAL_LAND_STEP ((size_t)1 << 20)
 
 struct stripe;
 
@@ -295,6 +317,9 @@ struct stripe {
     size_t n_r;
     int busy;   /* ranges in flight */
     bool ready; /* the staging memory is there */
+    bool closed;   /* direct: stage_alloc closed serving (was_open: it had been open) */
+    bool was_open;
+    bool touched;  /* direct: a fetch into registered memory started */
     bool stop;  /* no fetching: staging failed, or the fetch did */
     bool sums_phase; /* first round: each source sends its checksums after */
     int group_rank;
@@ -368,8 +393,24 @@ static int src_open(struct stripe *sp, struct stripe_src *w)
     return rc;
 }
 
+struct landing {
+    struct stripe *sp;
+    struct stripe_range *r;
+};
+
+/* fti_rpc_call_into_cb's progress: publishes the bytes of the range in
+ * place, for the frontier. */
+static void fetch_landed(void *arg, size_t done)
+{
+    struct landing *l = arg;
+    pthread_mutex_lock(&l->sp->mu);
+    l->r->landed = done;
+    pthread_cond_broadcast(&l->sp->cv);
+    pthread_mutex_unlock(&l->sp->mu);
+}
+
 /* Fetches range r from w into the staging memory.  Logs its failure. */
-static int fetch_range(struct stripe *sp, struct stripe_src *w, const struct stripe_range *r)
+static int fetch_range(struct stripe *sp, struct stripe_src *w, struct stripe_range *r)
 {
     const struct heal_stage *s = &sp->stage[r->buf];
     int left = fti_ms_left(sp->deadline_ms);
@@ -391,8 +432,9 @@ static int fetch_range(struct stripe *sp, struct stripe_src *w, const struct str
         return FT_ERR_INTERNAL;
     }
     ftmpi__heal_fetch_request__pack(&req, rbuf);
-    int rc = fti_rpc_call_into(w->c, FTMPI__METHOD__HEAL_FETCH, rbuf, rlen, left,
-                               s->data + r->off, r->len);
+    struct landing l = {sp, r};
+    int rc = fti_rpc_call_into_cb(w->c, FTMPI__METHOD__HEAL_FETCH, rbuf, rlen, left,
+                                  s->data + r->off, r->len, HEAL_LAND_STEP, fetch_landed, &l);
     if (rc != FT_SUCCESS)
         FTI_WARN("heal: fetching '%s' [%zu, +%zu) from %s failed: %s; dropped as a source",
                  s->b->name, r->off, r->len, w->addr, FT_Error_string(rc));
@@ -433,7 +475,9 @@ static void fetch_loop(struct stripe *sp, struct stripe_src *w)
             continue;
         }
         r->state = R_BUSY;
+        r->landed = 0;
         sp->busy++;
+        sp->touched |= sp->stage[r->buf].direct;
         pthread_mutex_unlock(&sp->mu);
         int rc = fetch_range(sp, w, r);
         pthread_mutex_lock(&sp->mu);
@@ -444,6 +488,7 @@ static void fetch_loop(struct stripe *sp, struct stripe_src *w)
             w->bytes += r->len;
         } else {
             r->state = R_TODO;
+            r->landed = 0;
             r->tried |= 1u << w->idx;
             src_dead_locked(w, rc);
         }
@@ -479,9 +524,36 @@ static void *src_main(void *arg)
     return NULL;
 }
 
-/* The frontier: sums each buffer's pieces in order as their ranges arrive
+/* The frontier's wait (mutex not held): until bytes of buffer i past
+ * offset pos are in place, stepping *ri over the ranges before them;
+ * *end_p: where those bytes end.  False once sp->stop is set. */
+static bool frontier_wait(struct stripe *sp, size_t i, size_t *ri, size_t pos, size_t *end_p)
+{
+    bool go = false;
+    pthread_mutex_lock(&sp->mu);
+    while (!sp->stop) {
+        const struct stripe_range *r = &sp->r[*ri];
+        if (r->buf < i || pos >= r->off + r->len) {
+            (*ri)++;
+            continue;
+        }
+        size_t end = r->off + (r->state == R_DONE ? r->len : r->state == R_BUSY ? r->landed : 0);
+        if (end > pos) {
+            *end_p = end;
+            go = true;
+            break;
+        }
+        pthread_cond_wait(&sp->cv, &sp->mu);
+    }
+    pthread_mutex_unlock(&sp->mu);
+    return go;
+}
+
+/* The frontier: sums each buffer's pieces in order as their bytes land
  * (chain[k]), so that a clean copy is verified by the time the last range
- * is in.  Stops when sp->stop is set. */
+ * is in.  A range fetched again after a failure may change bytes already
+ * summed: its piece then fails the chain and verify_stage sums it again.
+ * Stops when sp->stop is set. */
 static void *frontier_main(void *arg)
 {
     struct stripe *sp = arg;
@@ -489,23 +561,21 @@ static void *frontier_main(void *arg)
     for (size_t i = 0; i < sp->n_stage; i++) {
         struct heal_stage *s = &sp->stage[i];
         uint64_t sum = 0;
-        size_t pos = 0, avail = 0, len = s->b->len;
+        size_t pos = 0, len = s->b->len;
         for (size_t k = 0; k < s->n_pieces; k++) {
             size_t end = FTI_MIN(pos + FTI_HEAL_SUM_BYTES, len);
-            while (avail < end) {
-                pthread_mutex_lock(&sp->mu);
-                while (sp->r[ri].state != R_DONE && !sp->stop)
-                    pthread_cond_wait(&sp->cv, &sp->mu);
-                bool stop = sp->stop;
-                pthread_mutex_unlock(&sp->mu);
-                if (stop)
+            fti_checksum_t cs;
+            fti_checksum64_begin(&cs, sum);
+            while (pos < end) {
+                size_t avail;
+                if (!frontier_wait(sp, i, &ri, pos, &avail))
                     return NULL;
-                avail = sp->r[ri].off + sp->r[ri].len;
-                ri++;
+                size_t upto = FTI_MIN(avail, end);
+                fti_checksum64_add(&cs, s->data + pos, upto - pos);
+                pos = upto;
             }
-            sum = fti_checksum64(s->data + pos, end - pos, sum);
+            sum = fti_checksum64_end(&cs);
             s->chain[k] = sum;
-            pos = end;
         }
         s->sum = s->n_pieces > 0 ? sum : fti_checksum64(s->data, 0, 0);
     }
@@ -576,7 +646,7 @@ static int ranges_make(struct stripe *sp, size_t chunk)
     for (size_t i = 0; i < sp->n_stage; i++) {
         size_t len = sp->stage[i].b->len;
         for (size_t off = 0; off < len; off += chunk)
-            r[k++] = (struct stripe_range){i, off, FTI_MIN(chunk, len - off), R_TODO, -1, 0, -1};
+            r[k++] = (struct stripe_range){i, off, FTI_MIN(chunk, len - off), R_TODO, -1, 0, -1, 0};
     }
     pthread_mutex_lock(&sp->mu);
     sp->r = r;
@@ -657,6 +727,7 @@ static void ranges_redo(struct stripe *sp, size_t i, size_t lo, size_t hi, int p
         if (r->buf != i || r->off >= hi || r->off + r->len <= lo || r->state != R_DONE)
             continue;
         r->state = R_TODO;
+        r->landed = 0;
         if (pin < 0)
             r->tried |= 1u << r->src;
         r->pin = pin;
@@ -838,7 +909,8 @@ static int stripe_first(struct stripe *sp, size_t chunk)
 {
     int rc = stripe_round(sp);
     if (rc == FT_SUCCESS)
-        rc = stage_alloc(sp->h, &sp->stage, &sp->n_stage);
+        rc = stage_alloc(sp->h, sp->opts->direct, &sp->stage, &sp->n_stage, &sp->was_open);
+    sp->closed = rc == FT_SUCCESS && sp->opts->direct;
     if (rc == FT_SUCCESS)
         rc = ranges_make(sp, chunk);
     pthread_t ftid, ptid;
@@ -937,7 +1009,7 @@ int fti_heal_stage_multi(fti_heal_h h, const char *const *src_managers, int n_sr
                          fti_heal_staged_h *staged_p, fti_heal_stats_t *stats)
 {
     int64_t t0 = fti_now_ms();
-    fti_heal_stats_t st = {0, 0, 0, "", 0, 0};
+    fti_heal_stats_t st = {.bytes = 0};
     struct fti_heal_staged *staged = NULL;
     size_t chunk = opts->chunk_bytes ? opts->chunk_bytes : FTI_HEAL_CHUNK_BYTES;
     struct stripe sp;
@@ -950,6 +1022,13 @@ int fti_heal_stage_multi(fti_heal_h h, const char *const *src_managers, int n_sr
     if (rc == FT_SUCCESS)
         rc = stripe_fetch(&sp, chunk);
     st.refetched = sp.refetched;
+    st.torn = rc != FT_SUCCESS && sp.touched;
+    if (rc != FT_SUCCESS && sp.closed && !sp.touched) {
+        /* direct, failed before a byte landed: serve the old state again */
+        pthread_mutex_lock(&h->mu);
+        h->open = sp.was_open;
+        pthread_mutex_unlock(&h->mu);
+    }
     for (int j = 0; j < sp.n_src; j++) {
         st.bytes += sp.src[j].bytes;
         st.sources += sp.src[j].bytes > 0;

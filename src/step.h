@@ -62,6 +62,9 @@ struct fti_step {
     fti_comm_h slice;
     int64_t commit_failures;        /* failed commits since the last quorum */
     int64_t heals, heal_bytes;      /* healed steps and bytes (reported to the lighthouse) */
+    bool fresh;                     /* no step committed or healed by this process yet: the
+                                     * registered state is what its start made (or a durable
+                                     * checkpoint loaded), which a restart makes again */
     bool killed;                    /* a MANAGER_KILL reached the group */
     fti_members_t prev_members;     /* the previous quorum's (full replies) */
     fti_members_t members;          /* the last quorum's, replica-rank order: ids (and

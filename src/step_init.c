@@ -244,6 +244,7 @@ int fti_step_setup(struct fti_step *s)
 {
     /* every world rank takes part, whatever its config */
     s->shim = fti_shim_selected();
+    s->fresh = true;
     int rc = init_world(s);
     if (rc == FT_SUCCESS)
         rc = fti_group_create(s->shim ? MPI_COMM_SELF : s->mode_b ? s->mb.split : MPI_COMM_WORLD,

@@ -278,12 +278,43 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
  * FT_Commit): it installs nothing and the group is lost; mode B: a vote
  * that missed rank 0's deadline means a dead rank, the group is lost.
  * heal.c logged a failure of this rank's own transfer. */
+/* Whether this heal writes the registered memory directly
+ * (FTMPI_HEAL_INSTALL): auto = while the process has committed and healed
+ * nothing in mode A, where a group that fails its heal is restarted and
+ * makes that state again. */
+static bool heal_direct(const struct fti_step *s)
+{
+    switch (s->cfg.heal_install) {
+    case FTI_HEAL_INSTALL_DIRECT:
+        return true;
+    case FTI_HEAL_INSTALL_STAGED:
+        return false;
+    default:
+        return s->fresh && !s->mode_b && !s->shim;
+    }
+}
+
+/* A direct heal the group did not install: some rank's registered memory
+ * may hold neither the old step nor the new one (this one's did when
+ * torn), and no rank can tell whether another's does, so every rank of the
+ * group leaves.  Logged here. */
+static int heal_torn(struct fti_step *s, bool torn, int why)
+{
+    FTI_ERROR("direct heal of step %" PRId64 " (FTMPI_HEAL_INSTALL) failed: %s; %s, so this "
+              "group's state is lost: it leaves (ftmpi-run restarts it)",
+              s->res.max_step, FT_Error_string(why),
+              torn ? "this rank's buffers are partly overwritten"
+                   : "the group's buffers may be partly overwritten");
+    return fti_step_group_lost(s, why);
+}
+
 int fti_step_heal(struct fti_step *s)
 {
     fti_heal_opts_t o = {
         .connect_timeout_ms = s->cfg.connect_timeout_ms,
         .max_reply = (size_t)s->cfg.max_frame_bytes,
         .chunk_bytes = 0,
+        .direct = heal_direct(s),
     };
     fti_heal_stats_t hs;
     fti_heal_staged_h staged = NULL;
@@ -303,10 +334,18 @@ int fti_step_heal(struct fti_step *s)
     bool lost = drc != FT_SUCCESS ||
                 (decision == FT_ERR_TIMEOUT &&
                  fti_mode_group_failure(s->mode_b, decision) == FT_ERR_GROUP_LOST);
-    if (rc == FT_SUCCESS && !lost && decision == FT_SUCCESS)
+    bool install = rc == FT_SUCCESS && !lost && decision == FT_SUCCESS;
+    if (install)
         hs.install_ms = fti_heal_install(s->heal, staged);
     else
         fti_heal_discard(staged);
+    /* direct: a heal the group did not install is no step of this group */
+    if (o.direct && !install) {
+        int why = rc != FT_SUCCESS ? rc : drc != FT_SUCCESS ? drc : decision;
+        fti_event_heal(s->elog, s->step, s->res.max_step, hs.bytes, fti_now_ms() - t0,
+                       hs.source, why);
+        return heal_torn(s, hs.torn || rc == FT_SUCCESS, why);
+    }
     if (hs.install_ms < 0) { /* a copy into device memory failed: the state is partly lost */
         fti_event_heal(s->elog, s->step, s->res.max_step, hs.bytes, hs.ms, hs.source,
                        (int)hs.install_ms);
@@ -333,6 +372,7 @@ int fti_step_heal(struct fti_step *s)
              s->res.max_step, s->res.recover_src_replica_id, hs.source,
              hs.sources > 0 ? hs.sources - 1 : 0, hs.bytes, hs.ms, hs.install_ms);
     s->step = s->res.max_step;
+    s->fresh = false;
     s->heals++;
     s->heal_bytes += (int64_t)hs.bytes;
     fti_manager_report(s->manager, s->cfg.restart_count, s->heals, s->heal_bytes);

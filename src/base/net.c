@@ -291,6 +291,46 @@ int fti_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
     return FT_SUCCESS;
 }
 
+/* Reads of at least this many bytes wait in the kernel (fti_read_bulk). */
+#define NET_BULK_MIN ((size_t)256 << 10)
+
+int fti_read_bulk(int fd, void *buf, size_t len, int64_t deadline_ms)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (len < NET_BULK_MIN || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+        return fti_read_full(fd, buf, len, deadline_ms);
+    char *p = buf;
+    int rc = FT_SUCCESS;
+    while (len > 0 && rc == FT_SUCCESS) {
+        int64_t left = deadline_ms - fti_now_ms();
+        if (left <= 0) {
+            rc = FT_ERR_TIMEOUT;
+            break;
+        }
+        /* the wait of one recv: what is left, at most a second (the
+         * deadline is checked between) */
+        struct timeval tv = {left > 1000 ? 1 : 0, left > 1000 ? 0 : (long)left * 1000};
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+            rc = fti_read_full(fd, p, len, deadline_ms);
+            break;
+        }
+        ssize_t n = recv(fd, p, len, MSG_WAITALL);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+        } else if (n == 0) {
+            rc = FT_ERR_PROC_FAILED;
+        } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+            FTI_DEBUG("recv: %m");
+            rc = FT_ERR_PROC_FAILED;
+        }
+    }
+    struct timeval zero = {0, 0};
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &zero, sizeof(zero));
+    (void)fcntl(fd, F_SETFL, fl);
+    return rc;
+}
+
 int fti_read_full(int fd, void *buf, size_t len, int64_t deadline_ms)
 {
     char *p = buf;

@@ -1158,6 +1158,31 @@ int fti_rpc_call(fti_rpc_client_h c, uint16_t method, const void *req, size_t re
 int fti_rpc_call_into(fti_rpc_client_h c, uint16_t method, const void *req, size_t req_len,
                       int timeout_ms, void *out, size_t len)
 {
+    return fti_rpc_call_into_cb(c, method, req, req_len, timeout_ms, out, len, 0, NULL, NULL);
+}
+
+/* Reads the len payload bytes of a reply into out, step bytes at a time,
+ * calling landed after each step. */
+static int read_steps(int fd, unsigned char *out, size_t len, size_t step, int64_t deadline,
+                      void (*landed)(void *arg, size_t done), void *arg)
+{
+    if (step == 0 || step > len)
+        step = len;
+    int rc = FT_SUCCESS;
+    for (size_t done = 0; rc == FT_SUCCESS && done < len;) {
+        size_t n = FTI_MIN(step, len - done);
+        rc = fti_read_bulk(fd, out + done, n, deadline);
+        done += n;
+        if (rc == FT_SUCCESS && landed != NULL)
+            landed(arg, done);
+    }
+    return rc;
+}
+
+int fti_rpc_call_into_cb(fti_rpc_client_h c, uint16_t method, const void *req, size_t req_len,
+                         int timeout_ms, void *out, size_t len, size_t step,
+                         void (*landed)(void *arg, size_t done), void *arg)
+{
     fti_rpc_header_t h;
     int64_t deadline = fti_now_ms() + (timeout_ms > 0 ? timeout_ms : 1);
 
@@ -1173,7 +1198,7 @@ int fti_rpc_call_into(fti_rpc_client_h c, uint16_t method, const void *req, size
         rc = FT_ERR_BAD_MESSAGE;
     }
     if (rc == FT_SUCCESS)
-        rc = fti_read_full(c->fd, out, len, deadline);
+        rc = read_steps(c->fd, out, len, step, deadline, landed, arg);
     if (rc != FT_SUCCESS)
         client_drop(c);
     pthread_mutex_unlock(&c->mu);

@@ -237,6 +237,15 @@ int fti_rpc_call(fti_rpc_client_h client, uint16_t method, const void *req, size
 int fti_rpc_call_into(fti_rpc_client_h client, uint16_t method, const void *req, size_t req_len,
                       int timeout_ms, void *buf, size_t len);
 
+/* fti_rpc_call_into reporting progress: the payload is read in steps of
+ * `step` bytes (0: all at once) and landed(arg, done) is called after each
+ * with the bytes in place so far (on this thread; not after a failure),
+ * so that a consumer can work on the bytes while they are still in the
+ * cache. */
+int fti_rpc_call_into_cb(fti_rpc_client_h client, uint16_t method, const void *req,
+                         size_t req_len, int timeout_ms, void *out, size_t len, size_t step,
+                         void (*landed)(void *arg, size_t done), void *arg);
+
 /* Protobuf convenience: packs req, unpacks the reply with rdesc.  Free
  * *resp_p with protobuf_c_message_free_unpacked(*resp_p, NULL). */
 int fti_rpc_call_msg(fti_rpc_client_h client, uint16_t method, const ProtobufCMessage *req,

@@ -19,6 +19,7 @@ static const char *const backend_choices[] = {"auto", "tcp",  "mpi", "baby-tcp",
 static const char *const world_choices[] = {"dynamic", "fixed_with_spares", NULL};
 static const char *const bool_choices[] = {"0", "1", NULL};
 static const char *const shim_choices[] = {"auto", "abort", "return", "continue", NULL};
+static const char *const heal_install_choices[] = {"auto", "staged", "direct", NULL};
 
 const fti_config_field_t fti_config_table[] = {
     {"FTMPI_LIGHTHOUSE", "", "lighthouse address host:port (mode A); empty with FTMPI_GROUP_SIZE set selects mode B",
@@ -53,6 +54,8 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_INT, OFF(heartbeat_ms), 1, 600000, NULL},
     {"FTMPI_HEAL_TIMEOUT_MS", "60000", "deadline of one heal (metadata and all buffers)",
      FTI_CFG_INT, OFF(heal_timeout_ms), 1, 3600000, NULL},
+    {"FTMPI_HEAL_INSTALL", "auto", "how a heal writes the registered buffers: staged (into staging memory, installed only once every rank of the group has a verified copy: a failed heal changes nothing), direct (straight into the buffers, no copy: a heal that fails after its first byte loses the group, which leaves with FT_ERR_GROUP_LOST and is restarted), auto = direct while the process has neither committed nor healed a step (mode A: its state is what a restart makes again), staged otherwise",
+     FTI_CFG_ENUM, OFF(heal_install), 0, 0, heal_install_choices},
     {"FTMPI_INIT_SYNC", "1", "1: a fresh start copies the primary group's state at step 0",
      FTI_CFG_BOOL, OFF(init_sync), 0, 1, bool_choices},
     {"FTMPI_LOG_LEVEL", "warn", "none, error, warn, info, debug or trace",

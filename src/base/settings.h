@@ -21,6 +21,8 @@ enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
 /* FTMPI_SHIM_ON_FAILURE; auto: abort under MPI_ERRORS_ARE_FATAL, return
  * otherwise (DESIGN section 10). */
 enum fti_shim_on_failure { FTI_SHIM_AUTO, FTI_SHIM_ABORT, FTI_SHIM_RETURN, FTI_SHIM_CONTINUE };
+/* FTMPI_HEAL_INSTALL (src/step_quorum.c, fti_step_heal) */
+enum fti_heal_install { FTI_HEAL_INSTALL_AUTO, FTI_HEAL_INSTALL_STAGED, FTI_HEAL_INSTALL_DIRECT };
 
 typedef struct fti_config {
     /* strings: a longer value is refused by the parser, never cut */
@@ -36,6 +38,7 @@ typedef struct fti_config {
     int connect_timeout_ms;
     int heartbeat_ms;
     int heal_timeout_ms;
+    int heal_install;           /* enum fti_heal_install */
     int init_sync;              /* bool */
     int log_level;
     char event_log[FTI_PATH_SIZE];      /* JSON event log path, "" = off */

@@ -330,7 +330,7 @@ static void test_big_buffer(void **state)
     assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, hs, &srv), FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(srv)};
     assert_int_equal(fti_rank_server_set_peers(srv, peers, 1), FT_SUCCESS);
-    fti_heal_opts_t o = {1000, 1 << 20, (3u << 20) + 5}; /* chunks across the pieces */
+    fti_heal_opts_t o = {1000, 1 << 20, (3u << 20) + 5, false}; /* chunks across the pieces */
     fti_heal_stats_t st;
     const size_t spots[] = {0, len - 1, FTI_HEAL_SUM_BYTES};
     for (size_t k = 0; k < FTI_ARRAY_SIZE(spots); k++) {
@@ -452,7 +452,7 @@ static void test_mirrored(void **state)
                      FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(srv)};
     assert_int_equal(fti_rank_server_set_peers(srv, peers, 1), FT_SUCCESS);
-    fti_heal_opts_t o = {1000, 1 << 20, 4096 + 17};
+    fti_heal_opts_t o = {1000, 1 << 20, 4096 + 17, false};
     const char *addr = fti_rank_server_address(srv);
 
     /* served through the mirror, copied out on the loop thread once */
@@ -976,6 +976,73 @@ static void test_source_stalls(void **state)
     torn_free(&t);
 }
 
+/* opts.direct: the bytes land in the registered memory itself (staging
+ * nothing): the staged copy is already in place before the install. */
+static void test_direct_in_place(void **state)
+{
+    (void)state;
+    struct torn t;
+    struct fake f;
+    torn_init(&t, &f);
+    t.opts.direct = true;
+    fake_start(&f);
+    fti_heal_staged_h staged = NULL;
+    fti_heal_stats_t st;
+    int rc = fti_heal_stage(t.h, f.addr, 0, 30, &t.opts, fti_now_ms() + 20000, &staged, &st);
+    fake_stop(&f);
+    assert_int_equal(rc, FT_SUCCESS);
+    assert_false(st.torn);
+    assert_memory_equal(t.a, t.a7, t.la); /* before the install */
+    assert_memory_equal(t.b, t.b7, t.lb);
+    assert_true(fti_heal_install(t.h, staged) >= 0);
+    assert_memory_equal(t.a, t.a7, t.la);
+    torn_free(&t);
+}
+
+/* opts.direct, the source dies part way or sends a bad checksum: the heal
+ * fails and says the registered memory is torn (the bytes that landed are
+ * the source's); refused before any fetch, nothing changed and not torn. */
+static void test_direct_torn(void **state)
+{
+    (void)state;
+    struct torn t;
+    struct fake f;
+    fti_heal_stats_t st;
+    torn_init(&t, &f);
+    t.opts.direct = true;
+
+    struct fake g = f;
+    g.die_after = t.la + 12345; /* "a" whole, part of "b" */
+    fake_start(&g);
+    int rc = fti_heal_fetch(t.h, g.addr, 0, 30, &t.opts, fti_now_ms() + 20000, &st);
+    fake_stop(&g);
+    assert_int_equal(rc, FT_ERR_PROC_FAILED);
+    assert_true(st.torn);
+    assert_memory_equal(t.a, t.a7, t.la);
+
+    memcpy(t.a, t.a0, t.la);
+    g = f;
+    g.bad_sum = 1;
+    fake_start(&g);
+    rc = fti_heal_fetch(t.h, g.addr, 0, 30, &t.opts, fti_now_ms() + 20000, &st);
+    fake_stop(&g);
+    assert_int_equal(rc, FT_ERR_CHECKSUM);
+    assert_true(st.torn);
+
+    memcpy(t.a, t.a0, t.la);
+    memcpy(t.b, t.b0, t.lb);
+    g = f;
+    g.step = 31; /* metadata of another step: dropped before any fetch */
+    fake_start(&g);
+    rc = fti_heal_fetch(t.h, g.addr, 0, 30, &t.opts, fti_now_ms() + 20000, &st);
+    fake_stop(&g);
+    assert_int_not_equal(rc, FT_SUCCESS);
+    assert_false(st.torn);
+    assert_int_equal(g.fetches, 0);
+    assert_untouched(&t);
+    torn_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -995,6 +1062,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_source_gone, setup, teardown),
         cmocka_unit_test(test_fake_source_ok),
+        cmocka_unit_test(test_direct_in_place),
+        cmocka_unit_test(test_direct_torn),
         cmocka_unit_test(test_metadata_not_the_registered_set),
         cmocka_unit_test(test_checksum_fails_nothing_installed),
         cmocka_unit_test(test_source_dies_mid_transfer),

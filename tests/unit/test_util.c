@@ -39,6 +39,61 @@ static void fill_random(uint8_t *p, size_t n)
 
 /* ---- checksum ----------------------------------------------------------- */
 
+/* Sums of a fixed pattern, pinned: the value is part of the heal protocol
+ * (a healer and its source may be builds of different days), so a faster
+ * or restructured implementation must keep every one of them. */
+static const struct {
+    size_t len;
+    uint64_t sum;
+} pinned_sums[] = {
+    {0, 0xafdfbddb1ebfc764ULL},     {1, 0x8e4c40de1810a84eULL},
+    {7, 0x318b080a208ef0e4ULL},     {8, 0x39bdaf71caf45557ULL},
+    {63, 0xe297948ee534a0aaULL},    {64, 0x1cc1946642b7d53bULL},
+    {65, 0xe3900e07a23bc228ULL},    {127, 0x8ea4bf5b32171b2dULL},
+    {128, 0xf49c55a8f5963277ULL},   {129, 0xce550110cde7f9c7ULL},
+    {1000, 0x76a2c9f6e6f3e068ULL},  {4096, 0x744fd35524b36588ULL},
+    {100003, 0x08d9e7d0e221c1acULL}, {3145728, 0xf9675c0ec0214dd8ULL},
+};
+
+static uint8_t *pinned_pattern(size_t n)
+{
+    uint8_t *b = malloc(n);
+    assert_non_null(b);
+    for (size_t i = 0; i < n; i++)
+        b[i] = (uint8_t)(i * 131 + (i >> 9) * 7 + 3);
+    return b;
+}
+
+static void test_checksum_pinned(void **state)
+{
+    (void)state;
+    uint8_t *b = pinned_pattern((size_t)3 << 20);
+    for (size_t k = 0; k < FTI_ARRAY_SIZE(pinned_sums); k++)
+        assert_int_equal(fti_checksum64(b, pinned_sums[k].len, 0x1234567ULL), pinned_sums[k].sum);
+    free(b);
+}
+
+/* begin/add/end over parts of every size gives the one-shot sum */
+static void test_checksum_streaming(void **state)
+{
+    (void)state;
+    size_t n = 100003;
+    uint8_t *b = pinned_pattern(n);
+    static const size_t parts[] = {1, 3, 8, 63, 64, 65, 127, 128, 1000, 65536};
+    for (size_t k = 0; k < FTI_ARRAY_SIZE(parts); k++) {
+        fti_checksum_t cs;
+        fti_checksum64_begin(&cs, 0x1234567ULL);
+        /* uneven parts: part, 2 x part, 3 x part, ... */
+        for (size_t off = 0, m = 1; off < n; off += parts[k] * m, m = m % 5 + 1)
+            fti_checksum64_add(&cs, b + off, FTI_MIN(parts[k] * m, n - off));
+        assert_int_equal(fti_checksum64_end(&cs), 0x08d9e7d0e221c1acULL);
+    }
+    fti_checksum_t cs;
+    fti_checksum64_begin(&cs, 0x1234567ULL);
+    assert_int_equal(fti_checksum64_end(&cs), 0xafdfbddb1ebfc764ULL);
+    free(b);
+}
+
 static void test_checksum_equal_buffers(void **state)
 {
     (void)state;
@@ -605,6 +660,8 @@ static void test_log_lines(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_checksum_pinned),
+        cmocka_unit_test(test_checksum_streaming),
         cmocka_unit_test(test_checksum_equal_buffers),
         cmocka_unit_test(test_checksum_bit_flips_small),
         cmocka_unit_test(test_checksum_bit_flips_large),
