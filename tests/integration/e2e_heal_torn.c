@@ -15,13 +15,21 @@
  *   commit step S rank R ones A sevens B other C
  *   final step S rank R ones A sevens B other C quorum_max_ms Q commit_max_ms K
  *
+ * or, when an FT call says the group is lost (FTMPI_HEAL_INSTALL=direct:
+ * a heal that failed after it began writing the state), instead of the
+ * final line
+ *
+ *   lost step S rank R ones A sevens B other C
+ *
+ * and exit status 4, so that ftmpi-run restarts the group.
  * (A, B, C: elements equal to 1.0, to 7.0 and to anything else), so that
  * the script can tell a uniform state (all 1.0 or all 7.0) from a torn one,
  * and compare every rank's final step and state.  Q and K are the longest
  * FT_Quorum and FT_Commit calls of the run.  Exit 0 unless the setup
- * failed.
+ * failed or the group was lost.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,15 +138,17 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     double q_max = 0, c_max = 0, start = now_ms();
-    while (FT_Step() < o.steps && (o.max_s == 0 || now_ms() - start < o.max_s * 1e3)) {
+    bool lost = false;
+    while (!lost && FT_Step() < o.steps && (o.max_s == 0 || now_ms() - start < o.max_s * 1e3)) {
         double t0 = now_ms();
-        (void)FT_Quorum(0);
+        lost = FT_Quorum(0) == FT_ERR_GROUP_LOST;
         double t1 = now_ms();
         float x = 1.0f;
-        (void)FT_Allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, FT_COMM_REPLICAS);
+        lost |= FT_Allreduce(MPI_IN_PLACE, &x, 1, MPI_FLOAT, MPI_SUM, FT_COMM_REPLICAS) ==
+                FT_ERR_GROUP_LOST;
         double t2 = now_ms();
         int committed = 0;
-        (void)FT_Commit(&committed);
+        lost |= FT_Commit(&committed) == FT_ERR_GROUP_LOST;
         double t3 = now_ms();
         q_max = t1 - t0 > q_max ? t1 - t0 : q_max;
         c_max = t3 - t2 > c_max ? t3 - t2 : c_max;
@@ -149,11 +159,15 @@ int main(int argc, char **argv)
         if (o.sleep_ms > 0)
             sleep_ms(o.sleep_ms);
     }
-    report("final", rank, w, nw, m, nm);
-    printf(" quorum_max_ms %.0f commit_max_ms %.0f\n", q_max, c_max);
+    report(lost ? "lost" : "final", rank, w, nw, m, nm);
+    if (lost)
+        printf("\n");
+    else
+        printf(" quorum_max_ms %.0f commit_max_ms %.0f\n", q_max, c_max);
+    fflush(stdout);
     FT_Finalize();
     MPI_Finalize();
     free(w);
     free(m);
-    return 0;
+    return lost ? 4 : 0;
 }

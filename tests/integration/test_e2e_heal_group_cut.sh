@@ -23,6 +23,11 @@ e2e_init
 E2E_PROG=$top_builddir/tests/integration/e2e_heal_torn
 [ -x "$E2E_PROG" ] || die "$E2E_PROG is not built"
 : "${E2E_HEAL_MIB:=128}"
+# the all-or-nothing install is what is tested (FTMPI_HEAL_INSTALL=direct,
+# auto's choice for a fresh process, gives the group up instead: see
+# test_e2e_heal_kill_mid_direct.sh)
+FTMPI_HEAL_INSTALL=staged
+export FTMPI_HEAL_INSTALL
 FTMPI_HEAL_TIMEOUT_MS=4000
 export FTMPI_HEAL_TIMEOUT_MS
 E2E_RUN_FLAGS="--max-restarts 0"

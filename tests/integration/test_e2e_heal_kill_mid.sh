@@ -18,6 +18,11 @@
 #     decision on it.
 # Before the fix (heal straight into the registered memory) g1 committed
 # steps holding some 7.0 and some 1.0.
+# E2E_HEAL_INSTALL (FTMPI_HEAL_INSTALL; test_e2e_heal_kill_mid_direct.sh
+# sets direct): staged (the default here) asserts the above; direct heals
+# into the registered memory, so the cut heal must instead lose the group
+# (every rank of g1 prints "lost", none commits), ftmpi-run restarts it,
+# and the new g1 (1.0, step 0; g0 is gone) runs alone to the end as above.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
 E2E_PROG=$top_builddir/tests/integration/e2e_heal_torn
@@ -25,6 +30,9 @@ E2E_PROG=$top_builddir/tests/integration/e2e_heal_torn
 : "${E2E_HEAL_MIB:=256}"
 : "${E2E_HEAL_NP:=2}"
 : "${E2E_KILL_AFTER:=0.15}"
+: "${E2E_HEAL_INSTALL:=staged}"
+FTMPI_HEAL_INSTALL=$E2E_HEAL_INSTALL
+export FTMPI_HEAL_INSTALL
 E2E_RUN_FLAGS="--max-restarts 0"
 g1_steps=4
 
@@ -52,6 +60,7 @@ r0=$(e2e_ranks g0)
 trigger=$!
 register_pid "$trigger"
 e2e_log "g0 at step $(grep '^commit step' "$TEST_TMPDIR/g0.out" | tail -n 1 | cut -d' ' -f3); g1 joins at step 0"
+[ "$E2E_HEAL_INSTALL" = direct ] && E2E_RUN_FLAGS="--max-restarts 1"
 e2e_group_start g1 "$E2E_HEAL_NP" --mib "$E2E_HEAL_MIB" --value 1 --steps $g1_steps --sleep-ms 20
 wait_pid_timeout "$trigger" 60 || e2e_fail "g0 never served g1's heal"
 wait "$trigger"
@@ -67,7 +76,20 @@ heal_max=$(sed -n 's/.*"event":"heal".*"heal_ms":\([0-9]*\).*/\1/p' "$ev" | sort
     e2e_fail "a heal took $heal_max ms (deadline $FTMPI_HEAL_TIMEOUT_MS ms)"
 
 out=$TEST_TMPDIR/g1.out
-grep '^commit step\|^final step' "$out" >&2
+grep '^commit step\|^final step\|^lost step' "$out" >&2
+lost=$(grep -c '^lost step' "$out" || true)
+if [ "$E2E_HEAL_INSTALL" = direct ]; then
+    [ "$lost" -eq "$E2E_HEAL_NP" ] || e2e_fail "direct: $lost ranks of g1 lost the group, not $E2E_HEAL_NP"
+    grep -q 'direct heal of step .* failed' "$TEST_TMPDIR/g1.err" ||
+        e2e_fail "direct: no rank of g1 logged its failed direct heal"
+    [ "$(grep -c '"event":"start"' "$TEST_TMPDIR/g1.agent")" -eq 2 ] ||
+        e2e_fail "direct: ftmpi-run did not restart g1 exactly once"
+    # the lost run committed nothing: every commit line is the new run's
+    awk '/^lost step/ { lost = 1 } /^commit step/ && !lost { bad = 1 } END { exit bad }' "$out" ||
+        e2e_fail "direct: g1 committed a step before its group was lost"
+else
+    [ "$lost" -eq 0 ] || e2e_fail "staged: g1 lost its group ($lost ranks)"
+fi
 [ "$(grep -c '^final step' "$out")" -eq "$E2E_HEAL_NP" ] || e2e_fail "not every rank of g1 ended"
 # "WHAT step S rank R ones A sevens B other C ...": uniform = C is 0 and A or B is 0
 torn=$(awk '/^(commit|final) step/ && ($11 != 0 || ($7 != 0 && $9 != 0))' "$out")

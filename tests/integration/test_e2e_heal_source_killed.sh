@@ -1,6 +1,7 @@
 #!/bin/sh
 # The source of a heal is killed while the heal runs.  3 groups with a
-# large state (16 Mi floats = 64 MiB, so the copy takes a moment); g2 is
+# large state (32 Mi floats = 128 MiB, so that even a direct heal takes a
+# moment, FTMPI_HEAL_INSTALL); g2 is
 # killed and restarted; when it heals, g0 is killed with SIGKILL as soon
 # as g0 has served the heal's metadata, i.e. while the data is streamed.
 # g2 must get the state from g1: within the same heal when g1 was up to
@@ -14,7 +15,7 @@
 # is allowed to differ.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
-: "${E2E_HEAL_FEATURES:=16777216}"
+: "${E2E_HEAL_FEATURES:=33554432}"
 FTMPI_TIMEOUT_MS=5000
 export FTMPI_TIMEOUT_MS
 args="--features $E2E_HEAL_FEATURES --batch 2 --samples 64 --eval 4 --lr 0.05 --steps 20 --print-every 1"
