@@ -82,7 +82,11 @@ FTMPI_EXPORT int FT_Init(int *argc, char ***argv);
 FTMPI_EXPORT int FT_Finalize(void);
 
 /* Starts a step: asks for a quorum, rebuilds the slice when the quorum
- * changed and heals this rank's registered state when it is behind.
+ * changed and heals this rank's registered state when it is behind.  A
+ * heal written straight into the registered buffers (FTMPI_HEAL_INSTALL;
+ * by default a process's first heal, mode A) that fails returns
+ * FT_ERR_GROUP_LOST: the buffers are partly overwritten, the group must
+ * exit and be restarted (ftmpi-run does).
  * flags: 0, or either or both of FT_QUORUM_SHRINK_ONLY and
  * FT_QUORUM_ASYNC.
  *
