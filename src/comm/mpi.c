@@ -28,6 +28,7 @@ struct fast {
     void *stage;        /* where MPI writes the result: ours, not the caller's */
     size_t stage_len;
     bool abandoned;     /* a request on comm was abandoned: never freed */
+    uint64_t ring_tags; /* the next tag window of the ring (mpi_ring.c) */
 };
 
 struct fti_mpi_ctx {
@@ -317,6 +318,48 @@ static int grow(void **buf_p, size_t *len_p, size_t len)
  * under load: 10-16 us against 21-117 us minimum). */
 #define MPI_NATIVE_MIN 4096u
 
+/* TEMP tuning knobs */
+static size_t env_size(const char *name, size_t dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? (size_t)strtoull(v, NULL, 10) : dflt;
+}
+
+static bool use_ring(const struct fast *f, size_t bytes)
+{
+    return f->n < (int)env_size("FTI_RING_NP", 4) && bytes >= env_size("FTI_RING_MIN", 65536);
+}
+
+/* The ring on the pre-made communicator (mpi_ring.c); on a failure its
+ * requests and the stage are left to MPI (counted) and the communicator is
+ * retired, as with MPI_Iallreduce. */
+static int native_ring(struct mpi_comm *m, const void *src, void *buf, size_t count,
+                       enum fti_dtype dt, enum fti_op op, int64_t deadline_ms)
+{
+    struct fast *f = &m->x->fast;
+    size_t bytes = count * fti_dtype_size(dt);
+    if (grow(&f->stage, &f->stage_len, fti_mpi_ring_stage_bytes(f->n, bytes)) != FT_SUCCESS)
+        return FT_ERR_NO_MEMORY;
+    struct fti_mpi_ring a = {
+        .comm = f->comm, .tag_ub = m->x->tag_ub, .src = src, .buf = buf, .count = count,
+        .dt = dt, .op = op, .mdt = fti_mpi_dtype(dt),
+        .chunk_bytes = env_size("FTI_RING_CHUNK", 262144), .stage = f->stage,
+    };
+    unsigned left = 0;
+    int rc = fti_mpi_ring_allreduce(&a, &f->ring_tags, deadline_ms, &left);
+    if (rc != FT_SUCCESS) {
+        if (left > 0) {
+            abandoned_requests += left;
+            abandoned_bytes += f->stage_len;
+            f->stage = NULL;
+            f->stage_len = 0;
+            f->abandoned = true;
+        }
+        f->state = FAST_RETIRED;
+    }
+    return rc;
+}
+
 /* The native path: one MPI_Iallreduce of src into the stage of the
  * pre-made communicator, polled; on success the result is copied into buf
  * (the one copy: an abandoned request must never write the caller's
@@ -331,8 +374,14 @@ static int allreduce_native(struct mpi_comm *m, const void *src, void *buf, size
         return FT_ERR_ABORTED; /* retired under another slice of this quorum */
     if (grow(&f->stage, &f->stage_len, bytes) != FT_SUCCESS)
         return FT_ERR_NO_MEMORY;
-    MPI_Request req = MPI_REQUEST_NULL;
     int rc = FT_SUCCESS;
+    if (use_ring(f, bytes)) {
+        rc = native_ring(m, src, buf, count, dt, op, deadline_ms);
+        if (rc == FT_SUCCESS)
+            native_ops++;
+        return rc;
+    }
+    MPI_Request req = MPI_REQUEST_NULL;
     if (MPI_Iallreduce(src, f->stage, (int)count, fti_mpi_dtype(dt), fti_mpi_op(op), f->comm,
                        &req) != MPI_SUCCESS) {
         FTI_WARN("mpi backend: MPI_Iallreduce of %zu bytes failed to start", bytes);

@@ -95,4 +95,30 @@ void fti_mpi_abandoned(uint64_t *requests_p, uint64_t *bytes_p);
  * the drop-in's failure-free path (mpi_shim/fast.c) waits with it. */
 int fti_mpi_poll(MPI_Request *reqs, int n, int64_t deadline_ms, unsigned quiet_tries);
 
+/* The pipelined ring allreduce of src into buf on comm (mpi_ring.c), the
+ * native path's algorithm for large operations (mpi.c: when it is used).
+ * Receives land in stage (fti_mpi_ring_stage_bytes of the operation's
+ * bytes), never in the caller's memory; MPI reads src and buf.  Tags
+ * *tag_next + 0 .. + (a window per call) modulo tag_ub, plus one; *tag_next
+ * moves past them.  Each element is reduced at one rank, in ring order,
+ * and copied to the others: the same bits on every member.  On failure
+ * (FT_ERR_TIMEOUT at deadline_ms, FT_ERR_PROC_FAILED, FT_ERR_MPI) the
+ * requests still active are cancelled (receives) or freed, *left_p says
+ * how many: the stage (and src, buf for reading) are then MPI's. */
+struct fti_mpi_ring {
+    MPI_Comm comm;
+    int tag_ub;
+    const void *src;
+    void *buf; /* may be src (in place) */
+    size_t count;
+    enum fti_dtype dt;
+    enum fti_op op;
+    MPI_Datatype mdt;
+    size_t chunk_bytes; /* pipeline chunk */
+    void *stage;
+};
+size_t fti_mpi_ring_stage_bytes(int n, size_t bytes);
+int fti_mpi_ring_allreduce(const struct fti_mpi_ring *a, uint64_t *tag_next, int64_t deadline_ms,
+                           unsigned *left_p);
+
 #endif
