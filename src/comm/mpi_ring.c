@@ -68,14 +68,6 @@ static unsigned char *ring_landing(const struct ring_run *g, int t, size_t k, si
     return base + *off_p * g->es;
 }
 
-/* out = a op b (out aliases neither). */
-static void reduce_into(void *out, const void *a, const void *b, size_t len, size_t es,
-                        enum fti_dtype dt, enum fti_op op)
-{
-    memcpy(out, a, len * es);
-    fti_reduce(out, b, len, dt, op);
-}
-
 static int ring_send(struct ring_run *g, int t, size_t k, const void *from, size_t len)
 {
     if (MPI_Isend(from, (int)len, g->a->mdt, g->right, ring_tag(g, t, k), g->a->comm,
@@ -123,7 +115,7 @@ static int ring_take(struct ring_run *g, int t, size_t k, int64_t deadline_ms)
     if (t < g->n - 2) {
         fti_reduce(got, src, len, a->dt, a->op);
     } else if (t == g->n - 2 && src != dst) {
-        reduce_into(dst, got, src, len, g->es, a->dt, a->op);
+        fti_reduce_into(dst, got, src, len, a->dt, a->op);
         next = dst;
     } else if (t == g->n - 2) { /* in place: src is dst */
         fti_reduce(got, src, len, a->dt, a->op);
