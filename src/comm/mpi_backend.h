@@ -29,7 +29,11 @@
  * is one MPI_Iallreduce on it (smaller ones keep the one round of
  * messages above: half the latency), polled against the deadline like the
  * messages, into a stage of the backend's, copied into the caller's buffer
- * on success (one copy; MPI only reads the caller's input).  The
+ * on success (one copy; MPI only reads the caller's input).  Large ones
+ * (>= 64 KiB below 4 members, >= 2 MiB per member at 4 and more) run the
+ * pipelined ring of mpi_ring.c on it instead (fti_mpi_ring_allreduce):
+ * receives land in the stage too, the CPU reduces and copies into the
+ * caller's buffer while the call lasts; MPI reads src and buf.  The
  * communicator serves the first quorum that uses it and no other: a quorum
  * id changes with the same members only after a failed commit, which every
  * member learns from the same quorum, so all members of a slice agree on
@@ -46,7 +50,8 @@
  * doubling) would reduce on every rank, bitwise alike only for
  * commutative exact ops -- do not set it.
  * After an abandoned request MPI may still READ the caller's input (a
- * peer that was slow, not dead, may still pull it); it never writes it.
+ * peer that was slow, not dead, may still pull it; after the ring, also
+ * the result's segment in buf, which it sends from); it never writes it.
  *
  * Threads: the application thread (the FT_ calls) only.
  */
