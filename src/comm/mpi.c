@@ -28,6 +28,7 @@ struct fast {
     void *stage;        /* where MPI writes the result: ours, not the caller's */
     size_t stage_len;
     bool abandoned;     /* a request on comm was abandoned: never freed */
+    uint64_t ring_tags; /* the next tag window of the ring (mpi_ring.c) */
 };
 
 struct fti_mpi_ctx {
@@ -63,8 +64,9 @@ struct mpi_comm {
 /* abandoned requests and the bytes kept alive for them, for the life of
  * the process (MPI may still write into those buffers) */
 static uint64_t abandoned_requests, abandoned_bytes;
-/* allreduces by path, for the life of the process */
-static uint64_t native_ops, p2p_ops;
+/* allreduces by path, for the life of the process (ring_ops: the native
+ * ones that ran the ring of mpi_ring.c) */
+static uint64_t native_ops, ring_ops, p2p_ops;
 
 void fti_mpi_abandoned(uint64_t *requests_p, uint64_t *bytes_p)
 {
@@ -317,8 +319,58 @@ static int grow(void **buf_p, size_t *len_p, size_t len)
  * under load: 10-16 us against 21-117 us minimum). */
 #define MPI_NATIVE_MIN 4096u
 
-/* The native path: one MPI_Iallreduce of src into the stage of the
- * pre-made communicator, polled; on success the result is copied into buf
+/* The native path's algorithm by size and members (same on every member:
+ * the same bytes and size), from the runs of doc/PERFORMANCE.md 12.1:
+ * below 4 members libnbc reduces with a binomial tree (the whole buffer
+ * twice through one rank), which the ring beats from 64 KiB; at 4 members
+ * and more libnbc's reduce-scatter + allgather is as good up to segments
+ * of about 2 MiB, the pipelined ring better above. */
+#define MPI_RING_MIN (64u * 1024u)
+#define MPI_RING_MIN_SEG (2u * 1024u * 1024u)
+/* The ring's pipeline chunk (at np = 2, vader: 64 KiB 0.8-1.75x native
+ * time, 128 KiB 0.8-1.2x, 256 KiB 0.75-1.15x, 512 KiB 0.7-1.0x). */
+#define MPI_RING_CHUNK (512u * 1024u)
+
+static bool use_ring(const struct fast *f, size_t bytes)
+{
+    if (f->n < 4)
+        return bytes >= MPI_RING_MIN;
+    return bytes / (size_t)f->n >= MPI_RING_MIN_SEG;
+}
+
+/* The ring on the pre-made communicator (mpi_ring.c); on a failure its
+ * requests and the stage are left to MPI (counted) and the communicator is
+ * retired, as with MPI_Iallreduce. */
+static int native_ring(struct mpi_comm *m, const void *src, void *buf, size_t count,
+                       enum fti_dtype dt, enum fti_op op, int64_t deadline_ms)
+{
+    struct fast *f = &m->x->fast;
+    size_t bytes = count * fti_dtype_size(dt);
+    if (grow(&f->stage, &f->stage_len, fti_mpi_ring_stage_bytes(f->n, bytes)) != FT_SUCCESS)
+        return FT_ERR_NO_MEMORY;
+    struct fti_mpi_ring a = {
+        .comm = f->comm, .tag_ub = m->x->tag_ub, .src = src, .buf = buf, .count = count,
+        .dt = dt, .op = op, .mdt = fti_mpi_dtype(dt),
+        .chunk_bytes = MPI_RING_CHUNK, .stage = f->stage,
+    };
+    unsigned left = 0;
+    int rc = fti_mpi_ring_allreduce(&a, &f->ring_tags, deadline_ms, &left);
+    if (rc != FT_SUCCESS) {
+        if (left > 0) {
+            abandoned_requests += left;
+            abandoned_bytes += f->stage_len;
+            f->stage = NULL;
+            f->stage_len = 0;
+            f->abandoned = true;
+        }
+        f->state = FAST_RETIRED;
+    }
+    return rc;
+}
+
+/* The native path: the ring (native_ring) for large operations, else one
+ * MPI_Iallreduce of src into the stage of the pre-made communicator,
+ * polled; on success the result is copied into buf
  * (the one copy: an abandoned request must never write the caller's
  * memory after we return).  On a failure the request and the stage are
  * left to MPI (counted) and the communicator is retired. */
@@ -329,10 +381,18 @@ static int allreduce_native(struct mpi_comm *m, const void *src, void *buf, size
     size_t bytes = count * fti_dtype_size(dt);
     if (f->state != FAST_LIVE)
         return FT_ERR_ABORTED; /* retired under another slice of this quorum */
+    int rc = FT_SUCCESS;
+    if (use_ring(f, bytes)) {
+        rc = native_ring(m, src, buf, count, dt, op, deadline_ms);
+        if (rc == FT_SUCCESS) {
+            native_ops++;
+            ring_ops++;
+        }
+        return rc;
+    }
     if (grow(&f->stage, &f->stage_len, bytes) != FT_SUCCESS)
         return FT_ERR_NO_MEMORY;
     MPI_Request req = MPI_REQUEST_NULL;
-    int rc = FT_SUCCESS;
     if (MPI_Iallreduce(src, f->stage, (int)count, fti_mpi_dtype(dt), fti_mpi_op(op), f->comm,
                        &req) != MPI_SUCCESS) {
         FTI_WARN("mpi backend: MPI_Iallreduce of %zu bytes failed to start", bytes);
@@ -474,9 +534,10 @@ void fti_mpi_ctx_destroy(fti_mpi_ctx_h x)
         MPI_Comm_free(&x->dp);
     struct fast *f = &x->fast;
     if (f->state != FAST_NONE)
-        FTI_INFO("mpi backend: %" PRIu64 " allreduces native (MPI_Iallreduce on the initial "
-                 "slice's communicator, %s), %" PRIu64 " point-to-point",
-                 native_ops, f->state == FAST_LIVE ? "live" : "retired", p2p_ops);
+        FTI_INFO("mpi backend: %" PRIu64 " allreduces native (%" PRIu64 " by the ring, the "
+                 "others MPI_Iallreduce, on the initial slice's communicator, %s), %" PRIu64
+                 " point-to-point",
+                 native_ops, ring_ops, f->state == FAST_LIVE ? "live" : "retired", p2p_ops);
     if (!finalized && !f->abandoned && f->comm != MPI_COMM_NULL)
         MPI_Comm_free(&f->comm);
     if (!f->abandoned)

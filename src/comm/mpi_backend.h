@@ -29,7 +29,11 @@
  * is one MPI_Iallreduce on it (smaller ones keep the one round of
  * messages above: half the latency), polled against the deadline like the
  * messages, into a stage of the backend's, copied into the caller's buffer
- * on success (one copy; MPI only reads the caller's input).  The
+ * on success (one copy; MPI only reads the caller's input).  Large ones
+ * (>= 64 KiB below 4 members, >= 2 MiB per member at 4 and more) run the
+ * pipelined ring of mpi_ring.c on it instead (fti_mpi_ring_allreduce):
+ * receives land in the stage too, the CPU reduces and copies into the
+ * caller's buffer while the call lasts; MPI reads src and buf.  The
  * communicator serves the first quorum that uses it and no other: a quorum
  * id changes with the same members only after a failed commit, which every
  * member learns from the same quorum, so all members of a slice agree on
@@ -46,7 +50,8 @@
  * doubling) would reduce on every rank, bitwise alike only for
  * commutative exact ops -- do not set it.
  * After an abandoned request MPI may still READ the caller's input (a
- * peer that was slow, not dead, may still pull it); it never writes it.
+ * peer that was slow, not dead, may still pull it; after the ring, also
+ * the result's segment in buf, which it sends from); it never writes it.
  *
  * Threads: the application thread (the FT_ calls) only.
  */
@@ -94,5 +99,31 @@ void fti_mpi_abandoned(uint64_t *requests_p, uint64_t *bytes_p);
  * quiet_tries have failed, then short naps after 50 ms (see mpi.c).  Also
  * the drop-in's failure-free path (mpi_shim/fast.c) waits with it. */
 int fti_mpi_poll(MPI_Request *reqs, int n, int64_t deadline_ms, unsigned quiet_tries);
+
+/* The pipelined ring allreduce of src into buf on comm (mpi_ring.c), the
+ * native path's algorithm for large operations (mpi.c: when it is used).
+ * Receives land in stage (fti_mpi_ring_stage_bytes of the operation's
+ * bytes), never in the caller's memory; MPI reads src and buf.  Tags
+ * *tag_next + 0 .. + (a window per call) modulo tag_ub, plus one; *tag_next
+ * moves past them.  Each element is reduced at one rank, in ring order,
+ * and copied to the others: the same bits on every member.  On failure
+ * (FT_ERR_TIMEOUT at deadline_ms, FT_ERR_PROC_FAILED, FT_ERR_MPI) the
+ * requests still active are cancelled (receives) or freed, *left_p says
+ * how many: the stage (and src, buf for reading) are then MPI's. */
+struct fti_mpi_ring {
+    MPI_Comm comm;
+    int tag_ub;
+    const void *src;
+    void *buf; /* may be src (in place) */
+    size_t count;
+    enum fti_dtype dt;
+    enum fti_op op;
+    MPI_Datatype mdt;
+    size_t chunk_bytes; /* pipeline chunk */
+    void *stage;
+};
+size_t fti_mpi_ring_stage_bytes(int n, size_t bytes);
+int fti_mpi_ring_allreduce(const struct fti_mpi_ring *a, uint64_t *tag_next, int64_t deadline_ms,
+                           unsigned *left_p);
 
 #endif

@@ -65,6 +65,52 @@
         FTI_RED_LOOP(T, b[i] < a[i] ? b[i] : a[i]);                          \
     }
 
+/* Three-operand form: out[i] = a[i] op b[i], out aliasing neither (the
+ * result written once: fti_reduce_into). */
+#define FTI_RED_LOOP3(T, EXPR)                                               \
+    do {                                                                     \
+        T *restrict o_ = out;                                                \
+        const T *restrict a_ = x;                                            \
+        const T *restrict b_ = y;                                            \
+        size_t i_ = 0;                                                       \
+        for (; i_ + FTI_RED_BLOCK <= count; i_ += FTI_RED_BLOCK) {           \
+            T *restrict o = o_ + i_;                                         \
+            const T *restrict a = a_ + i_;                                   \
+            const T *restrict b = b_ + i_;                                   \
+            for (size_t i = 0; i < FTI_RED_BLOCK; i++)                       \
+                o[i] = (EXPR);                                               \
+        }                                                                    \
+        {                                                                    \
+            T *restrict o = o_ + i_;                                         \
+            const T *restrict a = a_ + i_;                                   \
+            const T *restrict b = b_ + i_;                                   \
+            for (size_t i = 0; i < count - i_; i++)                          \
+                o[i] = (EXPR);                                               \
+        }                                                                    \
+    } while (0)
+
+#define FTI_RED_KERNELS3(NAME, T, U)                                         \
+    static void into_sum_##NAME(void *restrict out, const void *restrict x,  \
+                                const void *restrict y, size_t count)        \
+    {                                                                        \
+        FTI_RED_LOOP3(T, (T)((U)a[i] + (U)b[i]));                            \
+    }                                                                        \
+    static void into_prod_##NAME(void *restrict out, const void *restrict x, \
+                                 const void *restrict y, size_t count)       \
+    {                                                                        \
+        FTI_RED_LOOP3(T, (T)((U)a[i] * (U)b[i]));                            \
+    }                                                                        \
+    static void into_max_##NAME(void *restrict out, const void *restrict x,  \
+                                const void *restrict y, size_t count)        \
+    {                                                                        \
+        FTI_RED_LOOP3(T, a[i] < b[i] ? b[i] : a[i]);                         \
+    }                                                                        \
+    static void into_min_##NAME(void *restrict out, const void *restrict x,  \
+                                const void *restrict y, size_t count)        \
+    {                                                                        \
+        FTI_RED_LOOP3(T, b[i] < a[i] ? b[i] : a[i]);                         \
+    }
+
 /* Floating point: no unsigned twin, the arithmetic is the type's own. */
 FTI_RED_KERNELS(float, float, float)
 FTI_RED_KERNELS(double, double, double)
@@ -73,6 +119,13 @@ FTI_RED_KERNELS(long, long, unsigned long)
 FTI_RED_KERNELS(int32, int32_t, uint32_t)
 FTI_RED_KERNELS(int64, int64_t, uint64_t)
 FTI_RED_KERNELS(uint64, uint64_t, uint64_t)
+FTI_RED_KERNELS3(float, float, float)
+FTI_RED_KERNELS3(double, double, double)
+FTI_RED_KERNELS3(int, int, unsigned int)
+FTI_RED_KERNELS3(long, long, unsigned long)
+FTI_RED_KERNELS3(int32, int32_t, uint32_t)
+FTI_RED_KERNELS3(int64, int64_t, uint64_t)
+FTI_RED_KERNELS3(uint64, uint64_t, uint64_t)
 
 typedef void (*red_fn)(void *restrict, const void *restrict, size_t);
 
@@ -85,6 +138,18 @@ static const red_fn red_table[FTI_DT_COUNT][FTI_OP_COUNT] = {
     [FTI_DT_INT] = FTI_RED_ROW(int),       [FTI_DT_LONG] = FTI_RED_ROW(long),
     [FTI_DT_INT32] = FTI_RED_ROW(int32),   [FTI_DT_INT64] = FTI_RED_ROW(int64),
     [FTI_DT_UINT64] = FTI_RED_ROW(uint64),
+};
+
+typedef void (*red3_fn)(void *restrict, const void *restrict, const void *restrict, size_t);
+
+#define FTI_RED3_ROW(NAME) \
+    {into_sum_##NAME, into_prod_##NAME, into_max_##NAME, into_min_##NAME, into_sum_##NAME}
+
+static const red3_fn red3_table[FTI_DT_COUNT][FTI_OP_COUNT] = {
+    [FTI_DT_FLOAT] = FTI_RED3_ROW(float),   [FTI_DT_DOUBLE] = FTI_RED3_ROW(double),
+    [FTI_DT_INT] = FTI_RED3_ROW(int),       [FTI_DT_LONG] = FTI_RED3_ROW(long),
+    [FTI_DT_INT32] = FTI_RED3_ROW(int32),   [FTI_DT_INT64] = FTI_RED3_ROW(int64),
+    [FTI_DT_UINT64] = FTI_RED3_ROW(uint64),
 };
 
 size_t fti_dtype_size(enum fti_dtype dt)
@@ -144,6 +209,14 @@ void fti_reduce(void *inout, const void *in, size_t count, enum fti_dtype dt, en
     if ((unsigned)dt >= FTI_DT_COUNT || (unsigned)op >= FTI_OP_COUNT || count == 0)
         return;
     red_table[dt][op](inout, in, count);
+}
+
+void fti_reduce_into(void *out, const void *a, const void *b, size_t count, enum fti_dtype dt,
+                     enum fti_op op)
+{
+    if ((unsigned)dt >= FTI_DT_COUNT || (unsigned)op >= FTI_OP_COUNT || count == 0)
+        return;
+    red3_table[dt][op](out, a, b, count);
 }
 
 #define FTI_SCALE_LOOP(T)                                                    \

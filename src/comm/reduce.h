@@ -21,6 +21,11 @@ const char *fti_op_name(enum fti_op op);
  * (the division happens once at the end, fti_reduce_scale). */
 void fti_reduce(void *inout, const void *in, size_t count, enum fti_dtype dt, enum fti_op op);
 
+/* out[i] = a[i] op b[i] for count elements, out overlapping neither a
+ * nor b: the bits of fti_reduce(a, b) written once, into out. */
+void fti_reduce_into(void *out, const void *a, const void *b, size_t count, enum fti_dtype dt,
+                     enum fti_op op);
+
 /* buf[i] /= n for floating-point types (end of an AVG). */
 void fti_reduce_scale(void *buf, size_t count, enum fti_dtype dt, int n);
 

@@ -4,6 +4,9 @@
 #  - `mpi` backend (the default), 3 groups of 1 rank: also bitwise equal to
 #    MPI_Allreduce on a communicator of the same ranks (--mpi-compare);
 #  - `mpi` backend, 2 groups of 2 ranks (one slice per group rank), idem;
+#  - in both, the counts above 64 KiB take the native path's ring
+#    (src/comm/mpi_ring.c: 3 and 2 members, segments of one and of several
+#    512 KiB chunks), checked by the backend's counters;
 #  - spare groups (fixed_with_spares, 2 participants + 2 spares): the
 #    spares' inputs count for nothing, averages divide by 2;
 #  - FTMPI_BACKEND=tcp is still selectable in mode B.
@@ -36,9 +39,20 @@ run() {
     mb_log "$name: $(tail -n 1 "$(mb_out 0)")"
 }
 
-FTMPI_MIN_REPLICAS=3 run "mpi, 3 groups of 1" 4 1 --groups 3 --counts 0,1,7919,100003 --mpi-compare
+# ring_used W...: world rank W's counters say some allreduces ran the ring
+ring_used() {
+    for w in "$@"; do
+        grep -Eq 'mpi backend: [0-9]+ allreduces native \([1-9][0-9]* by the ring' "$(mb_err $w)" ||
+            mb_fail "world rank $w: no allreduce took the ring"
+    done
+}
+
+FTMPI_MIN_REPLICAS=3 run "mpi, 3 groups of 1" 4 1 --groups 3 --counts 0,1,7919,100003,500009 \
+    --mpi-compare
 grep -q 'backend mpi' "$(mb_err 0)" || mb_fail "the default backend of mode B is not mpi"
-FTMPI_MIN_REPLICAS=2 run "mpi, 2 groups of 2" 5 2 --groups 2 --counts 1,7919 --mpi-compare
+ring_used 0 1 2
+FTMPI_MIN_REPLICAS=2 run "mpi, 2 groups of 2" 5 2 --groups 2 --counts 1,7919,300007 --mpi-compare
+ring_used 0 1 2 3
 FTMPI_MIN_REPLICAS=2 FTMPI_WORLD_SIZE_MODE=fixed_with_spares \
     run "mpi, 2 participants + 2 spares" 5 1 --groups 2 --spares 2 --counts 0,1,7919
 FTMPI_MIN_REPLICAS=3 FTMPI_BACKEND=tcp run "tcp, 3 groups of 1" 4 1 --groups 3 --counts 1,7919

@@ -12,7 +12,9 @@
 #     step 15: the survivors g0 and g2 reduced natively before (N >= 15),
 #     gave step 15's native operation up, reduced point-to-point after
 #     (M >= the steps left), committed every step and hold bitwise equal
-#     states.
+#     states;
+#  3. the same with 32768 features: each slice's operation (64 KiB) runs the
+#     ring of src/comm/mpi_ring.c (counted apart), the kill lands in it.
 . "$top_srcdir/tests/integration/modeb_lib.sh"
 mb_init
 
@@ -47,26 +49,44 @@ for w in 0 1 2 3 4 5; do
 done
 mb_check_final 0 1 2 3 4 5
 
-# 2. a kill: native before, point-to-point after, equal states
-rm -rf "$TEST_TMPDIR/out"
-STEPS=60
-# a slow start under load must not leave a group out of the first quorum
-FTMPI_MIN_REPLICAS=2 FTMPI_LH_JOIN_TIMEOUT_MS=5000 mb_start 7 2 "$MB_SGD" --steps $STEPS \
-    --print-every 1 --features 2048 --sleep-ms 10 --die-at-step 15 --die-rank 2 --dump "$TEST_TMPDIR/state"
-wait_until 60 file_has "$(mb_err 2)" 'SIGKILL to myself at step 15' || mb_fail "world rank 2 did not die at step 15"
-mb_wait_end 120
-[ "$MB_RC" -eq 0 ] || mb_fail "mpirun exited with status $MB_RC"
-for w in 0 4; do
-    file_has "$(mb_out $w)" "^steps committed $STEPS " || mb_fail "world rank $w did not commit $STEPS steps"
-    [ "$(mb_failures $w)" -eq 1 ] || mb_fail "world rank $w reports $(mb_failures $w) failures survived, want 1"
-done
-for w in 0 1 4 5; do
-    # step 15's native operation was given up (the request left to MPI)
-    grep -Eq 'mpi backend: native allreduce of [0-9]+ bytes over 3 groups (missed its deadline|failed)' \
-        "$(mb_err $w)" || mb_fail "world rank $w did not give up a native allreduce"
-    # steps 0-14 native; steps 16-59 (44 steps) point-to-point
-    check_counts $w 15 44 100000
-done
-mb_check_states "$TEST_TMPDIR/state" 0 4
-mb_check_final 0 1 4 5
+# 2. a kill: native before, point-to-point after, equal states.  kill_run
+# FEATURES RING: RING = 1 when each slice's operation (half of FEATURES + 1
+# floats) takes the ring of src/comm/mpi_ring.c, 0 for MPI_Iallreduce.
+kill_run() {
+    rm -rf "$TEST_TMPDIR/out" "$TEST_TMPDIR/state"
+    STEPS=60
+    # a slow start under load must not leave a group out of the first quorum
+    FTMPI_MIN_REPLICAS=2 FTMPI_LH_JOIN_TIMEOUT_MS=5000 mb_start 7 2 "$MB_SGD" --steps $STEPS \
+        --print-every 1 --features "$1" --sleep-ms 10 --die-at-step 15 --die-rank 2 \
+        --dump "$TEST_TMPDIR/state"
+    wait_until 60 file_has "$(mb_err 2)" 'SIGKILL to myself at step 15' ||
+        mb_fail "world rank 2 did not die at step 15"
+    mb_wait_end 120
+    [ "$MB_RC" -eq 0 ] || mb_fail "mpirun exited with status $MB_RC"
+    for w in 0 4; do
+        file_has "$(mb_out $w)" "^steps committed $STEPS " ||
+            mb_fail "world rank $w did not commit $STEPS steps"
+        [ "$(mb_failures $w)" -eq 1 ] ||
+            mb_fail "world rank $w reports $(mb_failures $w) failures survived, want 1"
+    done
+    for w in 0 1 4 5; do
+        # step 15's native operation was given up (the request left to MPI)
+        grep -Eq 'mpi backend: native allreduce of [0-9]+ bytes over 3 groups (missed its deadline|failed)' \
+            "$(mb_err $w)" || mb_fail "world rank $w did not give up a native allreduce"
+        # steps 0-14 native; steps 16-59 (44 steps) point-to-point
+        check_counts $w 15 44 100000
+        r=$(sed -n 's/.*mpi backend: [0-9]* allreduces native (\([0-9]*\) by the ring.*/\1/p' \
+            "$(mb_err $w)" | tail -n 1)
+        if [ "$2" -eq 1 ]; then
+            [ "${r:-0}" -ge 15 ] || mb_fail "world rank $w: ${r:-no} allreduces by the ring, want >= 15"
+        else
+            [ "${r:-1}" -eq 0 ] || mb_fail "world rank $w: ${r:-no} allreduces by the ring, want 0"
+        fi
+    done
+    mb_check_states "$TEST_TMPDIR/state" 0 4
+    mb_check_final 0 1 4 5
+}
+kill_run 2048 0
+# 3. the same through the ring (64 KiB floats per slice, in place)
+kill_run 32768 1
 echo "PASS ($TEST_NAME)"

@@ -36,7 +36,7 @@ static uint64_t lcg(uint64_t *s)
 #define DEFINE_CHECK(NAME, T, U, GEN)                                        \
     static void check_##NAME(enum fti_dtype dt, enum fti_op op)              \
     {                                                                        \
-        T a[MAXN + 1], b[MAXN + 1], ref[MAXN + 1];                           \
+        T a[MAXN + 1], b[MAXN + 1], ref[MAXN + 1], out[MAXN + 1];            \
         uint64_t seed = 12345u + (uint64_t)op * 77u;                         \
         for (size_t li = 0; li < sizeof(lengths) / sizeof(lengths[0]); li++) { \
             size_t n = lengths[li];                                          \
@@ -47,6 +47,10 @@ static uint64_t lcg(uint64_t *s)
             T guard = a[n];                                                  \
             for (size_t i = 0; i < n; i++)                                   \
                 ref[i] = REF_APPLY(T, U, a[i], b[i], op);                    \
+            memcpy(out, b, sizeof(out)); /* the three-operand form too */    \
+            fti_reduce_into(out, a, b, n, dt, op);                           \
+            assert_memory_equal(out, ref, n * sizeof(T));                    \
+            assert_memory_equal(&out[n], &b[n], sizeof(T));                  \
             fti_reduce(a, b, n, dt, op);                                     \
             assert_memory_equal(a, ref, n * sizeof(T));                      \
             assert_memory_equal(&a[n], &guard, sizeof(T));                   \
