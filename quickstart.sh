@@ -57,7 +57,7 @@ case "$verb" in demo|check) ;; *) usage ;; esac
 # ---- 1. Debian packages ---------------------------------------------------
 packages="autoconf automake libtool pkg-config make gcc libc6-dev \
 libopenmpi-dev openmpi-bin libhwloc-dev libevent-dev libssl-dev \
-protobuf-c-compiler libprotobuf-c-dev libcmocka-dev gdb g++ gfortran"
+protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libxxhash-dev gdb g++ gfortran"
 missing=""
 for p in $packages; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

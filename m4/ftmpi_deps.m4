@@ -1,5 +1,6 @@
 # FTMPI_CHECK_DEPS: hwloc, libevent (+ pthreads), protobuf-c and protoc-c,
 # OpenSSL's libcrypto (the control plane's HMAC-SHA256 challenge-response),
+# xxHash (the heal checksum, src/heal.c),
 # cmocka (tests only), all through pkg-config.
 AC_DEFUN([FTMPI_CHECK_DEPS], [
   PKG_CHECK_MODULES([HWLOC], [hwloc >= 2.0], [],
@@ -10,6 +11,8 @@ AC_DEFUN([FTMPI_CHECK_DEPS], [
     [AC_MSG_ERROR([protobuf-c >= 1.3 not found (Debian: libprotobuf-c-dev): $PROTOBUF_C_PKG_ERRORS])])
   PKG_CHECK_MODULES([CRYPTO], [libcrypto >= 1.1.1], [],
     [AC_MSG_ERROR([OpenSSL libcrypto >= 1.1.1 not found (Debian: libssl-dev): $CRYPTO_PKG_ERRORS])])
+  PKG_CHECK_MODULES([XXHASH], [libxxhash >= 0.8], [],
+    [AC_MSG_ERROR([xxHash >= 0.8 not found (Debian: libxxhash-dev): $XXHASH_PKG_ERRORS])])
   AC_PATH_PROG([PROTOC_C], [protoc-c], [])
   AS_IF([test -z "$PROTOC_C"], [AC_MSG_ERROR([protoc-c not found (Debian: protobuf-c-compiler)])])
   PKG_CHECK_MODULES([CMOCKA], [cmocka >= 1.1],

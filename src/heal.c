@@ -10,6 +10,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include <xxhash.h>
+
 #include "ftmpi.h"
 #include "heal_int.h"
 #include "log.h"
@@ -231,19 +233,9 @@ int fti_heal_wait_served(fti_heal_h h, int n, int64_t deadline_ms)
     return rc;
 }
 
-/* The checksum of a buffer: fti_checksum64 chained over pieces of
- * FTI_HEAL_SUM_BYTES (each piece's sum seeds the next), so that the healer
- * can verify each piece as soon as it has arrived while the next streams
- * in (see struct verifier).  An empty buffer sums as fti_checksum64 of
- * nothing. */
-static uint64_t heal_sum(const unsigned char *data, size_t len)
+uint64_t fti_heal_sum(const void *data, size_t len, uint64_t seed)
 {
-    if (len == 0)
-        return fti_checksum64(data, 0, 0);
-    uint64_t sum = 0;
-    for (size_t off = 0; off < len; off += FTI_HEAL_SUM_BYTES)
-        sum = fti_checksum64(data + off, FTI_MIN(FTI_HEAL_SUM_BYTES, len - off), sum);
-    return sum;
+    return XXH3_64bits_withSeed(data, len, seed);
 }
 
 /* ---- serving (loop thread) --------------------------------------------- */
@@ -265,9 +257,9 @@ static void sum_all(struct fti_heal *h, uint64_t gen)
             continue;
         uint64_t sum = 0;
         if (b->len == 0)
-            sum = heal_sum(b->data, 0);
+            sum = fti_heal_sum(b->data, 0, 0);
         for (size_t off = 0; off < b->len; off += FTI_HEAL_SUM_BYTES) {
-            sum = fti_checksum64(b->data + off, FTI_MIN(FTI_HEAL_SUM_BYTES, b->len - off), sum);
+            sum = fti_heal_sum(b->data + off, FTI_MIN(FTI_HEAL_SUM_BYTES, b->len - off), sum);
             b->piece_sums[off / FTI_HEAL_SUM_BYTES] = sum;
             pthread_mutex_lock(&h->mu);
             bool stale = h->gen != gen;

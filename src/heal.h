@@ -7,7 +7,7 @@
  * FT_Quorum until a successful FT_Commit; a failed commit leaves the state
  * and the step unchanged, so serving goes on) and only the step it is at:
  * a request for another step gets an FT_ERR_STATE error reply.  Metadata
- * carries each buffer's name and length.  The checksums (fti_checksum64
+ * carries each buffer's name and length.  The checksums (fti_heal_sum
  * chained over FTI_HEAL_SUM_BYTES pieces) are computed on a thread of
  * their own from the first metadata request of a step on, while the bytes
  * stream, and cached; the metadata says sums_deferred and the healer asks
@@ -60,10 +60,18 @@
  * the last chunk (after the transfer) is short, large enough that the
  * round trip between chunks does not show. */
 #define FTI_HEAL_CHUNK_BYTES ((size_t)8 << 20)
-/* A buffer's checksum is fti_checksum64 chained over pieces of this many
- * bytes (each piece's sum is the seed of the next); part of the wire
+/* A buffer's checksum is fti_heal_sum chained over pieces of this many
+ * bytes (each piece's sum is the seed of the next, 0 for the first; an
+ * empty buffer's is fti_heal_sum of nothing with seed 0); part of the wire
  * contract between source and healer. */
 #define FTI_HEAL_SUM_BYTES ((size_t)8 << 20)
+
+/* The heal checksum of [data, +len): xxHash's XXH3, 64 bits, with the
+ * seed (libxxhash).  Both ends of a heal read the whole state once for it,
+ * beside the transfer; it replaced fti_checksum64 here for its speed (50
+ * against 31 GB/s from the cache, 11 against 8 GB/s from memory, on this
+ * machine), which a heal over loopback on 2 cores is bound by. */
+uint64_t fti_heal_sum(const void *data, size_t len, uint64_t seed);
 
 /* The most sources one heal stripes over. */
 #define FTI_HEAL_MAX_SOURCES 32

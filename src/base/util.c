@@ -109,12 +109,14 @@ size_t fti_bsearch_str(const void *items, size_t n,
  * 3-4x the former four lanes in an array); the tail (as zero-padded words, each step
  * a bijection so no byte is shifted out) and the length are folded in at
  * the end with the same bijective step, so any single changed word (any
- * flipped bit) always changes the result.  Returns the bytes of p it
- * consumed: every whole 64-byte block. */
-static size_t cs_blocks(uint64_t h[8], const unsigned char *p, size_t len)
+ * flipped bit) always changes the result. */
+uint64_t fti_checksum64(const void *buf, size_t len, uint64_t seed)
 {
-    uint64_t h0 = h[0], h1 = h[1], h2 = h[2], h3 = h[3], h4 = h[4], h5 = h[5], h6 = h[6],
-             h7 = h[7];
+    const unsigned char *p = buf;
+    uint64_t h0 = seed ^ 0x243F6A8885A308D3ULL, h1 = seed ^ 0x13198A2E03707344ULL;
+    uint64_t h2 = seed ^ 0xA4093822299F31D0ULL, h3 = seed ^ 0x082EFA98EC4E6C89ULL;
+    uint64_t h4 = seed ^ 0x452821E638D01377ULL, h5 = seed ^ 0xBE5466CF34E90C6CULL;
+    uint64_t h6 = seed ^ 0xC0AC29B7C97C50DDULL, h7 = seed ^ 0x3F84D5B5B5470917ULL;
     size_t i = 0;
     /* two blocks a turn, and a prefetch well ahead: from memory (buffers
      * larger than the caches) this runs about 1.5x the plain loop here */
@@ -133,63 +135,23 @@ static size_t cs_blocks(uint64_t h[8], const unsigned char *p, size_t len)
         memcpy(w, p + i, 64);
         CS_MIX8(w);
     }
-    h[0] = h0, h[1] = h1, h[2] = h2, h[3] = h3, h[4] = h4, h[5] = h5, h[6] = h6, h[7] = h7;
-    return i;
-}
-
-void fti_checksum64_begin(fti_checksum_t *cs, uint64_t seed)
-{
-    static const uint64_t iv[8] = {0x243F6A8885A308D3ULL, 0x13198A2E03707344ULL,
-                                   0xA4093822299F31D0ULL, 0x082EFA98EC4E6C89ULL,
-                                   0x452821E638D01377ULL, 0xBE5466CF34E90C6CULL,
-                                   0xC0AC29B7C97C50DDULL, 0x3F84D5B5B5470917ULL};
-    for (int l = 0; l < 8; l++)
-        cs->h[l] = seed ^ iv[l];
-    cs->len = 0;
-    cs->ncarry = 0;
-}
-
-void fti_checksum64_add(fti_checksum_t *cs, const void *buf, size_t len)
-{
-    const unsigned char *p = buf;
-    cs->len += len;
-    if (cs->ncarry > 0) { /* complete the block begun by the last call */
-        size_t n = FTI_MIN(len, sizeof(cs->carry) - cs->ncarry);
-        memcpy(cs->carry + cs->ncarry, p, n);
-        cs->ncarry += n;
-        p += n;
-        len -= n;
-        if (cs->ncarry < sizeof(cs->carry))
-            return;
-        (void)cs_blocks(cs->h, cs->carry, sizeof(cs->carry));
-        cs->ncarry = 0;
-    }
-    size_t used = cs_blocks(cs->h, p, len);
-    memcpy(cs->carry, p + used, len - used);
-    cs->ncarry = len - used;
-}
-
-uint64_t fti_checksum64_end(const fti_checksum_t *cs)
-{
     uint64_t t = 0;
-    for (size_t i = 0; i < cs->ncarry; i += 8) {
+    for (; i < len; i += 8) {
         uint64_t w = 0;
-        memcpy(&w, cs->carry + i, cs->ncarry - i < 8 ? cs->ncarry - i : 8);
+        memcpy(&w, p + i, len - i < 8 ? len - i : 8);
         CS_MIX(t, w);
     }
-    uint64_t r = cs->len * CS_K;
-    for (int l = 0; l < 8; l++)
-        CS_MIX(r, cs->h[l]);
+    uint64_t r = (uint64_t)len * CS_K;
+    CS_MIX(r, h0);
+    CS_MIX(r, h1);
+    CS_MIX(r, h2);
+    CS_MIX(r, h3);
+    CS_MIX(r, h4);
+    CS_MIX(r, h5);
+    CS_MIX(r, h6);
+    CS_MIX(r, h7);
     CS_MIX(r, t);
     return r ^ (r >> 32);
-}
-
-uint64_t fti_checksum64(const void *buf, size_t len, uint64_t seed)
-{
-    fti_checksum_t cs;
-    fti_checksum64_begin(&cs, seed);
-    fti_checksum64_add(&cs, buf, len);
-    return fti_checksum64_end(&cs);
 }
 
 /* ---- numbers from text --------------------------------------------------- */

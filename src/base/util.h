@@ -35,18 +35,6 @@ size_t fti_bsearch_str(const void *items, size_t n,
  * Equal buffers give equal sums; chaining: pass the previous sum as seed. */
 uint64_t fti_checksum64(const void *buf, size_t len, uint64_t seed);
 
-/* The same sum over bytes that come in parts: begin, add each part in
- * order (any sizes), end; equal to fti_checksum64 of the parts joined. */
-typedef struct fti_checksum {
-    uint64_t h[8];
-    uint64_t len;
-    unsigned char carry[64]; /* the bytes of an unfinished block */
-    size_t ncarry;
-} fti_checksum_t;
-void fti_checksum64_begin(fti_checksum_t *cs, uint64_t seed);
-void fti_checksum64_add(fti_checksum_t *cs, const void *buf, size_t len);
-uint64_t fti_checksum64_end(const fti_checksum_t *cs);
-
 /* ---- numbers from text (settings, flags) ---------------------------------
  *
  * Strict: the whole string is one decimal integer, an optional '-' and then

@@ -239,7 +239,7 @@ void fuzz_generated(fuzz_emit_fn emit)
     Ftmpi__HealBuffer hb = FTMPI__HEAL_BUFFER__INIT, *phb = &hb;
     hb.name = "w";
     hb.length = BUF_LEN;
-    hb.checksum = fti_checksum64(data, BUF_LEN, 0);
+    hb.checksum = fti_heal_sum(data, BUF_LEN, 0);
     Ftmpi__HealMetadataResponse md = FTMPI__HEAL_METADATA_RESPONSE__INIT;
     md.step = 9;
     md.n_buffers = 1;

@@ -608,14 +608,14 @@ struct fake {
     bool died;
 };
 
-/* As heal.h's wire contract: fti_checksum64 chained over pieces. */
+/* As heal.h's wire contract: fti_heal_sum chained over pieces. */
 static uint64_t fake_sum(const unsigned char *d, uint64_t len)
 {
     if (len == 0)
-        return fti_checksum64(d, 0, 0);
+        return fti_heal_sum(d, 0, 0);
     uint64_t sum = 0;
     for (uint64_t off = 0; off < len; off += FTI_HEAL_SUM_BYTES)
-        sum = fti_checksum64(d + off, FTI_MIN(FTI_HEAL_SUM_BYTES, len - off), sum);
+        sum = fti_heal_sum(d + off, FTI_MIN(FTI_HEAL_SUM_BYTES, len - off), sum);
     return sum;
 }
 
