@@ -338,6 +338,21 @@ static bool use_ring(const struct fast *f, size_t bytes)
     return bytes / (size_t)f->n >= MPI_RING_MIN_SEG;
 }
 
+/* Retires the pre-made communicator after a failed operation: `left`
+ * requests stay MPI's (counted) and, with lose_stage, the stage too (it is
+ * never used or freed again). */
+static void fast_retire(struct fast *f, unsigned left, bool lose_stage)
+{
+    abandoned_requests += left;
+    if (lose_stage) {
+        abandoned_bytes += f->stage_len;
+        f->stage = NULL;
+        f->stage_len = 0;
+        f->abandoned = true;
+    }
+    f->state = FAST_RETIRED;
+}
+
 /* The ring on the pre-made communicator (mpi_ring.c); on a failure its
  * requests and the stage are left to MPI (counted) and the communicator is
  * retired, as with MPI_Iallreduce. */
@@ -355,16 +370,8 @@ static int native_ring(struct mpi_comm *m, const void *src, void *buf, size_t co
     };
     unsigned left = 0;
     int rc = fti_mpi_ring_allreduce(&a, &f->ring_tags, deadline_ms, &left);
-    if (rc != FT_SUCCESS) {
-        if (left > 0) {
-            abandoned_requests += left;
-            abandoned_bytes += f->stage_len;
-            f->stage = NULL;
-            f->stage_len = 0;
-            f->abandoned = true;
-        }
-        f->state = FAST_RETIRED;
-    }
+    if (rc != FT_SUCCESS)
+        fast_retire(f, left, left > 0);
     return rc;
 }
 
@@ -405,15 +412,7 @@ static int allreduce_native(struct mpi_comm *m, const void *src, void *buf, size
          * active: the request, the stage and the communicator stay MPI's.
          * One that completed with an error left nothing active, but its
          * stage is not worth the doubt: kept too. */
-        if (req != MPI_REQUEST_NULL)
-            abandoned_requests++;
-        if (rc != FT_ERR_MPI) {
-            abandoned_bytes += f->stage_len;
-            f->stage = NULL;
-            f->stage_len = 0;
-            f->abandoned = true;
-        }
-        f->state = FAST_RETIRED;
+        fast_retire(f, req != MPI_REQUEST_NULL, rc != FT_ERR_MPI);
         return rc;
     }
     memcpy(buf, f->stage, bytes);

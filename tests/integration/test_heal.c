@@ -999,6 +999,20 @@ static void test_direct_in_place(void **state)
     torn_free(&t);
 }
 
+/* A direct heal of t from fake g (a copy of the test's fake), from the
+ * original state: its code, and whether it reported the memory torn. */
+static int direct_fetch(struct torn *t, struct fake *g, bool *torn_p)
+{
+    fti_heal_stats_t st;
+    memcpy(t->a, t->a0, t->la);
+    memcpy(t->b, t->b0, t->lb);
+    fake_start(g);
+    int rc = fti_heal_fetch(t->h, g->addr, 0, 30, &t->opts, fti_now_ms() + 20000, &st);
+    fake_stop(g);
+    *torn_p = st.torn;
+    return rc;
+}
+
 /* opts.direct, the source dies part way or sends a bad checksum: the heal
  * fails and says the registered memory is torn (the bytes that landed are
  * the source's); refused before any fetch, nothing changed and not torn. */
@@ -1007,37 +1021,25 @@ static void test_direct_torn(void **state)
     (void)state;
     struct torn t;
     struct fake f;
-    fti_heal_stats_t st;
+    bool torn;
     torn_init(&t, &f);
     t.opts.direct = true;
 
     struct fake g = f;
     g.die_after = t.la + 12345; /* "a" whole, part of "b" */
-    fake_start(&g);
-    int rc = fti_heal_fetch(t.h, g.addr, 0, 30, &t.opts, fti_now_ms() + 20000, &st);
-    fake_stop(&g);
-    assert_int_equal(rc, FT_ERR_PROC_FAILED);
-    assert_true(st.torn);
+    assert_int_equal(direct_fetch(&t, &g, &torn), FT_ERR_PROC_FAILED);
+    assert_true(torn);
     assert_memory_equal(t.a, t.a7, t.la);
 
-    memcpy(t.a, t.a0, t.la);
     g = f;
     g.bad_sum = 1;
-    fake_start(&g);
-    rc = fti_heal_fetch(t.h, g.addr, 0, 30, &t.opts, fti_now_ms() + 20000, &st);
-    fake_stop(&g);
-    assert_int_equal(rc, FT_ERR_CHECKSUM);
-    assert_true(st.torn);
+    assert_int_equal(direct_fetch(&t, &g, &torn), FT_ERR_CHECKSUM);
+    assert_true(torn);
 
-    memcpy(t.a, t.a0, t.la);
-    memcpy(t.b, t.b0, t.lb);
     g = f;
     g.step = 31; /* metadata of another step: dropped before any fetch */
-    fake_start(&g);
-    rc = fti_heal_fetch(t.h, g.addr, 0, 30, &t.opts, fti_now_ms() + 20000, &st);
-    fake_stop(&g);
-    assert_int_not_equal(rc, FT_SUCCESS);
-    assert_false(st.torn);
+    assert_int_not_equal(direct_fetch(&t, &g, &torn), FT_SUCCESS);
+    assert_false(torn);
     assert_int_equal(g.fetches, 0);
     assert_untouched(&t);
     torn_free(&t);
