@@ -37,7 +37,7 @@ elif [ "$verb" = check-tsan ]; then
 fi
 # what check-tsan runs: unit and in-process tests of the threaded parts
 tsan_tests="tests/unit/test_progress tests/unit/test_log tests/integration/test_heal \
-tests/integration/test_rpc tests/integration/test_store tests/integration/test_tcp_ring"
+tests/integration/test_heal_stripe tests/integration/test_rpc tests/integration/test_store tests/integration/test_tcp_ring"
 if [ "$san" = thread ]; then
     build=${FTMPI_BUILD_DIR:-$here/_build_tsan}
 elif [ "$san" = 1 ] || [ "$san" = address ]; then
