@@ -18,7 +18,8 @@
 #    running, group 1 started (7 times; BENCH_QUICK: 2) and killed after
 #    its first committed step; its heal's bytes and ms come from the
 #    FTMPI_EVENT_LOG "heal" lines.  Baseline: bench_tcpstream, one raw
-#    loopback TCP stream of the same bytes between two processes.
+#    loopback TCP stream of the same bytes between two processes.  Then
+#    the heal alone (bench_heal, no MPI), direct and staged, against it.
 # C. striped healing on loopback (issue 15 item 4): the same heal from 1
 #    and from 3 running groups (every up-to-date group serves stripes);
 #    64 MiB and 1 GiB (BENCH_QUICK: 64 MiB), 5 times each (BENCH_QUICK: 2).
@@ -34,7 +35,8 @@ bench_selected recovery || exit 0
 
 PROG=$BENCH_BIN/bench_step
 STREAM=$BENCH_BIN/bench_tcpstream
-for p in "$PROG" "$STREAM"; do
+HEALB=$BENCH_BIN/bench_heal
+for p in "$PROG" "$STREAM" "$HEALB"; do
     [ -x "$p" ] || { note "missing $p"; exit 1; }
 done
 REPS=7
@@ -184,6 +186,7 @@ HB_MS=1000 # parts B-D
 
 # ---- B. healing ---------------------------------------------------------
 rows=""
+alone=""
 part B || HEAL_SIZES=""
 for size in $HEAL_SIZES; do
     note "B: healing $size, $REPS times"
@@ -222,6 +225,14 @@ for size in $HEAL_SIZES; do
     raw_ms=$(awk '$1 == "RESULT" { print $3 / 1000 }' "$BT/raw$size")
     rows="$rows$size ${hb:-0} $1 $2 $3 $4 ${raw_ms:-nan}
 "
+    # the heal alone (bench_heal: no MPI, no lighthouse), direct and staged
+    for how in direct staged; do
+        "$HEALB" --bytes "$size" --reps "$REPS" $([ $how = staged ] && echo --staged) \
+            >"$BT/alone$how$size" 2>&1 || status=1
+    done
+    alone="$alone$size $(awk '$1 == "RESULT" { print $3 / 1000 }' "$BT/alonedirect$size") \
+$(awk '$1 == "RESULT" { print $3 / 1000 }' "$BT/alonestaged$size") ${raw_ms:-nan}
+"
 done
 [ -z "$HEAL_SIZES" ] || {
     echo "B. healing: 1 running group, 1 joining group heals its whole state from it"
@@ -234,6 +245,10 @@ done
             hm, $7, rm, ($7 > 0 ? $3 / $7 : 0) }'
     echo "(heal_ms: the library's FTMPI_EVENT_LOG heal lines, ms resolution; raw: bench_tcpstream,"
     echo " connect + write + 1-byte ack between two processes on 127.0.0.1, median of $REPS after 1 warm-up)"
+    echo "the heal alone (bench_heal: source and healer in one process, no MPI), median of $REPS"
+    printf "%6s %10s %10s %10s %12s\n" state direct_ms staged_ms raw_tcp_ms raw/direct
+    printf "%s" "$alone" | awk 'NF == 4 {
+        printf "%6s %10.1f %10.1f %10.2f %12.2f\n", $1, $2, $3, $4, ($2 > 0 ? $4 / $2 : 0) }'
     echo
 } | table_out recovery.txt
 
