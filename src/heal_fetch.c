@@ -957,7 +957,10 @@ static int stripe_first(struct stripe *sp, size_t chunk)
         rc = ranges_make(sp, chunk);
     pthread_t ftid, ptid;
     bool frontier = rc == FT_SUCCESS && pthread_create(&ftid, NULL, frontier_main, sp) == 0;
-    bool populator = frontier && pthread_create(&ptid, NULL, stage_populate, sp) == 0;
+    bool mapped = false; /* direct buffers have their pages: no thread for them */
+    for (size_t i = 0; frontier && i < sp->n_stage; i++)
+        mapped |= sp->stage[i].mapped;
+    bool populator = mapped && pthread_create(&ptid, NULL, stage_populate, sp) == 0;
     if (!populator)
         populated(sp, SIZE_MAX); /* the fetch faults the pages in */
     if (rc == FT_SUCCESS && !frontier) {

@@ -551,17 +551,26 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A sorted copy of ranks[0..n-1] (free it), NULL without memory. */
+static int *sorted_copy(const int *ranks, int n)
+{
+    int *s = malloc((size_t)n * sizeof(*s));
+    if (s != NULL) {
+        memcpy(s, ranks, (size_t)n * sizeof(*s));
+        qsort(s, (size_t)n, sizeof(*s), cmp_int);
+    }
+    return s;
+}
+
 int fti_mpi_ctx_add_fast(fti_mpi_ctx_h x, MPI_Comm comm, const int *world_ranks, int n)
 {
     if (x == NULL || comm == MPI_COMM_NULL || world_ranks == NULL || n <= 0)
         return FT_ERR_ARG;
     if (x->fast.state != FAST_NONE)
         return FT_ERR_STATE;
-    int *ranks = malloc((size_t)n * sizeof(*ranks));
+    int *ranks = sorted_copy(world_ranks, n);
     if (ranks == NULL)
         return FT_ERR_NO_MEMORY;
-    memcpy(ranks, world_ranks, (size_t)n * sizeof(*ranks));
-    qsort(ranks, (size_t)n, sizeof(*ranks), cmp_int);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     x->fast = (struct fast){.state = FAST_LIVE, .comm = comm, .ranks = ranks, .n = n};
     return FT_SUCCESS;
@@ -577,11 +586,9 @@ static bool use_fast(struct fti_mpi_ctx *x, const int *world_ranks, int n, int64
     struct fast *f = &x->fast;
     if (f->state != FAST_LIVE || n != f->n)
         return false;
-    int *sorted = malloc((size_t)n * sizeof(*sorted));
+    int *sorted = sorted_copy(world_ranks, n);
     if (sorted == NULL)
         return false;
-    memcpy(sorted, world_ranks, (size_t)n * sizeof(*sorted));
-    qsort(sorted, (size_t)n, sizeof(*sorted), cmp_int);
     bool same = memcmp(sorted, f->ranks, (size_t)n * sizeof(*sorted)) == 0;
     free(sorted);
     if (!same)
