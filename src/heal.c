@@ -39,6 +39,11 @@ int fti_heal_create(fti_heal_h *h_p)
         FTI_WARN("heal: FTMPI_TEST_HEAL_CORRUPT: serving byte %" PRIu64 " of '%s' flipped",
                  h->corrupt_at, h->corrupt_name);
     }
+    const char *delay = getenv("FTMPI_TEST_HEAL_SERVE_DELAY_MS"); /* test only: see heal_int.h */
+    h->serve_delay_ms = delay != NULL ? atoi(delay) : 0;
+    if (h->serve_delay_ms > 0)
+        FTI_WARN("heal: FTMPI_TEST_HEAL_SERVE_DELAY_MS: every fetch reply waits %d ms",
+                 h->serve_delay_ms);
     *h_p = h;
     return FT_SUCCESS;
 }
@@ -499,6 +504,10 @@ static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *
         FTI_INFO("heal: refused fetch from %s: %s", fti_rpc_call_peer(call), msg);
         fti_rpc_reply_error(call, status, msg);
     } else {
+        if (h->serve_delay_ms > 0) {
+            struct timespec ts = {h->serve_delay_ms / 1000, (h->serve_delay_ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
         unsigned char *bad = corrupt_copy(h, b, ptr, req->offset, req->length);
         fti_rpc_reply_ref(call, bad != NULL ? bad : ptr, (size_t)req->length, fetch_done, bad);
     }

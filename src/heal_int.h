@@ -46,6 +46,10 @@ struct fti_heal {
      * (NAME:*, UINT64_MAX here: every reply's first byte) */
     char corrupt_name[FTI_HEAL_MAX_NAME];
     uint64_t corrupt_at;
+    /* test only (FTMPI_TEST_HEAL_SERVE_DELAY_MS=N): each fetch reply waits
+     * N ms on the loop thread, so that a test can kill a source while a
+     * heal of it runs, whatever the machine's speed */
+    int serve_delay_ms;
 };
 
 #endif

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The source of a heal is killed while the heal runs.  3 groups with a
-# large state (32 Mi floats = 128 MiB, so that even a direct heal takes a
-# moment, FTMPI_HEAL_INSTALL); g2 is
+# large state (32 Mi floats = 128 MiB, its fetch replies slowed by a test
+# hook, so that the heal takes a moment); g2 is
 # killed and restarted; when it heals, g0 is killed with SIGKILL as soon
 # as g0 has served the heal's metadata, i.e. while the data is streamed.
 # g2 must get the state from g1: within the same heal when g1 was up to
@@ -17,7 +17,12 @@
 e2e_init
 : "${E2E_HEAL_FEATURES:=33554432}"
 FTMPI_TIMEOUT_MS=5000
-export FTMPI_TIMEOUT_MS
+# every fetch reply (8 MiB) waits 50 ms at the source (a test hook, heal_int.h):
+# a heal of 128 MiB then lasts 0.4-0.8 s, so the kill lands inside it even
+# when the trigger is slow (under ASan a direct heal took 100 ms, and the
+# kill once came after it)
+FTMPI_TEST_HEAL_SERVE_DELAY_MS=50
+export FTMPI_TIMEOUT_MS FTMPI_TEST_HEAL_SERVE_DELAY_MS
 args="--features $E2E_HEAL_FEATURES --batch 2 --samples 64 --eval 4 --lr 0.05 --steps 20 --print-every 1"
 
 e2e_lighthouse_start 1
