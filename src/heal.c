@@ -30,6 +30,11 @@ int fti_heal_create(fti_heal_h *h_p)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&h->served_cv, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&h->sum_cv, NULL);
+    if ((h->cur_xs = XXH3_createState()) == NULL) {
+        fti_heal_destroy(h);
+        return FT_ERR_NO_MEMORY;
+    }
     h->gen = 1;
     const char *corrupt = getenv("FTMPI_TEST_HEAL_CORRUPT"); /* test only: see heal_int.h */
     const char *colon = corrupt != NULL ? strrchr(corrupt, ':') : NULL;
@@ -52,8 +57,13 @@ void fti_heal_destroy(fti_heal_h h)
 {
     if (h == NULL)
         return;
-    if (h->sum_thread) /* the generation is left behind: it stops soon */
+    if (h->sum_thread) { /* left behind by the generation: it stops within a step */
+        pthread_mutex_lock(&h->mu);
+        h->gen++;
+        pthread_cond_broadcast(&h->sum_cv);
+        pthread_mutex_unlock(&h->mu);
         pthread_join(h->sum_tid, NULL);
+    }
     for (size_t i = 0; i < h->n; i++) {
         struct heal_buf *b = h->bufs[i];
         if (b->copy.release != NULL)
@@ -62,6 +72,8 @@ void fti_heal_destroy(fti_heal_h h)
         free(b);
     }
     free(h->bufs);
+    XXH3_freeState(h->cur_xs);
+    pthread_cond_destroy(&h->sum_cv);
     pthread_cond_destroy(&h->served_cv);
     pthread_mutex_destroy(&h->mirror_mu);
     pthread_mutex_destroy(&h->mu);
@@ -147,6 +159,7 @@ void fti_heal_set_step(fti_heal_h h, int64_t step, bool open)
     h->open = open;
     h->gen++;
     h->served = 0;
+    pthread_cond_broadcast(&h->sum_cv); /* a summing thread of the old one stops */
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -243,41 +256,112 @@ uint64_t fti_heal_sum(const void *data, size_t len, uint64_t seed)
     return XXH3_64bits_withSeed(data, len, seed);
 }
 
-/* ---- serving (loop thread) --------------------------------------------- */
+/* ---- summing ----------------------------------------------------------- */
 
-/* Computes and caches the checksum of every buffer for generation gen that
- * lacks one, piece by piece, giving up as soon as the generation changes
- * (the application may be changing the memory then).  Any thread; the
- * contents are read without the mutex, as the fetches read them. */
-static void sum_all(struct fti_heal *h, uint64_t gen)
+/* The checksums of a served step are chained XXH3 over FTI_HEAL_SUM_BYTES
+ * pieces, in buffer order, summed once per generation by a cursor that
+ * any of three places moves, one at a time:
+ *  - the loop thread, right after a send of a fetch reply took bytes at
+ *    the cursor (fetch_sent): the bytes were just read by the kernel's
+ *    copy and are still in this CPU's cache, so summing them costs a
+ *    fifth of reading them again from memory, and a heal from one source
+ *    sums nothing else;
+ *  - the summing thread (from the step's first metadata request), for what
+ *    the sending passed by: ranges this source is not asked for (a healer
+ *    striping over several sources fetches them elsewhere) and bytes sent
+ *    while it held the cursor;
+ *  - the checksum request (sums_finish), which has the thread sum the rest.
+ * Each gives up once the generation changes (the application may be
+ * changing the memory then). */
+
+/* The unit the summing thread moves the cursor by, so that the sending
+ * takes it back soon once the thread has caught up. */
+#define SUM_COLD_STEP ((size_t)1 << 20)
+
+/* Positions in the stream of a step's buffers: (buffer index, offset). */
+static bool pos_before(size_t b1, size_t o1, size_t b2, size_t o2)
 {
-    for (size_t i = 0;; i++) {
-        pthread_mutex_lock(&h->mu);
-        struct heal_buf *b = h->gen == gen && i < h->n ? h->bufs[i] : NULL;
-        bool need = b != NULL && b->sum_gen != gen;
-        pthread_mutex_unlock(&h->mu);
-        if (b == NULL)
-            return;
-        if (!need)
-            continue;
-        uint64_t sum = 0;
-        if (b->len == 0)
-            sum = fti_heal_sum(b->data, 0, 0);
-        for (size_t off = 0; off < b->len; off += FTI_HEAL_SUM_BYTES) {
-            sum = fti_heal_sum(b->data + off, FTI_MIN(FTI_HEAL_SUM_BYTES, b->len - off), sum);
-            b->piece_sums[off / FTI_HEAL_SUM_BYTES] = sum;
-            pthread_mutex_lock(&h->mu);
-            bool stale = h->gen != gen;
+    return b1 < b2 || (b1 == b2 && o1 < o2);
+}
+
+/* The cursor of generation gen (mutex held): reset when it holds an
+ * older one. */
+static void cursor_of_locked(struct fti_heal *h, uint64_t gen)
+{
+    if (h->cur_gen == gen)
+        return;
+    h->cur_gen = gen;
+    h->cur_buf = h->cur_off = 0;
+    (void)XXH3_64bits_reset_withSeed(h->cur_xs, 0);
+}
+
+/* Whether every buffer is summed for gen (mutex held, cursor of gen). */
+static bool cursor_done_locked(const struct fti_heal *h)
+{
+    return h->cur_buf >= h->n;
+}
+
+/* Moves the cursor of gen up to (tb, toff) (tb == SIZE_MAX: the end), at
+ * most `step` bytes at a time with the mutex released while summing,
+ * unless another thread holds it.  Mutex held.  Piece and buffer sums are
+ * stored as the cursor passes them. */
+static void cursor_advance_locked(struct fti_heal *h, uint64_t gen, size_t tb, size_t toff,
+                                  size_t step)
+{
+    if (h->gen != gen || h->cur_busy)
+        return;
+    cursor_of_locked(h, gen);
+    while (h->gen == gen && !cursor_done_locked(h) &&
+           pos_before(h->cur_buf, h->cur_off, tb, toff)) {
+        struct heal_buf *b = h->bufs[h->cur_buf];
+        size_t lo = h->cur_off;
+        size_t pe = FTI_MIN((lo / FTI_HEAL_SUM_BYTES + 1) * FTI_HEAL_SUM_BYTES, b->len);
+        size_t end = pe - lo > step ? lo + step : pe;
+        if (h->cur_buf == tb)
+            end = FTI_MIN(end, toff);
+        if (end > lo) {
+            h->cur_busy = true;
             pthread_mutex_unlock(&h->mu);
-            if (stale)
-                return;
+            (void)XXH3_64bits_update(h->cur_xs, b->data + lo, end - lo);
+            pthread_mutex_lock(&h->mu);
+            h->cur_busy = false;
+            if (h->gen != gen)
+                break; /* the next generation resets the cursor */
+            h->cur_off = end;
         }
-        pthread_mutex_lock(&h->mu);
-        if (h->gen == gen) {
-            b->sum = sum;
-            b->sum_gen = gen;
+        if (h->cur_off == pe) { /* a piece (or an empty buffer) is summed */
+            uint64_t sum = XXH3_64bits_digest(h->cur_xs);
+            if (b->n_pieces > 0)
+                b->piece_sums[(pe - 1) / FTI_HEAL_SUM_BYTES] = sum;
+            (void)XXH3_64bits_reset_withSeed(h->cur_xs, sum);
+            if (pe == b->len) {
+                b->sum = sum;
+                b->sum_gen = gen;
+                h->cur_buf++;
+                h->cur_off = 0;
+                (void)XXH3_64bits_reset_withSeed(h->cur_xs, 0);
+            }
         }
-        pthread_mutex_unlock(&h->mu);
+    }
+    pthread_cond_broadcast(&h->sum_cv);
+}
+
+/* Where the summing thread of gen is to bring the cursor (mutex held):
+ * the end when hurried, else the furthest of what was sent and where the
+ * furthest fetch asked for started. */
+static void thread_target_locked(const struct fti_heal *h, uint64_t gen, size_t *tb, size_t *toff)
+{
+    *tb = 0;
+    *toff = 0;
+    if (h->sum_hurry) {
+        *tb = SIZE_MAX;
+    } else if (h->pos_gen == gen) {
+        *tb = h->sent_buf;
+        *toff = h->sent_off;
+        if (pos_before(*tb, *toff, h->asked_buf, h->asked_off)) {
+            *tb = h->asked_buf;
+            *toff = h->asked_off;
+        }
     }
 }
 
@@ -286,17 +370,60 @@ struct sum_job {
     uint64_t gen;
 };
 
+/* The summing thread of generation j->gen: until the generation changes,
+ * or it was hurried and everything is summed. */
 static void *sum_main(void *arg)
 {
     struct sum_job *j = arg;
-    sum_all(j->h, j->gen);
+    struct fti_heal *h = j->h;
+    uint64_t gen = j->gen;
     free(j);
+    pthread_mutex_lock(&h->mu);
+    while (h->gen == gen) {
+        cursor_of_locked(h, gen);
+        if (cursor_done_locked(h) && h->sum_hurry)
+            break;
+        size_t tb, toff;
+        thread_target_locked(h, gen, &tb, &toff);
+        if (!h->cur_busy && !cursor_done_locked(h) &&
+            pos_before(h->cur_buf, h->cur_off, tb, toff))
+            cursor_advance_locked(h, gen, tb, toff, SUM_COLD_STEP);
+        else
+            pthread_cond_wait(&h->sum_cv, &h->mu);
+    }
+    pthread_mutex_unlock(&h->mu);
     return NULL;
 }
 
-/* Starts summing generation gen on a thread of its own, unless one already
- * does (loop thread).  A thread of an older generation is joined first: it
- * stops within one piece.  Without a thread the sums are computed when
+/* Records that a fetch reply of gen was sent up to (bi, off) and sums
+ * the bytes there if the cursor is among them (loop thread: fetch_sent),
+ * or that a fetch starting at (bi, off) was asked for (sent false). */
+static void sums_note(struct fti_heal *h, uint64_t gen, size_t bi, size_t from, size_t off,
+                      bool sent)
+{
+    pthread_mutex_lock(&h->mu);
+    if (h->gen == gen) {
+        if (h->pos_gen != gen) {
+            h->pos_gen = gen;
+            h->sent_buf = h->sent_off = h->asked_buf = h->asked_off = 0;
+        }
+        size_t *pb = sent ? &h->sent_buf : &h->asked_buf, *po = sent ? &h->sent_off : &h->asked_off;
+        if (pos_before(*pb, *po, bi, off)) {
+            *pb = bi;
+            *po = off;
+        }
+        cursor_of_locked(h, gen);
+        if (sent && !h->cur_busy && h->cur_buf == bi && h->cur_off >= from && h->cur_off < off)
+            cursor_advance_locked(h, gen, bi, off, SIZE_MAX); /* in the cache: sum here */
+        else
+            pthread_cond_broadcast(&h->sum_cv); /* the thread may have bytes to catch up */
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Starts the summing thread of generation gen, unless one already runs
+ * (loop thread).  A thread of an older generation is joined first: it
+ * stops within a step.  Without a thread the sums are computed when
  * asked for. */
 static void sums_start(struct fti_heal *h, uint64_t gen)
 {
@@ -311,6 +438,9 @@ static void sums_start(struct fti_heal *h, uint64_t gen)
         return;
     j->h = h;
     j->gen = gen;
+    pthread_mutex_lock(&h->mu);
+    h->sum_hurry = false;
+    pthread_mutex_unlock(&h->mu);
     if (pthread_create(&h->sum_tid, NULL, sum_main, j) != 0) {
         free(j);
         return;
@@ -319,16 +449,24 @@ static void sums_start(struct fti_heal *h, uint64_t gen)
     h->sum_for = gen;
 }
 
-/* Waits for the summing thread of gen and completes what it left (loop
- * thread). */
+/* Has the summing thread of gen sum the rest and joins it, then sums what
+ * is left on this thread (loop thread: no thread, or it stopped). */
 static void sums_finish(struct fti_heal *h, uint64_t gen)
 {
+    pthread_mutex_lock(&h->mu);
+    h->sum_hurry = true;
+    pthread_cond_broadcast(&h->sum_cv);
+    pthread_mutex_unlock(&h->mu);
     if (h->sum_thread) {
         pthread_join(h->sum_tid, NULL);
         h->sum_thread = false;
     }
-    sum_all(h, gen);
+    pthread_mutex_lock(&h->mu);
+    cursor_advance_locked(h, gen, SIZE_MAX, 0, SIZE_MAX);
+    pthread_mutex_unlock(&h->mu);
 }
+
+/* ---- serving (loop thread) --------------------------------------------- */
 
 /* Replies with the step's buffers: names and lengths, and the checksums
  * when with_sums (computed now if missing; the reply then completes a
@@ -431,12 +569,32 @@ static void serve_metadata(struct fti_heal *h, fti_rpc_call_h call, const uint8_
     reply_buffers(h, call, want, false);
 }
 
+/* A fetch reply on its way: bytes [off, +len) of buffer bi in generation
+ * gen, sent from `bad` when not NULL (a corrupted copy, test only). */
+struct fetch_reply {
+    struct fti_heal *h;
+    uint64_t gen;
+    size_t bi, off;
+    unsigned char *bad;
+};
+
+/* The reply's first n bytes are in the socket (loop thread): they are
+ * summed here if the cursor is among them, from the registered memory
+ * (never from a corrupted copy). */
+static void fetch_sent(void *arg, size_t n)
+{
+    struct fetch_reply *f = arg;
+    sums_note(f->h, f->gen, f->bi, f->off, f->off + n, true);
+}
+
 /* Called once the bytes of a fetch reply are sent (or its connection is
- * gone): the registered memory belongs to the application, nothing to do;
- * a corrupted copy (test only) is freed. */
+ * gone): the registered memory belongs to the application, nothing to do
+ * but free a corrupted copy (test only). */
 static void fetch_done(void *arg)
 {
-    free(arg);
+    struct fetch_reply *f = arg;
+    free(f->bad);
+    free(f);
 }
 
 /* Test only (FTMPI_TEST_HEAL_CORRUPT): a copy of [ptr, +len), the bytes
@@ -479,6 +637,10 @@ static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *
 
     pthread_mutex_lock(&h->mu);
     struct heal_buf *b = req->name ? find_locked(h, req->name) : NULL;
+    uint64_t gen = h->gen;
+    size_t bi = 0;
+    while (b != NULL && h->bufs[bi] != b)
+        bi++;
     if (!h->open || h->step != req->step) {
         status = FT_ERR_STATE;
         snprintf(msg, sizeof(msg), "step %" PRId64 " requested, serving %s%" PRId64, req->step,
@@ -508,8 +670,16 @@ static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *
             struct timespec ts = {h->serve_delay_ms / 1000, (h->serve_delay_ms % 1000) * 1000000L};
             nanosleep(&ts, NULL);
         }
+        sums_note(h, gen, bi, 0, req->offset, false);
         unsigned char *bad = corrupt_copy(h, b, ptr, req->offset, req->length);
-        fti_rpc_reply_ref(call, bad != NULL ? bad : ptr, (size_t)req->length, fetch_done, bad);
+        struct fetch_reply *f = malloc(sizeof(*f));
+        if (f == NULL) { /* unwatched: the summing thread sums these bytes */
+            fti_rpc_reply_ref(call, bad != NULL ? bad : ptr, (size_t)req->length, free, bad);
+        } else {
+            *f = (struct fetch_reply){h, gen, bi, req->offset, bad};
+            fti_rpc_reply_ref_watch(call, bad != NULL ? bad : ptr, (size_t)req->length,
+                                    fetch_done, fetch_sent, f);
+        }
     }
     ftmpi__heal_fetch_request__free_unpacked(req, NULL);
 }

@@ -8,12 +8,15 @@
  * and the step unchanged, so serving goes on) and only the step it is at:
  * a request for another step gets an FT_ERR_STATE error reply.  Metadata
  * carries each buffer's name and length.  The checksums (fti_heal_sum
- * chained over FTI_HEAL_SUM_BYTES pieces) are computed on a thread of
- * their own from the first metadata request of a step on, while the bytes
- * stream, and cached; the metadata says sums_deferred and the healer asks
- * for them after its last fetch (HealFetchRequest.sums).  Fetch replies
- * are the raw bytes of [offset, offset+length), sent zero-copy from the
- * registered memory.  The checksum reply also carries each buffer's
+ * chained over FTI_HEAL_SUM_BYTES pieces) are computed once per step while
+ * the bytes stream, and cached: by the loop thread right after each send
+ * of a fetch reply took the bytes at the summing cursor (they are still in
+ * the cache: fti_rpc_reply_ref_watch), and by a thread of its own, started
+ * at the step's first metadata request, for the bytes the sending passed
+ * by (heal.c, "summing"); the metadata says sums_deferred and the healer
+ * asks for them after its last fetch (HealFetchRequest.sums).  Fetch
+ * replies are the raw bytes of [offset, offset+length), sent zero-copy
+ * from the registered memory.  The checksum reply also carries each buffer's
  * chained sum after every piece (piece_sums), so that a healer striping
  * over several sources can verify each piece alone.  Test only:
  * FTMPI_TEST_HEAL_CORRUPT=NAME:OFFSET makes the fetch replies of buffer
@@ -41,9 +44,10 @@
  * not refreshed for the served step is refused.
  * A mutex guards the buffer list and the served step; the buffers'
  * contents are read without it (the application does not change them
- * while the step is open), also by the summing thread, which the loop
- * thread starts and joins and which stops within one piece once the step
- * changes.
+ * while the step is open), also by whichever thread holds the summing
+ * cursor (the loop thread or the summing thread, which the loop thread
+ * starts and joins and which stops within a megabyte once the step
+ * changes).
  */
 #ifndef FTI_HEAL_H
 #define FTI_HEAL_H

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <xxhash.h>
+
 #include "heal.h"
 
 struct heal_buf {
@@ -21,8 +23,8 @@ struct heal_buf {
     /* checksum cache, guarded by the registry's mutex */
     uint64_t sum;
     uint64_t sum_gen; /* generation it was computed for; 0 = none */
-    /* the chained sum after each piece (HealBuffer.piece_sums), written by
-     * the summing thread, valid with sum_gen */
+    /* the chained sum after each piece (HealBuffer.piece_sums), written
+     * under the mutex as the summing cursor passes, valid with sum_gen */
     uint64_t *piece_sums;
     size_t n_pieces;
 };
@@ -37,7 +39,24 @@ struct fti_heal {
     bool open;
     uint64_t gen;    /* bumped by every fti_heal_set_step */
     int served;      /* complete copies handed out in this generation */
-    /* the summing thread (started and joined on the loop thread only) */
+    /* The summing cursor (heal.c, "summing"): generation cur_gen is summed
+     * up to byte cur_off of buffer cur_buf, cur_xs holding the piece under
+     * way.  One thread at a time moves it (cur_busy), the mutex released
+     * while it sums. */
+    uint64_t cur_gen;
+    size_t cur_buf, cur_off;
+    XXH3_state_t *cur_xs;
+    bool cur_busy;
+    /* in generation pos_gen: the furthest stream position a fetch reply
+     * was sent up to (sent_*) and the furthest start of a fetch asked for
+     * (asked_*); the summing thread sums what the cursor left behind them */
+    uint64_t pos_gen;
+    size_t sent_buf, sent_off, asked_buf, asked_off;
+    /* the summing thread (started and joined on the loop thread only);
+     * sum_cv (under mu) wakes it when a position, the cursor, the
+     * generation or sum_hurry (sum the rest now) changes */
+    pthread_cond_t sum_cv;
+    bool sum_hurry;
     pthread_t sum_tid;
     bool sum_thread;   /* sum_tid is to be joined */
     uint64_t sum_for;  /* the generation it sums */

@@ -108,6 +108,16 @@ struct rpc_conn {
     char peer[INET6_ADDRSTRLEN + 8];
     void *user;                /* fti_rpc_call_set_conn_data; srv->on_close gets it */
     LIST_ENTRY(rpc_conn) link;
+    uint64_t out_sent; /* bytes of out sent so far */
+    /* watched replies (fti_rpc_reply_ref_watch), in stream order: the
+     * payload's first byte at stream offset start (out_sent counts) */
+    struct rpc_watch {
+        uint64_t start;
+        size_t len;
+        void (*sent)(void *arg, size_t n);
+        void *arg;
+    } watch[FTI_RPC_MAX_WATCH];
+    int n_watch;
 };
 
 struct fti_rpc_server {
@@ -134,6 +144,7 @@ struct fti_rpc_call {
 
 struct ref_done {
     void (*done)(void *);
+    void (*sent)(void *, size_t); /* NULL: not watched */
     void *arg;
 };
 
@@ -227,10 +238,36 @@ static int conn_queue(struct rpc_conn *c, uint16_t method, int32_t status, const
     fti_rpc_header_encode(&h, hdr);
     if (rc == 0)
         rc = evbuffer_add(c->out, hdr, sizeof(hdr));
+    uint64_t start = c->out_sent + evbuffer_get_length(c->out);
     if (rc == 0 && len > 0)
         rc = d != NULL ? add_reference(c->out, payload, len, ref_cleanup, d)
                        : evbuffer_add(c->out, payload, len);
+    if (rc == 0 && d != NULL && d->sent != NULL && c->n_watch < FTI_RPC_MAX_WATCH)
+        c->watch[c->n_watch++] = (struct rpc_watch){start, len, d->sent, d->arg};
     return conn_queued(c, rc, len);
+}
+
+/* Tells the watched replies that n more bytes of the stream were sent
+ * (before they are drained: a done callback comes after the last sent). */
+static void conn_watch_sent(struct rpc_conn *c, size_t n)
+{
+    uint64_t from = c->out_sent, to = from + n;
+    c->out_sent = to;
+    int k = 0;
+    while (k < c->n_watch) {
+        const struct rpc_watch *w = &c->watch[k];
+        if (w->start >= to)
+            break;
+        if (w->start + w->len > from)
+            w->sent(w->arg, (size_t)(FTI_MIN(to, w->start + w->len) - w->start));
+        if (w->start + w->len > to)
+            break;
+        k++;
+    }
+    if (k > 0) {
+        memmove(c->watch, c->watch + k, (size_t)(c->n_watch - k) * sizeof(c->watch[0]));
+        c->n_watch -= k;
+    }
 }
 
 /* Queues raw handshake bytes (no frame header); see conn_queue. */
@@ -464,14 +501,22 @@ static void conn_send_some(struct rpc_conn *c, evutil_socket_t fd)
         struct iovec iov[RPC_SEND_IOVECS];
         int nv = evbuffer_peek(c->out, -1, NULL, v, RPC_SEND_IOVECS);
         nv = nv > RPC_SEND_IOVECS ? RPC_SEND_IOVECS : nv;
-        for (int i = 0; i < nv; i++) {
-            iov[i].iov_base = v[i].iov_base;
-            iov[i].iov_len = v[i].iov_len;
+        /* a watched reply goes out in pieces that stay in the cache */
+        size_t room = c->n_watch > 0 ? FTI_RPC_WATCH_SEND : SIZE_MAX;
+        int k = 0;
+        for (; k < nv && room > 0; k++) {
+            iov[k].iov_base = v[k].iov_base;
+            iov[k].iov_len = FTI_MIN(v[k].iov_len, room);
+            room -= iov[k].iov_len;
         }
-        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)nv};
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)k};
         ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             c->last_progress_ms = fti_now_ms();
+            if (c->n_watch > 0)
+                conn_watch_sent(c, (size_t)n);
+            else
+                c->out_sent += (uint64_t)n;
             evbuffer_drain(c->out, (size_t)n); /* may run done callbacks */
             if (c->fd < 0)
                 return;
@@ -862,6 +907,13 @@ int fti_rpc_reply_error(fti_rpc_call_h call, int status, const char *msg)
 int fti_rpc_reply_ref(fti_rpc_call_h call, const void *payload, size_t len,
                       void (*done)(void *arg), void *arg)
 {
+    return fti_rpc_reply_ref_watch(call, payload, len, done, NULL, arg);
+}
+
+int fti_rpc_reply_ref_watch(fti_rpc_call_h call, const void *payload, size_t len,
+                            void (*done)(void *arg), void (*sent)(void *arg, size_t n),
+                            void *arg)
+{
     struct ref_done *d = NULL;
     int rc = FT_ERR_PROC_FAILED;
     if (fti_rpc_call_alive(call)) {
@@ -871,7 +923,7 @@ int fti_rpc_reply_ref(fti_rpc_call_h call, const void *payload, size_t len,
             conn_close(call->conn); /* the client would wait for this reply in vain */
         } else {
             if (d != NULL)
-                *d = (struct ref_done){done, arg};
+                *d = (struct ref_done){done, sent, arg};
             rc = conn_queue(call->conn, call->method, 0, payload, len, d);
         }
     }

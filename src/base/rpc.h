@@ -201,6 +201,19 @@ int fti_rpc_reply_error(fti_rpc_call_h call, int status, const char *msg);
  * FT_ERR_NO_MEMORY. */
 int fti_rpc_reply_ref(fti_rpc_call_h call, const void *payload, size_t len,
                       void (*done)(void *arg), void *arg);
+/* Bytes one send takes at most while a watched reply (below) is queued. */
+#define FTI_RPC_WATCH_SEND ((size_t)512 << 10)
+/* fti_rpc_reply_ref that also calls sent(arg, n) on the loop thread after
+ * each send that took bytes of the payload, n being the payload's bytes
+ * sent so far (growing to len), before done; a send then takes at most
+ * FTI_RPC_WATCH_SEND bytes, so that sent finds them in this CPU's cache.
+ * sent must not use the call or its connection.  A connection with
+ * FTI_RPC_MAX_WATCH watched replies queued sends this one unwatched
+ * (sent is not called); a closed connection stops calling sent. */
+#define FTI_RPC_MAX_WATCH 4
+int fti_rpc_reply_ref_watch(fti_rpc_call_h call, const void *payload, size_t len,
+                            void (*done)(void *arg), void (*sent)(void *arg, size_t n),
+                            void *arg);
 
 #ifdef FTI_TEST_HOOKS
 /* Test builds only (-DFTI_TEST_HOOKS): the next this many zero-copy

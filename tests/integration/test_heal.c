@@ -353,6 +353,132 @@ static void test_big_buffer(void **state)
     free(dst);
 }
 
+/* ---- the source's checksums, whatever it was asked ----------------------- */
+
+/* What a source must answer for buffer [d, +len): the chained sum after
+ * each piece, the last one the buffer's (heal.h). */
+static uint64_t chain_sums(const unsigned char *d, size_t len, uint64_t *pieces)
+{
+    uint64_t sum = fti_heal_sum(d, 0, 0);
+    for (size_t off = 0, k = 0; off < len; off += FTI_HEAL_SUM_BYTES, k++) {
+        sum = fti_heal_sum(d + off, FTI_MIN(FTI_HEAL_SUM_BYTES, len - off), k ? sum : 0);
+        pieces[k] = sum;
+    }
+    return sum;
+}
+
+/* Asks c for [off, +len) of `name` in step and checks the bytes. */
+static void raw_fetch(fti_rpc_client_h c, int64_t step, const char *name, const unsigned char *want,
+                      size_t off, size_t len)
+{
+    Ftmpi__HealFetchRequest req = FTMPI__HEAL_FETCH_REQUEST__INIT;
+    req.step = step;
+    req.name = (char *)name;
+    req.offset = off;
+    req.length = len;
+    uint8_t buf[FTI_HEAL_MAX_NAME + 64];
+    size_t n = ftmpi__heal_fetch_request__pack(&req, buf);
+    void *rep = NULL;
+    size_t rlen = 0;
+    assert_int_equal(fti_rpc_call(c, FTMPI__METHOD__HEAL_FETCH, buf, n, 10000, &rep, &rlen),
+                     FT_SUCCESS);
+    assert_int_equal(rlen, len);
+    assert_memory_equal(rep, want + off, len);
+    free(rep);
+}
+
+/* The sums a real source sends do not depend on which of its bytes went
+ * out, in what order, or in what pieces: its summing cursor is moved by
+ * the sending (the bytes in the cache), by its summing thread (the ranges
+ * it was not asked for, the bytes sent while the thread held the cursor)
+ * and by the checksum request (the rest).  Each pattern is a fresh step;
+ * a healer striping over sources asks each for scattered ranges. */
+static void test_sums_whatever_was_sent(void **state)
+{
+    (void)state;
+    const size_t S = FTI_HEAL_SUM_BYTES;
+    size_t lx = 2 * S + 4099, ly = 777;
+    unsigned char *x = malloc(lx), y[777];
+    assert_non_null(x);
+    for (size_t i = 0; i < lx; i++)
+        x[i] = (unsigned char)(i * 131 + (i >> 12));
+    for (size_t i = 0; i < ly; i++)
+        y[i] = (unsigned char)(i * 7 + 1);
+    uint64_t px[3], py[1], pz[1];
+    uint64_t sx = chain_sums(x, lx, px), sy = chain_sums(y, ly, py), sz = chain_sums(y, 0, pz);
+    fti_heal_h hs;
+    fti_rank_server_h srv;
+    fti_rpc_client_h c;
+    assert_int_equal(fti_heal_create(&hs), FT_SUCCESS);
+    assert_int_equal(fti_heal_register(hs, "x", x, lx), FT_SUCCESS);
+    assert_int_equal(fti_heal_register(hs, "z", y, 0), FT_SUCCESS); /* empty */
+    assert_int_equal(fti_heal_register(hs, "y", y, ly), FT_SUCCESS);
+    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, hs, &srv),
+                     FT_SUCCESS);
+    assert_int_equal(fti_rpc_client_create(fti_rank_server_address(srv), 1000, 8u << 20, &c),
+                     FT_SUCCESS);
+    enum { P_NONE, P_ALL, P_SCATTERED, P_BACKWARDS, P_PARTS };
+    for (int pat = P_NONE; pat <= P_PARTS; pat++) {
+        int64_t step = 10 + pat;
+        fti_heal_set_step(hs, step, true);
+        Ftmpi__HealMetadataRequest mreq = FTMPI__HEAL_METADATA_REQUEST__INIT;
+        mreq.step = step;
+        Ftmpi__HealMetadataResponse *m = NULL;
+        assert_int_equal(fti_rpc_call_msg(c, FTMPI__METHOD__HEAL_METADATA, &mreq.base,
+                                          &ftmpi__heal_metadata_response__descriptor, 10000,
+                                          (ProtobufCMessage **)&m),
+                         FT_SUCCESS);
+        assert_true(m->sums_deferred);
+        ftmpi__heal_metadata_response__free_unpacked(m, NULL);
+        switch (pat) {
+        case P_ALL: /* in order, as a heal from one source */
+            raw_fetch(c, step, "x", x, 0, S);
+            raw_fetch(c, step, "x", x, S, S);
+            raw_fetch(c, step, "x", x, 2 * S, lx - 2 * S);
+            raw_fetch(c, step, "y", y, 0, ly);
+            break;
+        case P_SCATTERED: /* the second source of three */
+            raw_fetch(c, step, "x", x, S, S);
+            raw_fetch(c, step, "y", y, 0, ly);
+            break;
+        case P_BACKWARDS:
+            raw_fetch(c, step, "y", y, 0, ly);
+            raw_fetch(c, step, "x", x, 2 * S, lx - 2 * S);
+            raw_fetch(c, step, "x", x, 0, S);
+            break;
+        case P_PARTS: /* odd pieces, one byte twice */
+            raw_fetch(c, step, "x", x, 0, 4097);
+            raw_fetch(c, step, "x", x, 4096, S);
+            raw_fetch(c, step, "x", x, S + 4096, 3);
+            break;
+        default:
+            break;
+        }
+        Ftmpi__HealFetchRequest sreq = FTMPI__HEAL_FETCH_REQUEST__INIT;
+        sreq.step = step;
+        sreq.sums = true;
+        assert_int_equal(fti_rpc_call_msg(c, FTMPI__METHOD__HEAL_FETCH, &sreq.base,
+                                          &ftmpi__heal_metadata_response__descriptor, 10000,
+                                          (ProtobufCMessage **)&m),
+                         FT_SUCCESS);
+        assert_int_equal(m->n_buffers, 3);
+        for (size_t i = 0; i < m->n_buffers; i++) {
+            const Ftmpi__HealBuffer *b = m->buffers[i];
+            bool isx = !strcmp(b->name, "x"), isy = !strcmp(b->name, "y");
+            const uint64_t *want = isx ? px : isy ? py : pz;
+            assert_int_equal(b->checksum, isx ? sx : isy ? sy : sz);
+            assert_int_equal(b->n_piece_sums, isx ? 3 : isy ? 1 : 0);
+            for (size_t k = 0; k < b->n_piece_sums; k++)
+                assert_int_equal(b->piece_sums[k], want[k]);
+        }
+        ftmpi__heal_metadata_response__free_unpacked(m, NULL);
+    }
+    fti_rpc_client_destroy(c);
+    fti_rank_server_stop(srv);
+    fti_heal_destroy(hs);
+    free(x);
+}
+
 /* ---- mirrored buffers: a fake device ---------------------------------- */
 
 #define DEV_LEN (3 * 4096 + 123)
@@ -1058,6 +1184,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wrong_step_or_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_checksum, setup, teardown),
         cmocka_unit_test(test_big_buffer),
+        cmocka_unit_test(test_sums_whatever_was_sent),
         cmocka_unit_test(test_mirrored),
         cmocka_unit_test_setup_teardown(test_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_such_group_rank, setup, teardown),

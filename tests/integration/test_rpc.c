@@ -62,6 +62,7 @@ enum {
     M_BADMSG,      /* reply_error(FT_ERR_BAD_MESSAGE) */
     M_REF,         /* u32 n: reply_ref of the first n bytes of the ref buffer */
     M_REF_HOLD,    /* held; answered with reply_ref by the test */
+    M_REF_WATCH,   /* u32 n: reply_ref_watch of the first n bytes of the ref buffer */
     M_UNKNOWN = 999
 };
 
@@ -89,6 +90,17 @@ struct fx {
     atomic_int deferred_sent;
     atomic_int ref_done;
     uint8_t *ref_buf;   /* REF_BUF_LEN bytes, read-only once set up */
+    /* watched replies (reply_ref_watch), in the order queued: written on
+     * the loop thread, read after their done (ref_done) */
+    struct watched {
+        fx_t *f;
+        size_t len;
+        size_t last;    /* the last n of sent */
+        int calls;      /* sent calls */
+        int bad;        /* an n that did not grow, grew by more than a send, or passed len */
+        size_t at_done; /* last when done came */
+    } w[8];
+    int n_w;
 };
 
 static uint8_t pattern_byte(size_t i)
@@ -311,9 +323,45 @@ static void h_ref(fti_rpc_call_h call, const uint8_t *p, size_t len, void *arg)
     fti_rpc_reply_ref(call, f->ref_buf, n, ref_done_cb, f);
 }
 
+static void watch_sent_cb(void *arg, size_t n)
+{
+    struct watched *w = arg;
+    w->bad |= n <= w->last || n - w->last > FTI_RPC_WATCH_SEND || n > w->len;
+    w->last = n;
+    w->calls++;
+}
+
+static void watch_done_cb(void *arg)
+{
+    struct watched *w = arg;
+    w->at_done = w->last;
+    atomic_fetch_add(&w->f->ref_done, 1);
+}
+
+/* reply_ref_watch of the first n bytes of the ref buffer, recorded in the
+ * next free f->w (loop thread). */
+static int reply_watched(fx_t *f, fti_rpc_call_h call, size_t n)
+{
+    if (f->n_w == (int)(sizeof(f->w) / sizeof(f->w[0])))
+        return fti_rpc_reply_error(call, FT_ERR_NO_MEMORY, "test: no watch slot left");
+    struct watched *w = &f->w[f->n_w++];
+    *w = (struct watched){.f = f, .len = n};
+    return fti_rpc_reply_ref_watch(call, f->ref_buf, n, watch_done_cb, watch_sent_cb, w);
+}
+
+static void h_ref_watch(fti_rpc_call_h call, const uint8_t *p, size_t len, void *arg)
+{
+    uint32_t n = get_u32(p, len);
+    if (n > REF_BUF_LEN)
+        fti_rpc_reply_error(call, FT_ERR_ARG, "too large");
+    else
+        reply_watched(arg, call, n);
+}
+
 static const fti_rpc_method_t test_methods[] = {
     {M_ECHO, h_echo},   {M_MSG, h_msg},       {M_DEFER, h_defer}, {M_HOLD, h_hold},
     {M_SIZED, h_sized}, {M_BADMSG, h_badmsg}, {M_REF, h_ref},     {M_REF_HOLD, h_hold},
+    {M_REF_WATCH, h_ref_watch},
 };
 
 /* ---- fixture -------------------------------------------------------------- */
@@ -1435,6 +1483,84 @@ static void test_reply_ref_sent(void **state)
     fti_rpc_client_destroy(c);
 }
 
+/* A watched reply tells its progress in steps of at most one send, in
+ * stream order across replies of one connection, before its done. */
+static void test_reply_ref_watch(void **state)
+{
+    fx_t *f = *state;
+    fti_rpc_client_h c = new_client(f, 4u << 20);
+    const size_t lens[] = {3u << 20, (3u << 20) + 5, 1000};
+    for (int i = 0; i < 3; i++) {
+        uint8_t req[4];
+        void *rep = NULL;
+        size_t rlen = 0;
+        u32_req(req, (uint32_t)lens[i]);
+        assert_int_equal(fti_rpc_call(c, M_REF_WATCH, req, 4, CALL_MS, &rep, &rlen), FT_SUCCESS);
+        assert_int_equal(rlen, lens[i]);
+        assert_memory_equal(rep, f->ref_buf, rlen);
+        free(rep);
+        WAIT_FOR(atomic_load(&f->ref_done) == i + 1, 2000);
+        const struct watched *w = &f->w[i];
+        assert_int_equal(w->bad, 0);
+        assert_int_equal(w->last, lens[i]);
+        assert_int_equal(w->at_done, lens[i]); /* every byte told before done */
+        assert_true((size_t)w->calls >= (lens[i] + FTI_RPC_WATCH_SEND - 1) / FTI_RPC_WATCH_SEND);
+    }
+    fti_rpc_client_destroy(c);
+}
+
+/* Answers every held call with a watched 1 MiB reply, all queued before
+ * the first is sent. */
+static void answer_held_watched(fx_t *f, void *arg)
+{
+    int *failed = arg;
+    held_t *order[8];
+    int n = 0;
+    for (held_t *h = f->held; h != NULL && n < 8; h = h->next)
+        order[n++] = h;
+    for (int i = n - 1; i >= 0; i--) { /* the list holds the newest first */
+        held_remove(f, order[i]);
+        *failed += reply_watched(f, order[i]->call, 1u << 20) != FT_SUCCESS;
+        free(order[i]);
+    }
+}
+
+/* Past FTI_RPC_MAX_WATCH queued watched replies a reply goes out unwatched,
+ * whole and in order. */
+static void test_reply_ref_watch_limit(void **state)
+{
+    fx_t *f = *state;
+    const int n = FTI_RPC_MAX_WATCH + 2;
+    int fd = raw_connect(f);
+    for (int i = 0; i < n; i++)
+        raw_frame(fd, FTI_RPC_MAGIC, 0, M_REF_HOLD, 0, 4, "wait", 4);
+    WAIT_FOR(atomic_load(&f->n_held) == n, 2000);
+    int failed = 0;
+    run_on_loop(f, answer_held_watched, &failed);
+    assert_int_equal(failed, 0);
+    uint8_t *buf = malloc(1u << 20);
+    assert_non_null(buf);
+    for (int i = 0; i < n; i++) {
+        uint8_t hdr[FTI_RPC_HEADER_LEN];
+        fti_rpc_header_t h;
+        assert_int_equal(fti_read_full(fd, hdr, sizeof(hdr), fti_now_ms() + 3000), FT_SUCCESS);
+        fti_rpc_header_decode(hdr, &h);
+        assert_int_equal(h.status, 0);
+        assert_int_equal(h.length, 1u << 20);
+        assert_int_equal(fti_read_full(fd, buf, h.length, fti_now_ms() + 3000), FT_SUCCESS);
+        assert_memory_equal(buf, f->ref_buf, h.length);
+    }
+    free(buf);
+    WAIT_FOR(atomic_load(&f->ref_done) == n, 2000);
+    for (int i = 0; i < n; i++) {
+        const struct watched *w = &f->w[i];
+        assert_int_equal(w->bad, 0);
+        assert_int_equal(w->last, i < FTI_RPC_MAX_WATCH ? 1u << 20 : 0);
+        assert_int_equal(w->at_done, w->last);
+    }
+    close(fd);
+}
+
 struct ref_hold_job {
     int alive;
     int rc;
@@ -2145,6 +2271,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reject_truncated, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_method, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reply_ref_sent, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_reply_ref_watch, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_reply_ref_watch_limit, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reply_ref_closed_first, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_many_clients, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_busy_on_loop, fx_setup, fx_teardown),
