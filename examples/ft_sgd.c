@@ -146,6 +146,7 @@ struct opts {
     long die_at_step;
     long die_rank;
     long shard; /* --shard 1: each rank registers its block of the parameters */
+    long ftmpi_mem; /* --ftmpi-mem 1: the gradient lives in ftmpi_mem_alloc memory */
     int die_in_commit;
     double lr;
     uint64_t seed;
@@ -374,7 +375,9 @@ static void usage(FILE *out)
             "  --shard 1          each rank registers only its block of the parameters\n"
             "                     (FT_State_register_shard: durable checkpoints store blocks\n"
             "                     and reshard them for another group size); after a heal\n"
-            "                     or a load the group all-gathers the blocks\n");
+            "                     or a load the group all-gathers the blocks\n"
+            "  --ftmpi-mem 1      the gradient in ftmpi_mem_alloc memory, replaced after a\n"
+            "                     failed FT_Allreduce (what FTMPI_MODEB_ZERO_COPY=1 asks)\n");
 }
 
 static int parse_long(const char *name, const char *s, long min, long *v_p)
@@ -408,6 +411,7 @@ static const struct long_flag {
     {"--die-rank", offsetof(struct opts, die_rank), 0},
     {"--group-timeout-ms", offsetof(struct opts, group_timeout_ms), 1},
     {"--shard", offsetof(struct opts, shard), 0},
+    {"--ftmpi-mem", offsetof(struct opts, ftmpi_mem), 0},
 };
 
 static void opts_default(struct opts *o)
@@ -680,7 +684,11 @@ static int model_init(struct app *a)
     a->F = o->features;
     a->n = (int)(a->F + 2); /* weights, bias, loss */
     a->w = calloc((size_t)a->F + 1, sizeof(float));
-    a->g = calloc((size_t)a->n, sizeof(float));
+    a->g = NULL;
+    if (o->ftmpi_mem)
+        (void)ftmpi_mem_alloc((size_t)a->n * sizeof(float), (void **)&a->g); /* zeroed */
+    else
+        a->g = calloc((size_t)a->n, sizeof(float));
     if (a->w == NULL || a->g == NULL || data_init(&a->d, a->F, o->samples, o->seed) != 0) {
         fprintf(stderr, "ft_sgd: out of memory for %ld features\n", a->F);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -775,6 +783,18 @@ static int step_reduce(struct app *a, struct step *s)
     s->arc = FT_Allreduce(MPI_IN_PLACE, a->g, a->n, MPI_FLOAT, FT_AVG, FT_COMM_REPLICAS);
     if (s->qrc == FT_SUCCESS && s->arc != FT_SUCCESS)
         s->where = "allreduce";
+    if (s->arc != FT_SUCCESS && s->arc != FT_ERR_GROUP_LOST && a->o.ftmpi_mem) {
+        /* with FTMPI_MODEB_ZERO_COPY, MPI may still write a buffer whose
+         * reduction failed: a new one for the next step (the old one stays
+         * MPI's; ftmpi_mem_free leaves it mapped) */
+        float *g = NULL;
+        if (ftmpi_mem_alloc((size_t)a->n * sizeof(float), (void **)&g) != FT_SUCCESS) {
+            fprintf(stderr, "ft_sgd: out of memory for a new gradient buffer\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        ftmpi_mem_free(a->g);
+        a->g = g;
+    }
     return 0;
 }
 
@@ -899,7 +919,9 @@ static void app_end(struct app *a)
     FT_Finalize();
     data_free(&a->d);
     free(a->w);
-    if (!a->g_busy)
+    if (a->o.ftmpi_mem)
+        ftmpi_mem_free(a->g); /* one MPI may still write stays mapped */
+    else if (!a->g_busy)
         free(a->g); /* else MPI may still write it */
     MPI_Finalize();
 }

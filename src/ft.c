@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "ftmpi.h"
+#include "comm/baby.h"
 #include "comm/mpi_backend.h"
 #include "device.h"
 #include "dtype.h"
@@ -395,6 +396,13 @@ static int check_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Da
     if (comm != FT_COMM_REPLICAS || count < 0 ||
         (count > 0 && (recvbuf == NULL || sendbuf == NULL)))
         return FT_ERR_ARG;
+    if (st.cfg.modeb_zero_copy && count > 0 && fti_mem_given_up(recvbuf)) {
+        FTI_ERROR("FT_Allreduce: the buffer at %p was given to MPI by a zero-copy allreduce that "
+                  "failed (FTMPI_MODEB_ZERO_COPY): MPI may still write it; free it with "
+                  "ftmpi_mem_free and allocate another",
+                  recvbuf);
+        return FT_ERR_STATE;
+    }
     return fti_reduction_from_mpi(datatype, op, ftmpi_op_avg, dt_p, op_p);
 }
 

@@ -243,9 +243,13 @@ FTMPI_EXPORT int64_t ftmpi_quorum_id(void);
 /* Memory for buffers of FT_Allreduce that the baby-<backend> child
  * (FTMPI_BACKEND=baby-tcp, ...) reduces in place: *ptr gets bytes (> 0)
  * of zeroed, page-aligned memory in a shared memory region of its own.
- * Any other buffer is copied through a staging region.  Usable with every
- * backend and before FT_Init.  Release with ftmpi_mem_free (NULL: no-op;
- * a pointer not from ftmpi_mem_alloc: FT_ERR_ARG).  Thread-safe. */
+ * Any other buffer is copied through a staging region.  Mode B with
+ * FTMPI_MODEB_ZERO_COPY=1: MPI reduces into such a buffer directly; after
+ * an FT_Allreduce on it failed, MPI may still write it, so FT_Allreduce
+ * refuses it (FT_ERR_STATE) and the application must ftmpi_mem_free it
+ * (which then leaves the memory mapped) and allocate another.  Usable with
+ * every backend and before FT_Init.  Release with ftmpi_mem_free (NULL:
+ * no-op; a pointer not from ftmpi_mem_alloc: FT_ERR_ARG).  Thread-safe. */
 FTMPI_EXPORT int ftmpi_mem_alloc(size_t bytes, void **ptr);
 FTMPI_EXPORT int ftmpi_mem_free(void *ptr);
 

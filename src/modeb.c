@@ -333,6 +333,8 @@ int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb)
         rc = FT_ERR_MPI;
     }
     int crc = fti_mpi_ctx_create(MPI_COMM_WORLD, &mb->mpi);
+    if (crc == FT_SUCCESS)
+        fti_mpi_ctx_set_zero_copy(mb->mpi, cfg->modeb_zero_copy);
     if (rc == FT_SUCCESS)
         rc = crc;
     crc = modeb_initial_slice(mb, is_lh);

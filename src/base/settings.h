@@ -57,6 +57,7 @@ typedef struct fti_config {
     char baby_path[FTI_PATH_SIZE];      /* ftmpi-baby, "" = installed one */
     int shim_on_failure;        /* enum fti_shim_on_failure (libftmpi_pmpi) */
     int shim_rescale;           /* bool: libftmpi_pmpi's continue scales sums */
+    int modeb_zero_copy;        /* bool: mode B's MPI writes ftmpi_mem_alloc buffers itself */
 } fti_config_t;
 
 enum fti_config_type { FTI_CFG_STRING, FTI_CFG_INT, FTI_CFG_BYTES, FTI_CFG_BOOL, FTI_CFG_ENUM,

@@ -24,6 +24,7 @@
 #ifndef FTI_BABY_H
 #define FTI_BABY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -55,6 +56,17 @@ typedef struct fti_mem_region {
     size_t bytes;
 } fti_mem_region_t;
 int fti_mem_find(const void *p, size_t len, uint64_t *id_p, size_t *off_p, int *fd_p);
+/* Given-up regions (mode B zero-copy, mpi.c): MPI was handed [p, +len)
+ * of a region as the receive buffer of a reduction that was abandoned, so
+ * it may still write there.  fti_mem_usable: does [p, +len) lie inside one
+ * region not given up.  fti_mem_give_up: marks the region holding p; from
+ * then on fti_mem_find and fti_mem_usable skip it and fti_mem_free takes it
+ * off the list but leaves it mapped (MPI's for the life of the process);
+ * returns the region's bytes, 0 when p is in none.  fti_mem_given_up: is p
+ * inside a given-up region that was not freed yet. */
+bool fti_mem_usable(const void *p, size_t len);
+size_t fti_mem_give_up(const void *p);
+bool fti_mem_given_up(const void *p);
 int fti_mem_live(uint64_t id);
 uint64_t fti_mem_frees(void);
 int fti_mem_region_new(size_t bytes, fti_mem_region_t *r_p);

@@ -14,6 +14,7 @@
 
 struct node {
     fti_mem_region_t r;
+    bool given_up; /* fti_mem_give_up: MPI may still write it */
     struct node *next;
 };
 
@@ -94,9 +95,55 @@ int fti_mem_free(void *p)
     if (n == NULL)
         return FT_ERR_ARG;
     atomic_fetch_add(&frees, 1);
-    fti_mem_region_delete(&n->r);
+    if (n->r.base != NULL && n->given_up) { /* MPI's now: mapped for good */
+        FTI_DEBUG("ftmpi_mem_free: %zu bytes given up by a failed zero-copy reduction stay mapped",
+                  n->r.bytes);
+        close(n->r.fd);
+    } else {
+        fti_mem_region_delete(&n->r);
+    }
     free(n);
     return FT_SUCCESS;
+}
+
+/* The node holding [p, +len) (lock held), NULL when none. */
+static struct node *node_of_locked(const void *p, size_t len)
+{
+    const char *c = p;
+    for (struct node *n = regions; n; n = n->next)
+        if (c >= n->r.base && (size_t)(c - n->r.base) <= n->r.bytes &&
+            len <= n->r.bytes - (size_t)(c - n->r.base))
+            return n;
+    return NULL;
+}
+
+bool fti_mem_usable(const void *p, size_t len)
+{
+    pthread_mutex_lock(&lock);
+    const struct node *n = node_of_locked(p, len);
+    bool ok = n != NULL && !n->given_up;
+    pthread_mutex_unlock(&lock);
+    return ok;
+}
+
+size_t fti_mem_give_up(const void *p)
+{
+    pthread_mutex_lock(&lock);
+    struct node *n = node_of_locked(p, 1);
+    size_t bytes = n != NULL ? n->r.bytes : 0;
+    if (n != NULL)
+        n->given_up = true;
+    pthread_mutex_unlock(&lock);
+    return bytes;
+}
+
+bool fti_mem_given_up(const void *p)
+{
+    pthread_mutex_lock(&lock);
+    const struct node *n = node_of_locked(p, 1);
+    bool gone = n != NULL && n->given_up;
+    pthread_mutex_unlock(&lock);
+    return gone;
 }
 
 size_t fti_mem_regions(void)
@@ -113,7 +160,7 @@ int fti_mem_find(const void *p, size_t len, uint64_t *id_p, size_t *off_p, int *
     int rc = FT_ERR_NOT_FOUND;
     pthread_mutex_lock(&lock);
     for (struct node *n = regions; n; n = n->next) {
-        if (c < n->r.base || (size_t)(c - n->r.base) > n->r.bytes ||
+        if (n->given_up || c < n->r.base || (size_t)(c - n->r.base) > n->r.bytes ||
             len > n->r.bytes - (size_t)(c - n->r.base))
             continue;
         int fd = fd_p ? fcntl(n->r.fd, F_DUPFD_CLOEXEC, 0) : -1;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "baby.h"
 #include "ftmpi.h"
 #include "log.h"
 #include "ring.h"
@@ -35,6 +36,7 @@ struct fti_mpi_ctx {
     MPI_Comm dp; /* every slice's messages: a duplicate of the world */
     int tag_ub;
     struct fast fast;
+    bool zero_copy; /* FTMPI_MODEB_ZERO_COPY (fti_mpi_ctx_set_zero_copy) */
 };
 
 /* What precedes every payload: the receiver checks that it belongs to the
@@ -66,7 +68,7 @@ struct mpi_comm {
 static uint64_t abandoned_requests, abandoned_bytes;
 /* allreduces by path, for the life of the process (ring_ops: the native
  * ones that ran the ring of mpi_ring.c) */
-static uint64_t native_ops, ring_ops, p2p_ops;
+static uint64_t native_ops, ring_ops, p2p_ops, zero_copy_ops;
 
 void fti_mpi_abandoned(uint64_t *requests_p, uint64_t *bytes_p)
 {
@@ -375,6 +377,43 @@ static int native_ring(struct mpi_comm *m, const void *src, void *buf, size_t co
     return rc;
 }
 
+/* The native path without the stage (FTMPI_MODEB_ZERO_COPY, buf from
+ * ftmpi_mem_alloc): one MPI_Iallreduce of src straight into buf, polled.
+ * On a failure after it started, MPI may still write buf: its region is
+ * given up (fti_mem_give_up: refused by FT_Allreduce, never unmapped),
+ * counted with the abandoned request, and the communicator retired. */
+static int native_zero_copy(struct mpi_comm *m, const void *src, void *buf, size_t count,
+                            enum fti_dtype dt, enum fti_op op, int64_t deadline_ms)
+{
+    struct fast *f = &m->x->fast;
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc = FT_SUCCESS;
+    if (MPI_Iallreduce(src == buf ? MPI_IN_PLACE : src, buf, (int)count, fti_mpi_dtype(dt),
+                       fti_mpi_op(op), f->comm, &req) != MPI_SUCCESS) {
+        FTI_WARN("mpi backend: MPI_Iallreduce of %zu bytes failed to start",
+                 count * fti_dtype_size(dt));
+        rc = FT_ERR_MPI;
+    } else {
+        rc = poll_all(&req, 1, deadline_ms);
+    }
+    if (rc != FT_SUCCESS) {
+        fast_retire(f, req != MPI_REQUEST_NULL, false);
+        if (rc != FT_ERR_MPI) {
+            size_t lost = fti_mem_give_up(buf);
+            abandoned_bytes += lost;
+            f->abandoned = true; /* the request may still run on comm */
+            FTI_WARN("mpi backend: a zero-copy allreduce into %p was abandoned: its %zu-byte "
+                     "ftmpi_mem_alloc region stays MPI's (FTMPI_MODEB_ZERO_COPY); free it with "
+                     "ftmpi_mem_free and allocate another",
+                     buf, lost);
+        }
+        return rc;
+    }
+    native_ops++;
+    zero_copy_ops++;
+    return FT_SUCCESS;
+}
+
 /* The native path: the ring (native_ring) for large operations, else one
  * MPI_Iallreduce of src into the stage of the pre-made communicator,
  * polled; on success the result is copied into buf
@@ -397,6 +436,8 @@ static int allreduce_native(struct mpi_comm *m, const void *src, void *buf, size
         }
         return rc;
     }
+    if (m->x->zero_copy && fti_mem_usable(buf, bytes))
+        return native_zero_copy(m, src, buf, count, dt, op, deadline_ms);
     if (grow(&f->stage, &f->stage_len, bytes) != FT_SUCCESS)
         return FT_ERR_NO_MEMORY;
     MPI_Request req = MPI_REQUEST_NULL;
@@ -522,6 +563,11 @@ int fti_mpi_ctx_create(MPI_Comm world, fti_mpi_ctx_h *ctx_p)
     return FT_SUCCESS;
 }
 
+void fti_mpi_ctx_set_zero_copy(fti_mpi_ctx_h x, bool on)
+{
+    x->zero_copy = on;
+}
+
 void fti_mpi_ctx_destroy(fti_mpi_ctx_h x)
 {
     if (x == NULL)
@@ -533,10 +579,11 @@ void fti_mpi_ctx_destroy(fti_mpi_ctx_h x)
         MPI_Comm_free(&x->dp);
     struct fast *f = &x->fast;
     if (f->state != FAST_NONE)
-        FTI_INFO("mpi backend: %" PRIu64 " allreduces native (%" PRIu64 " by the ring, the "
-                 "others MPI_Iallreduce, on the initial slice's communicator, %s), %" PRIu64
-                 " point-to-point",
-                 native_ops, ring_ops, f->state == FAST_LIVE ? "live" : "retired", p2p_ops);
+        FTI_INFO("mpi backend: %" PRIu64 " allreduces native (%" PRIu64 " by the ring, %" PRIu64
+                 " zero-copy, the others MPI_Iallreduce into the stage, on the initial slice's "
+                 "communicator, %s), %" PRIu64 " point-to-point",
+                 native_ops, ring_ops, zero_copy_ops, f->state == FAST_LIVE ? "live" : "retired",
+                 p2p_ops);
     if (!finalized && !f->abandoned && f->comm != MPI_COMM_NULL)
         MPI_Comm_free(&f->comm);
     if (!f->abandoned)

@@ -2,7 +2,10 @@
  * bench_allreduce.c - times FT_Allreduce or MPI_Allreduce per message size
  * (driver: bench_allreduce.sh; results in doc/PERFORMANCE.md).
  *
- *   bench_allreduce mpi|ft [--max BYTES] [--reps R] [--warmup W]
+ *   bench_allreduce mpi|ft [--max BYTES] [--reps R] [--warmup W] [--mem 1]
+ *
+ * --mem 1 (ft): the buffers come from ftmpi_mem_alloc (what mode B's
+ * FTMPI_MODEB_ZERO_COPY=1 lets MPI write directly).
  *
  * mpi: MPI_Allreduce(SUM, MPI_FLOAT) over MPI_COMM_WORLD.
  * ft:  FT_Init, a first step (retried until it commits), then per size
@@ -105,7 +108,7 @@ static int run_size(size_t bytes, int reps, int warmup, float *sbuf, float *rbuf
 int main(int argc, char **argv)
 {
     size_t max_bytes = (size_t)64 << 20;
-    int reps = 7, warmup = 1, rc, world_rank;
+    int reps = 7, warmup = 1, rc, world_rank, use_mem = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -120,6 +123,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--reps") && (reps = atoi(argv[i + 1])) >= 1 && reps <= MAX_REPS)
             continue;
         if (!strcmp(argv[i], "--warmup") && (warmup = atoi(argv[i + 1])) >= 0)
+            continue;
+        if (!strcmp(argv[i], "--mem") && (use_mem = atoi(argv[i + 1])) >= 0)
             continue;
         fprintf(stderr, "bench_allreduce: bad flag %s %s\n", argv[i], argv[i + 1]);
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -149,7 +154,14 @@ int main(int argc, char **argv)
         me = world_rank;
     }
 
-    float *sbuf = malloc(max_bytes), *rbuf = malloc(max_bytes);
+    float *sbuf = NULL, *rbuf = NULL;
+    if (use_ft && use_mem) {
+        (void)ftmpi_mem_alloc(max_bytes, (void **)&sbuf);
+        (void)ftmpi_mem_alloc(max_bytes, (void **)&rbuf);
+    } else {
+        sbuf = malloc(max_bytes);
+        rbuf = malloc(max_bytes);
+    }
     if (sbuf == NULL || rbuf == NULL) {
         fprintf(stderr, "bench_allreduce: out of memory for %zu bytes\n", max_bytes);
         return 1;
@@ -178,8 +190,13 @@ int main(int argc, char **argv)
             break;
         bytes = bytes * 8 > max_bytes ? max_bytes : bytes * 8;
     }
-    free(sbuf);
-    free(rbuf);
+    if (use_ft && use_mem) {
+        ftmpi_mem_free(sbuf);
+        ftmpi_mem_free(rbuf);
+    } else {
+        free(sbuf);
+        free(rbuf);
+    }
     if (use_ft)
         FT_Finalize();
     MPI_Finalize();

@@ -77,13 +77,15 @@ mpi_run() {
     fi
 }
 
-# ft_mode_b NP BTL OUTPREFIX: np groups of one rank plus the lighthouse
-# rank in one mpirun, the mpi backend.  False (quietly) when mode B fails.
+# ft_mode_b NP BTL OUTPREFIX [ZC]: np groups of one rank plus the lighthouse
+# rank in one mpirun, the mpi backend (ZC = 1: FTMPI_MODEB_ZERO_COPY=1 with
+# buffers of ftmpi_mem_alloc).  False (quietly) when mode B fails.
 ft_mode_b() {
-    FTMPI_GROUP_SIZE=1 FTMPI_BACKEND=mpi FTMPI_MIN_REPLICAS=$1 \
+    FTMPI_GROUP_SIZE=1 FTMPI_BACKEND=mpi FTMPI_MIN_REPLICAS=$1 FTMPI_MODEB_ZERO_COPY=${4:-0} \
         timeout -s KILL 120 "$MPIRUN" --oversubscribe --bind-to none -np $(($1 + 1)) \
         --mca btl "$2" -x FTMPI_GROUP_SIZE -x FTMPI_BACKEND -x FTMPI_MIN_REPLICAS \
-        -x FTMPI_LOG_LEVEL "$PROG" ft --max "$MAX" --reps "$REPS" >"$3.out" 2>&1
+        -x FTMPI_MODEB_ZERO_COPY -x FTMPI_LOG_LEVEL "$PROG" ft --max "$MAX" --reps "$REPS" \
+        --mem "${4:-0}" >"$3.out" 2>&1
     _rc=$?
     grep '^RESULT' "$3.out" >"$3.res"
     [ $_rc -eq 0 ] && [ -s "$3.res" ]
@@ -140,6 +142,45 @@ for np in $NPS; do
                 echo
             } | table_out allreduce.txt
         fi
+        note "np=$np: FT_Allreduce, mpi backend, mode B zero-copy, btl $btl"
+        if ft_mode_b "$np" "$btl" "$BT/ftz$np$tag" 1; then
+            table "$np" "np=$np, btl $btl: FT_Allreduce (mode B, FTMPI_MODEB_ZERO_COPY=1, ftmpi_mem_alloc buffers) vs MPI_Allreduce" \
+                "$BT/ftz$np$tag.res" "$BT/mpi$np$tag.res" | table_out allreduce.txt
+        else
+            note "mode B zero-copy np=$np btl $btl did not run"
+            status=1
+        fi
     done
+done
+
+# Where mode B's time goes below the ring, at the largest np (§12.3): plain
+# MPI, each way adding one part of allreduce_native (bench_modeb_parts.c).
+np=$(echo $NPS | tr ' ' '\n' | sort -n | tail -n 1)
+PARTS="$top_builddir/tests/bench/bench_modeb_parts"
+for btl in vader,self tcp,self; do
+    tag=$(echo "$btl" | cut -d, -f1)
+    note "np=$np: the parts of mode B's time, btl $btl"
+    if timeout -s KILL $RUN_TIMEOUT "$MPIRUN" --oversubscribe --bind-to none -np "$np" \
+        --mca btl "$btl" "$PARTS" --bytes 256k --bytes 2m --rounds 3 >"$BT/parts$tag.out" 2>&1; then
+        awk -v np="$np" -v btl="$btl" '
+            /^PARTS/ { us[$2, $3] = $4; if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } }
+            END {
+                printf "np=%d, btl %s: where mode B\x27s time goes below the ring (plain MPI; us per call)\n", np, btl
+                printf "%10s %10s %10s %10s %10s %9s %9s\n", "bytes", "native", "nbc", "poll",
+                    "stage", "poll/nat", "stage/nat"
+                for (i = 1; i <= n; i++) {
+                    b = order[i]
+                    printf "%10d %10.1f %10.1f %10.1f %10.1f %9.2f %9.2f\n", b, us[b, "native"],
+                        us[b, "nbc"], us[b, "poll"], us[b, "stage"],
+                        us[b, "poll"] / us[b, "native"], us[b, "stage"] / us[b, "native"]
+                }
+                printf "(native MPI_Allreduce; nbc MPI_Iallreduce + MPI_Wait; poll: + MPI_Testall/sched_yield;\n"
+                printf " stage: into a stage, then memcpy into recvbuf: what allreduce_native does; medians of 3 rounds)\n\n"
+            }' "$BT/parts$tag.out" | table_out allreduce.txt
+    else
+        note "bench_modeb_parts np=$np btl $btl failed:"
+        tail -n 5 "$BT/parts$tag.out" >&2
+        status=1
+    fi
 done
 exit $status

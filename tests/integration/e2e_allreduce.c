@@ -10,7 +10,10 @@
  * gives the same bits and the comparison is exact.  64-bit types carry
  * values above 2^32.
  *
- *   e2e_allreduce --groups N [--counts C1,C2,...] [--spares S] [--mpi-compare]
+ *   e2e_allreduce --groups N [--counts C1,C2,...] [--spares S] [--mpi-compare] [--mem]
+ *
+ * --mem: the input and output buffers come from ftmpi_mem_alloc (what
+ * FTMPI_MODEB_ZERO_COPY=1 lets MPI write directly).
  *
  * Mode B (FTMPI_GROUP_SIZE=R, one mpirun of N*R+1 ranks, or (N+S)*R+1 with
  * spares): --spares S says the quorum also holds S spare groups
@@ -179,8 +182,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--spares"))
             spares = atoi(argv[i + 1]);
     }
-    for (int i = 1; i < argc; i++)
+    int use_mem = 0;
+    for (int i = 1; i < argc; i++) {
         mpi_compare |= !strcmp(argv[i], "--mpi-compare");
+        use_mem |= !strcmp(argv[i], "--mem");
+    }
     if (mpi_compare) {
         /* the slices' ranks: world ranks with the same group rank, the last
          * world rank (the lighthouse) left out */
@@ -223,7 +229,14 @@ int main(int argc, char **argv)
         if (counts[c] > max_count)
             max_count = counts[c];
     size_t bytes = (size_t)max_count * 8;
-    char *in = malloc(bytes), *out = malloc(bytes), *exp = malloc(bytes), *tmp = malloc(bytes);
+    char *in = NULL, *out = NULL, *exp = malloc(bytes), *tmp = malloc(bytes);
+    if (use_mem) {
+        (void)ftmpi_mem_alloc(bytes, (void **)&in);
+        (void)ftmpi_mem_alloc(bytes, (void **)&out);
+    } else {
+        in = malloc(bytes);
+        out = malloc(bytes);
+    }
     if (!in || !out || !exp || !tmp) {
         fprintf(stderr, "e2e_allreduce: out of memory for %ld elements\n", max_count);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -334,8 +347,13 @@ int main(int argc, char **argv)
     FT_Finalize();
     if (cmp != MPI_COMM_NULL)
         MPI_Comm_free(&cmp);
-    free(in);
-    free(out);
+    if (use_mem) {
+        ftmpi_mem_free(in);
+        ftmpi_mem_free(out);
+    } else {
+        free(in);
+        free(out);
+    }
     free(exp);
     free(tmp);
     MPI_Finalize();

@@ -154,10 +154,17 @@ static void test_three_sources(void **state)
     assert_int_equal(heal(f, N_SRC, &st), FT_SUCCESS);
     assert_healed(f);
     assert_int_equal(st.bytes, W_BYTES + M_BYTES);
-    assert_string_equal(st.source, fti_rank_server_address(f->srv[0]));
     print_message("three sources: %d delivered bytes, %" PRIu64 " bytes in %" PRId64 " ms\n",
                   st.sources, st.bytes, st.ms);
     assert_true(st.sources >= 2);
+    /* st.source is the first source, in the given order, that delivered
+     * bytes (a loaded machine may leave source 0 none: the others took
+     * every range while it connected) */
+    int k = 0;
+    while (k < N_SRC && strcmp(st.source, fti_rank_server_address(f->srv[k])) != 0)
+        k++;
+    assert_true(k < N_SRC);
+    assert_true(k <= N_SRC - st.sources);
     /* every source sent its checksums: each counts one complete copy */
     for (int j = 0; j < N_SRC; j++)
         assert_int_equal(fti_heal_wait_served(f->src[j], 1, fti_now_ms() + 1000), FT_SUCCESS);

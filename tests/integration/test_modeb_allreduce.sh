@@ -9,6 +9,9 @@
 #    512 KiB chunks), checked by the backend's counters;
 #  - spare groups (fixed_with_spares, 2 participants + 2 spares): the
 #    spares' inputs count for nothing, averages divide by 2;
+#  - zero-copy (FTMPI_MODEB_ZERO_COPY=1, --mem: buffers of ftmpi_mem_alloc):
+#    the same, with the backend's counters showing the zero-copy path used
+#    below the ring;
 #  - FTMPI_BACKEND=tcp is still selectable in mode B.
 # Every group rank must print PASS; mpirun exits 0.
 . "$top_srcdir/tests/integration/modeb_lib.sh"
@@ -53,6 +56,15 @@ grep -q 'backend mpi' "$(mb_err 0)" || mb_fail "the default backend of mode B is
 ring_used 0 1 2
 FTMPI_MIN_REPLICAS=2 run "mpi, 2 groups of 2" 5 2 --groups 2 --counts 1,7919,300007 --mpi-compare
 ring_used 0 1 2 3
+# zero-copy (FTMPI_MODEB_ZERO_COPY=1, buffers of ftmpi_mem_alloc): below the
+# ring MPI_Iallreduce writes the output itself; bitwise the same results
+FTMPI_MIN_REPLICAS=3 FTMPI_MODEB_ZERO_COPY=1 run "mpi zero-copy, 3 groups of 1" 4 1 --groups 3 \
+    --counts 1,2000,7919,100003 --mpi-compare --mem
+for w in 0 1 2; do
+    grep -Eq 'mpi backend: [0-9]+ allreduces native \([0-9]+ by the ring, [1-9][0-9]* zero-copy' \
+        "$(mb_err $w)" || mb_fail "world rank $w: no allreduce took the zero-copy path"
+done
+ring_used 0 1 2
 FTMPI_MIN_REPLICAS=2 FTMPI_WORLD_SIZE_MODE=fixed_with_spares \
     run "mpi, 2 participants + 2 spares" 5 1 --groups 2 --spares 2 --counts 0,1,7919
 FTMPI_MIN_REPLICAS=3 FTMPI_BACKEND=tcp run "tcp, 3 groups of 1" 4 1 --groups 3 --counts 1,7919

@@ -14,7 +14,10 @@
 #     (M >= the steps left), committed every step and hold bitwise equal
 #     states;
 #  3. the same with 32768 features: each slice's operation (64 KiB) runs the
-#     ring of src/comm/mpi_ring.c (counted apart), the kill lands in it.
+#     ring of src/comm/mpi_ring.c (counted apart), the kill lands in it;
+#  4. case 2 with FTMPI_MODEB_ZERO_COPY=1 and ft_sgd --ftmpi-mem 1: steps 0-14
+#     reduce straight into the gradient, step 15's is given up (MPI may
+#     still write it), ft_sgd takes a new buffer, the rest as in case 2.
 . "$top_srcdir/tests/integration/modeb_lib.sh"
 mb_init
 
@@ -50,15 +53,18 @@ done
 mb_check_final 0 1 2 3 4 5
 
 # 2. a kill: native before, point-to-point after, equal states.  kill_run
-# FEATURES RING: RING = 1 when each slice's operation (half of FEATURES + 1
-# floats) takes the ring of src/comm/mpi_ring.c, 0 for MPI_Iallreduce.
+# FEATURES RING [ZC]: RING = 1 when each slice's operation (half of FEATURES + 1
+# floats) takes the ring of src/comm/mpi_ring.c, 0 for MPI_Iallreduce; ZC = 1:
+# zero-copy (FTMPI_MODEB_ZERO_COPY=1, ft_sgd --ftmpi-mem 1).
 kill_run() {
     rm -rf "$TEST_TMPDIR/out" "$TEST_TMPDIR/state"
     STEPS=60
+    zc=${3:-0}
     # a slow start under load must not leave a group out of the first quorum
-    FTMPI_MIN_REPLICAS=2 FTMPI_LH_JOIN_TIMEOUT_MS=5000 mb_start 7 2 "$MB_SGD" --steps $STEPS \
+    FTMPI_MODEB_ZERO_COPY=$zc FTMPI_MIN_REPLICAS=2 FTMPI_LH_JOIN_TIMEOUT_MS=5000 \
+        mb_start 7 2 "$MB_SGD" --steps $STEPS \
         --print-every 1 --features "$1" --sleep-ms 10 --die-at-step 15 --die-rank 2 \
-        --dump "$TEST_TMPDIR/state"
+        --dump "$TEST_TMPDIR/state" --ftmpi-mem "$zc"
     wait_until 60 file_has "$(mb_err 2)" 'SIGKILL to myself at step 15' ||
         mb_fail "world rank 2 did not die at step 15"
     mb_wait_end 120
@@ -82,6 +88,17 @@ kill_run() {
         else
             [ "${r:-1}" -eq 0 ] || mb_fail "world rank $w: ${r:-no} allreduces by the ring, want 0"
         fi
+        if [ "$zc" -eq 1 ]; then
+            # steps 0-14 straight into the gradient; step 15's buffer given
+            # up, replaced by ft_sgd, never handed to FT_Allreduce again
+            z=$(sed -n 's/.*mpi backend: [0-9]* allreduces native ([0-9]* by the ring, \([0-9]*\) zero-copy.*/\1/p' \
+                "$(mb_err $w)" | tail -n 1)
+            [ "${z:-0}" -ge 15 ] || mb_fail "world rank $w: ${z:-no} zero-copy allreduces, want >= 15"
+            grep -q 'a zero-copy allreduce into .* was abandoned' "$(mb_err $w)" ||
+                mb_fail "world rank $w did not give its buffer up"
+            ! grep -q 'FT_Allreduce: the buffer at' "$(mb_err $w)" ||
+                mb_fail "world rank $w handed a given-up buffer to FT_Allreduce"
+        fi
     done
     mb_check_states "$TEST_TMPDIR/state" 0 4
     mb_check_final 0 1 4 5
@@ -89,4 +106,6 @@ kill_run() {
 kill_run 2048 0
 # 3. the same through the ring (64 KiB floats per slice, in place)
 kill_run 32768 1
+# 4. the same with zero-copy: MPI_Iallreduce writes ft_sgd's gradient itself
+kill_run 2048 0 1
 echo "PASS ($TEST_NAME)"
