@@ -355,6 +355,18 @@ static void fast_retire(struct fast *f, unsigned left, bool lose_stage)
     f->state = FAST_RETIRED;
 }
 
+/* A zero-copy reduction into buf was abandoned: MPI may still write its
+ * ftmpi_mem_alloc region, which is given up (fti_mem_give_up) and counted. */
+static void give_up_buffer(void *buf)
+{
+    size_t lost = fti_mem_give_up(buf);
+    abandoned_bytes += lost;
+    FTI_WARN("mpi backend: a zero-copy allreduce into %p was abandoned: its %zu-byte "
+             "ftmpi_mem_alloc region stays MPI's (FTMPI_MODEB_ZERO_COPY); free it with "
+             "ftmpi_mem_free and allocate another",
+             buf, lost);
+}
+
 /* The ring on the pre-made communicator (mpi_ring.c); on a failure its
  * requests and the stage are left to MPI (counted) and the communicator is
  * retired, as with MPI_Iallreduce. */
@@ -363,17 +375,24 @@ static int native_ring(struct mpi_comm *m, const void *src, void *buf, size_t co
 {
     struct fast *f = &m->x->fast;
     size_t bytes = count * fti_dtype_size(dt);
-    if (grow(&f->stage, &f->stage_len, fti_mpi_ring_stage_bytes(f->n, bytes)) != FT_SUCCESS)
+    bool direct = m->x->zero_copy && fti_mem_usable(buf, bytes);
+    if (grow(&f->stage, &f->stage_len, fti_mpi_ring_stage_bytes(f->n, bytes, direct)) !=
+        FT_SUCCESS)
         return FT_ERR_NO_MEMORY;
     struct fti_mpi_ring a = {
         .comm = f->comm, .tag_ub = m->x->tag_ub, .src = src, .buf = buf, .count = count,
         .dt = dt, .op = op, .mdt = fti_mpi_dtype(dt),
-        .chunk_bytes = MPI_RING_CHUNK, .stage = f->stage,
+        .chunk_bytes = MPI_RING_CHUNK, .stage = f->stage, .direct = direct,
     };
     unsigned left = 0;
     int rc = fti_mpi_ring_allreduce(&a, &f->ring_tags, deadline_ms, &left);
-    if (rc != FT_SUCCESS)
+    if (rc != FT_SUCCESS) {
         fast_retire(f, left, left > 0);
+        if (direct && left > 0)
+            give_up_buffer(buf);
+    } else if (direct) {
+        zero_copy_ops++;
+    }
     return rc;
 }
 
@@ -399,13 +418,8 @@ static int native_zero_copy(struct mpi_comm *m, const void *src, void *buf, size
     if (rc != FT_SUCCESS) {
         fast_retire(f, req != MPI_REQUEST_NULL, false);
         if (rc != FT_ERR_MPI) {
-            size_t lost = fti_mem_give_up(buf);
-            abandoned_bytes += lost;
             f->abandoned = true; /* the request may still run on comm */
-            FTI_WARN("mpi backend: a zero-copy allreduce into %p was abandoned: its %zu-byte "
-                     "ftmpi_mem_alloc region stays MPI's (FTMPI_MODEB_ZERO_COPY); free it with "
-                     "ftmpi_mem_free and allocate another",
-                     buf, lost);
+            give_up_buffer(buf);
         }
         return rc;
     }

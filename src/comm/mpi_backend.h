@@ -112,7 +112,8 @@ int fti_mpi_poll(MPI_Request *reqs, int n, int64_t deadline_ms, unsigned quiet_t
 /* The pipelined ring allreduce of src into buf on comm (mpi_ring.c), the
  * native path's algorithm for large operations (mpi.c: when it is used).
  * Receives land in stage (fti_mpi_ring_stage_bytes of the operation's
- * bytes), never in the caller's memory; MPI reads src and buf.  Tags
+ * bytes), never in the caller's memory unless a->direct (the all-gather's
+ * then land in buf); MPI reads src and buf.  Tags
  * *tag_next + 0 .. + (a window per call) modulo tag_ub, plus one; *tag_next
  * moves past them.  Each element is reduced at one rank, in ring order,
  * and copied to the others: the same bits on every member.  On failure
@@ -130,8 +131,11 @@ struct fti_mpi_ring {
     MPI_Datatype mdt;
     size_t chunk_bytes; /* pipeline chunk */
     void *stage;
+    /* zero-copy (FTMPI_MODEB_ZERO_COPY): the all-gather's chunks land in
+     * buf itself, not in the stage; on failure buf is then MPI's too */
+    bool direct;
 };
-size_t fti_mpi_ring_stage_bytes(int n, size_t bytes);
+size_t fti_mpi_ring_stage_bytes(int n, size_t bytes, bool direct);
 int fti_mpi_ring_allreduce(const struct fti_mpi_ring *a, uint64_t *tag_next, int64_t deadline_ms,
                            unsigned *left_p);
 

@@ -20,7 +20,11 @@
  *   when n > 2: a segment may arrive there while its reduce-scatter send
  *   still reads stage[s]), is copied into buf[s] and sent on from stage2.
  * In place (src == buf), the all-gather's write of segment r waits for the
- * step-0 sends that read it.  Each element is reduced at one rank in ring
+ * step-0 sends that read it.  Direct (zero-copy, a->direct): the
+ * all-gather's chunks land in buf[s] itself and are sent on from there, no
+ * stage2 and no copy.  That is safe in place too: a chunk of segment r can
+ * only come back once the right neighbour received this rank's step-0 send
+ * of it, so that send has read it.   Each element is reduced at one rank in ring
  * order and copied to the others: every member ends with the same bits.
  */
 #include "mpi_backend.h"
@@ -64,7 +68,9 @@ static unsigned char *ring_landing(const struct ring_run *g, int t, size_t k, si
                                    size_t *len_p)
 {
     ring_chunk(g, fti_ring_recv_seg(g->me, g->n, t), k, off_p, len_p);
-    unsigned char *base = fti_ring_step_reduces(g->n, t) ? g->a->stage : g->stage2;
+    unsigned char *base = fti_ring_step_reduces(g->n, t) ? g->a->stage
+                          : g->a->direct                 ? (unsigned char *)g->a->buf
+                                                         : g->stage2;
     return base + *off_p * g->es;
 }
 
@@ -120,6 +126,8 @@ static int ring_take(struct ring_run *g, int t, size_t k, int64_t deadline_ms)
     } else if (t == g->n - 2) { /* in place: src is dst */
         fti_reduce(got, src, len, a->dt, a->op);
         memcpy(dst, got, len * g->es);
+    } else if (a->direct) {
+        /* it landed in place */
     } else {
         if (t == g->n - 1 && a->src == a->buf) {
             /* in place: the step-0 send of this chunk reads it */
@@ -152,9 +160,9 @@ static unsigned ring_drop(struct ring_run *g)
     return left;
 }
 
-size_t fti_mpi_ring_stage_bytes(int n, size_t bytes)
+size_t fti_mpi_ring_stage_bytes(int n, size_t bytes, bool direct)
 {
-    return n > 2 ? 2 * bytes : bytes;
+    return n > 2 && !direct ? 2 * bytes : bytes;
 }
 
 int fti_mpi_ring_allreduce(const struct fti_mpi_ring *a, uint64_t *tag_next, int64_t deadline_ms,

@@ -17,7 +17,8 @@
 #     ring of src/comm/mpi_ring.c (counted apart), the kill lands in it;
 #  4. case 2 with FTMPI_MODEB_ZERO_COPY=1 and ft_sgd --ftmpi-mem 1: steps 0-14
 #     reduce straight into the gradient, step 15's is given up (MPI may
-#     still write it), ft_sgd takes a new buffer, the rest as in case 2.
+#     still write it), ft_sgd takes a new buffer, the rest as in case 2;
+#  5. case 3 with zero-copy: the ring's all-gather lands in the gradient.
 . "$top_srcdir/tests/integration/modeb_lib.sh"
 mb_init
 
@@ -108,4 +109,6 @@ kill_run 2048 0
 kill_run 32768 1
 # 4. the same with zero-copy: MPI_Iallreduce writes ft_sgd's gradient itself
 kill_run 2048 0 1
+# 5. zero-copy through the ring: the all-gather lands in the gradient itself
+kill_run 32768 1 1
 echo "PASS ($TEST_NAME)"
