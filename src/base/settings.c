@@ -86,7 +86,7 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_ENUM, OFF(shim_on_failure), 0, 0, shim_choices},
     {"FTMPI_SHIM_RESCALE", "0", "libftmpi_pmpi, continue: 1 scales sums by world size / survivors, so that a code that averages keeps averaging",
      FTI_CFG_BOOL, OFF(shim_rescale), 0, 1, bool_choices},
-    {"FTMPI_MODEB_ZERO_COPY", "0", "mode B, mpi backend: 1 lets MPI_Iallreduce write an FT_Allreduce buffer from ftmpi_mem_alloc itself (no staging copy; below the ring's sizes); "
+    {"FTMPI_MODEB_ZERO_COPY", "0", "mode B, mpi backend: 1 lets MPI write an FT_Allreduce buffer from ftmpi_mem_alloc itself (MPI_Iallreduce's or the ring's all-gather receives: no staging copy); "
      "after such a reduction failed, MPI may still write that buffer: FT_Allreduce refuses it (FT_ERR_STATE) and ftmpi_mem_free leaves it mapped; allocate another",
      FTI_CFG_BOOL, OFF(modeb_zero_copy), 0, 1, bool_choices},
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},

@@ -31,8 +31,8 @@
  * messages, into a stage of the backend's, copied into the caller's buffer
  * on success (one copy; MPI only reads the caller's input); with
  * FTMPI_MODEB_ZERO_COPY=1 a buffer of ftmpi_mem_alloc is the receive
- * buffer itself, given up if the reduction is abandoned
- * (fti_mpi_ctx_set_zero_copy).  Large ones
+ * buffer itself (of MPI_Iallreduce, or of the ring's all-gather), given up
+ * if the reduction is abandoned (fti_mpi_ctx_set_zero_copy).  Large ones
  * (>= 64 KiB below 4 members, >= 2 MiB per member at 4 and more) run the
  * pipelined ring of mpi_ring.c on it instead (fti_mpi_ring_allreduce):
  * receives land in the stage too, the CPU reduces and copies into the
@@ -73,10 +73,11 @@
  * fti_mpi_ctx_destroy. */
 typedef struct fti_mpi_ctx *fti_mpi_ctx_h;
 int fti_mpi_ctx_create(MPI_Comm world, fti_mpi_ctx_h *ctx_p);
-/* FTMPI_MODEB_ZERO_COPY: on the native path below the ring, a buffer of
- * ftmpi_mem_alloc (fti_mem_usable) is MPI_Iallreduce's receive buffer
- * itself, no stage and no copy; if the reduction is abandoned its region
- * is given up (fti_mem_give_up, baby.h).  Off by default. */
+/* FTMPI_MODEB_ZERO_COPY: on the native path, a buffer of ftmpi_mem_alloc
+ * (fti_mem_usable) is MPI_Iallreduce's receive buffer itself, or the
+ * ring's all-gather lands in it (fti_mpi_ring.direct): no stage copy; if
+ * the reduction is abandoned its region is given up (fti_mem_give_up,
+ * baby.h).  Off by default. */
 void fti_mpi_ctx_set_zero_copy(fti_mpi_ctx_h x, bool on);
 /* Frees the duplicate (a local operation in MPI); NULL-safe. */
 void fti_mpi_ctx_destroy(fti_mpi_ctx_h ctx);
