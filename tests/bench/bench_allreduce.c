@@ -6,6 +6,12 @@
  *
  * --mem 1 (ft): the buffers come from ftmpi_mem_alloc (what mode B's
  * FTMPI_MODEB_ZERO_COPY=1 lets MPI write directly).
+ * --mpi-too 1 (ft, mode B with FTMPI_GROUP_SIZE=1): also times
+ * MPI_Allreduce over the same ranks in the same job (a communicator of
+ * every world rank but the lighthouse's, split off before FT_Init), right
+ * before FT_Allreduce at each size, inside the same step; printed as
+ * "MPIRESULT <bytes> <calls_per_rep> <median_us> <min_us> <max_us>", the
+ * baseline of a ratio that no other job's timing disturbs.
  *
  * mpi: MPI_Allreduce(SUM, MPI_FLOAT) over MPI_COMM_WORLD.
  * ft:  FT_Init, a first step (retried until it commits), then per size
@@ -38,6 +44,7 @@
 
 static int use_ft;
 static int me, np;
+static MPI_Comm mpi_comm; /* MPI_Allreduce's: the world, or --mpi-too's ranks */
 
 static int fail(const char *where, int rc)
 {
@@ -50,14 +57,14 @@ static int reduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op)
 {
     if (use_ft)
         return FT_Allreduce(s, r, count, dt, op, FT_COMM_REPLICAS);
-    return MPI_Allreduce(s, r, count, dt, op, MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : FT_ERR_MPI;
+    return MPI_Allreduce(s, r, count, dt, op, mpi_comm) == MPI_SUCCESS ? 0 : FT_ERR_MPI;
 }
 
 static int barrier(void)
 {
     int one = 1, sum = 0;
     if (!use_ft)
-        return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : FT_ERR_MPI;
+        return MPI_Barrier(mpi_comm) == MPI_SUCCESS ? 0 : FT_ERR_MPI;
     return reduce(&one, &sum, 1, MPI_INT, MPI_SUM);
 }
 
@@ -108,10 +115,12 @@ static int run_size(size_t bytes, int reps, int warmup, float *sbuf, float *rbuf
 int main(int argc, char **argv)
 {
     size_t max_bytes = (size_t)64 << 20;
-    int reps = 7, warmup = 1, rc, world_rank, use_mem = 0;
+    int reps = 7, warmup = 1, rc, world_rank, world_size, use_mem = 0, mpi_too = 0;
 
     MPI_Init(&argc, &argv);
+    mpi_comm = MPI_COMM_WORLD;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     if (argc < 2 || (strcmp(argv[1], "mpi") && strcmp(argv[1], "ft"))) {
         fprintf(stderr, "usage: bench_allreduce mpi|ft [--max BYTES] [--reps R] [--warmup W]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -126,12 +135,24 @@ int main(int argc, char **argv)
             continue;
         if (!strcmp(argv[i], "--mem") && (use_mem = atoi(argv[i + 1])) >= 0)
             continue;
+        if (!strcmp(argv[i], "--mpi-too") && (mpi_too = atoi(argv[i + 1])) >= 0)
+            continue;
         fprintf(stderr, "bench_allreduce: bad flag %s %s\n", argv[i], argv[i + 1]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (max_bytes < 8)
         max_bytes = 8;
 
+    MPI_Comm same = MPI_COMM_NULL; /* --mpi-too: every world rank but the lighthouse's */
+    if (use_ft && mpi_too) {
+        const char *gs = getenv("FTMPI_GROUP_SIZE");
+        if (gs == NULL || strcmp(gs, "1") != 0) {
+            fprintf(stderr, "bench_allreduce: --mpi-too needs mode B with FTMPI_GROUP_SIZE=1\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        MPI_Comm_split(MPI_COMM_WORLD, world_rank == world_size - 1 ? MPI_UNDEFINED : 0,
+                       world_rank, &same);
+    }
     if (use_ft) {
         if ((rc = FT_Init(&argc, &argv)) != FT_SUCCESS)
             return fail("FT_Init", rc);
@@ -175,6 +196,18 @@ int main(int argc, char **argv)
         double med = 0, lo = 0, hi = 0;
         if (use_ft && (rc = FT_Quorum(0)) != FT_SUCCESS)
             return fail("FT_Quorum", rc);
+        if (same != MPI_COMM_NULL) { /* the same-job baseline, right before */
+            int mk = 0;
+            double mmed = 0, mlo = 0, mhi = 0;
+            use_ft = 0;
+            mpi_comm = same;
+            rc = run_size(bytes, reps, warmup, sbuf, rbuf, &mk, &mmed, &mlo, &mhi);
+            use_ft = 1;
+            if (rc != 0)
+                return 1;
+            if (me == 0)
+                printf("MPIRESULT %zu %d %.3f %.3f %.3f\n", bytes, mk, mmed, mlo, mhi);
+        }
         if (run_size(bytes, reps, warmup, sbuf, rbuf, &k, &med, &lo, &hi) != 0)
             return 1;
         if (use_ft && ((rc = FT_Commit(&committed)) != FT_SUCCESS || !committed)) {
@@ -199,6 +232,8 @@ int main(int argc, char **argv)
     }
     if (use_ft)
         FT_Finalize();
+    if (same != MPI_COMM_NULL)
+        MPI_Comm_free(&same);
     MPI_Finalize();
     return 0;
 }

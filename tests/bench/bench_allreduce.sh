@@ -8,8 +8,14 @@
 #   MPI baseline: `mpirun -np np --mca btl vader,self bench_allreduce mpi`,
 #       and the same with --mca btl tcp,self.
 #   FT mpi (mode B): `mpirun -np np+1` with FTMPI_GROUP_SIZE=1 and
-#       FTMPI_BACKEND=mpi under each BTL; reported as n/a while mode B does
-#       not run.
+#       FTMPI_BACKEND=mpi under each BTL, staged and zero-copy
+#       (FTMPI_MODEB_ZERO_COPY=1, --mem 1); the baseline of these tables is
+#       MPI_Allreduce over the same np ranks in the same job, timed right
+#       before FT_Allreduce at each size (bench_allreduce --mpi-too): both
+#       see the same processes, placement and minute.  Reported as n/a while
+#       mode B does not run.
+#   The parts of mode B's time below the ring (bench_modeb_parts, plain
+#       MPI) at the largest np.
 #   BENCH_MODE_B_ONLY=1: no mode A runs (the mpi backend against native
 #       only, doc/PERFORMANCE.md section 12).
 # Sizes 8 B .. 64 MiB (x8; BENCH_QUICK: .. 2 MiB), the median of 7
@@ -85,10 +91,12 @@ ft_mode_b() {
         timeout -s KILL 120 "$MPIRUN" --oversubscribe --bind-to none -np $(($1 + 1)) \
         --mca btl "$2" -x FTMPI_GROUP_SIZE -x FTMPI_BACKEND -x FTMPI_MIN_REPLICAS \
         -x FTMPI_MODEB_ZERO_COPY -x FTMPI_LOG_LEVEL "$PROG" ft --max "$MAX" --reps "$REPS" \
-        --mem "${4:-0}" >"$3.out" 2>&1
+        --mem "${4:-0}" --mpi-too 1 >"$3.out" 2>&1
     _rc=$?
     grep '^RESULT' "$3.out" >"$3.res"
-    [ $_rc -eq 0 ] && [ -s "$3.res" ]
+    # the same-job baseline: MPI_Allreduce over the same ranks, right before
+    sed -n 's/^MPIRESULT/RESULT/p' "$3.out" >"$3.mres"
+    [ $_rc -eq 0 ] && [ -s "$3.res" ] && [ -s "$3.mres" ]
 }
 
 # table NP TITLE FT.res MPI.res: joins the rows by size.
@@ -131,8 +139,8 @@ for np in $NPS; do
                 "$BT/ft$np.res" "$BT/mpi$np$tag.res" | table_out allreduce.txt
         note "np=$np: FT_Allreduce, mpi backend, mode B, btl $btl"
         if ft_mode_b "$np" "$btl" "$BT/ftb$np$tag"; then
-            table "$np" "np=$np, btl $btl: FT_Allreduce (mpi backend, mode B) vs MPI_Allreduce" \
-                "$BT/ftb$np$tag.res" "$BT/mpi$np$tag.res" | table_out allreduce.txt
+            table "$np" "np=$np, btl $btl: FT_Allreduce (mpi backend, mode B) vs MPI_Allreduce (same job)" \
+                "$BT/ftb$np$tag.res" "$BT/ftb$np$tag.mres" | table_out allreduce.txt
         else
             {
                 echo "np=$np, btl $btl: FT_Allreduce (mpi backend, mode B): n/a (mode B did not run:"
@@ -144,8 +152,8 @@ for np in $NPS; do
         fi
         note "np=$np: FT_Allreduce, mpi backend, mode B zero-copy, btl $btl"
         if ft_mode_b "$np" "$btl" "$BT/ftz$np$tag" 1; then
-            table "$np" "np=$np, btl $btl: FT_Allreduce (mode B, FTMPI_MODEB_ZERO_COPY=1, ftmpi_mem_alloc buffers) vs MPI_Allreduce" \
-                "$BT/ftz$np$tag.res" "$BT/mpi$np$tag.res" | table_out allreduce.txt
+            table "$np" "np=$np, btl $btl: FT_Allreduce (mode B, FTMPI_MODEB_ZERO_COPY=1, ftmpi_mem_alloc buffers) vs MPI_Allreduce (same job)" \
+                "$BT/ftz$np$tag.res" "$BT/ftz$np$tag.mres" | table_out allreduce.txt
         else
             note "mode B zero-copy np=$np btl $btl did not run"
             status=1
