@@ -371,11 +371,10 @@ static void give_up_buffer(void *buf)
  * requests and the stage are left to MPI (counted) and the communicator is
  * retired, as with MPI_Iallreduce. */
 static int native_ring(struct mpi_comm *m, const void *src, void *buf, size_t count,
-                       enum fti_dtype dt, enum fti_op op, int64_t deadline_ms)
+                       enum fti_dtype dt, enum fti_op op, bool direct, int64_t deadline_ms)
 {
     struct fast *f = &m->x->fast;
     size_t bytes = count * fti_dtype_size(dt);
-    bool direct = m->x->zero_copy && fti_mem_usable(buf, bytes);
     if (grow(&f->stage, &f->stage_len, fti_mpi_ring_stage_bytes(f->n, bytes, direct)) !=
         FT_SUCCESS)
         return FT_ERR_NO_MEMORY;
@@ -390,42 +389,8 @@ static int native_ring(struct mpi_comm *m, const void *src, void *buf, size_t co
         fast_retire(f, left, left > 0);
         if (direct && left > 0)
             give_up_buffer(buf);
-    } else if (direct) {
-        zero_copy_ops++;
     }
     return rc;
-}
-
-/* The native path without the stage (FTMPI_MODEB_ZERO_COPY, buf from
- * ftmpi_mem_alloc): one MPI_Iallreduce of src straight into buf, polled.
- * On a failure after it started, MPI may still write buf: its region is
- * given up (fti_mem_give_up: refused by FT_Allreduce, never unmapped),
- * counted with the abandoned request, and the communicator retired. */
-static int native_zero_copy(struct mpi_comm *m, const void *src, void *buf, size_t count,
-                            enum fti_dtype dt, enum fti_op op, int64_t deadline_ms)
-{
-    struct fast *f = &m->x->fast;
-    MPI_Request req = MPI_REQUEST_NULL;
-    int rc = FT_SUCCESS;
-    if (MPI_Iallreduce(src == buf ? MPI_IN_PLACE : src, buf, (int)count, fti_mpi_dtype(dt),
-                       fti_mpi_op(op), f->comm, &req) != MPI_SUCCESS) {
-        FTI_WARN("mpi backend: MPI_Iallreduce of %zu bytes failed to start",
-                 count * fti_dtype_size(dt));
-        rc = FT_ERR_MPI;
-    } else {
-        rc = poll_all(&req, 1, deadline_ms);
-    }
-    if (rc != FT_SUCCESS) {
-        fast_retire(f, req != MPI_REQUEST_NULL, false);
-        if (rc != FT_ERR_MPI) {
-            f->abandoned = true; /* the request may still run on comm */
-            give_up_buffer(buf);
-        }
-        return rc;
-    }
-    native_ops++;
-    zero_copy_ops++;
-    return FT_SUCCESS;
 }
 
 /* The native path: the ring (native_ring) for large operations, else one
@@ -433,7 +398,10 @@ static int native_zero_copy(struct mpi_comm *m, const void *src, void *buf, size
  * polled; on success the result is copied into buf
  * (the one copy: an abandoned request must never write the caller's
  * memory after we return).  On a failure the request and the stage are
- * left to MPI (counted) and the communicator is retired. */
+ * left to MPI (counted) and the communicator is retired.  Direct
+ * (FTMPI_MODEB_ZERO_COPY, buf from ftmpi_mem_alloc): MPI writes buf itself,
+ * no stage and no copy; on a failure after the reduction started, MPI may
+ * still write buf, so its region is given up (give_up_buffer). */
 static int allreduce_native(struct mpi_comm *m, const void *src, void *buf, size_t count,
                             enum fti_dtype dt, enum fti_op op, int64_t deadline_ms)
 {
@@ -441,22 +409,23 @@ static int allreduce_native(struct mpi_comm *m, const void *src, void *buf, size
     size_t bytes = count * fti_dtype_size(dt);
     if (f->state != FAST_LIVE)
         return FT_ERR_ABORTED; /* retired under another slice of this quorum */
+    bool direct = m->x->zero_copy && fti_mem_usable(buf, bytes);
     int rc = FT_SUCCESS;
     if (use_ring(f, bytes)) {
-        rc = native_ring(m, src, buf, count, dt, op, deadline_ms);
+        rc = native_ring(m, src, buf, count, dt, op, direct, deadline_ms);
         if (rc == FT_SUCCESS) {
             native_ops++;
             ring_ops++;
+            zero_copy_ops += direct;
         }
         return rc;
     }
-    if (m->x->zero_copy && fti_mem_usable(buf, bytes))
-        return native_zero_copy(m, src, buf, count, dt, op, deadline_ms);
-    if (grow(&f->stage, &f->stage_len, bytes) != FT_SUCCESS)
+    if (!direct && grow(&f->stage, &f->stage_len, bytes) != FT_SUCCESS)
         return FT_ERR_NO_MEMORY;
+    const void *send = direct && src == buf ? MPI_IN_PLACE : src;
     MPI_Request req = MPI_REQUEST_NULL;
-    if (MPI_Iallreduce(src, f->stage, (int)count, fti_mpi_dtype(dt), fti_mpi_op(op), f->comm,
-                       &req) != MPI_SUCCESS) {
+    if (MPI_Iallreduce(send, direct ? buf : f->stage, (int)count, fti_mpi_dtype(dt),
+                       fti_mpi_op(op), f->comm, &req) != MPI_SUCCESS) {
         FTI_WARN("mpi backend: MPI_Iallreduce of %zu bytes failed to start", bytes);
         rc = FT_ERR_MPI;
     } else {
@@ -464,14 +433,20 @@ static int allreduce_native(struct mpi_comm *m, const void *src, void *buf, size
     }
     if (rc != FT_SUCCESS) {
         /* a started collective cannot be cancelled, nor freed while
-         * active: the request, the stage and the communicator stay MPI's.
-         * One that completed with an error left nothing active, but its
-         * stage is not worth the doubt: kept too. */
-        fast_retire(f, req != MPI_REQUEST_NULL, rc != FT_ERR_MPI);
+         * active: the request, the stage (or buf) and the communicator stay
+         * MPI's.  One that completed with an error left nothing active, but
+         * its receive buffer is not worth the doubt: kept too. */
+        fast_retire(f, req != MPI_REQUEST_NULL, !direct && rc != FT_ERR_MPI);
+        if (direct && rc != FT_ERR_MPI) {
+            f->abandoned = true; /* the request may still run on comm */
+            give_up_buffer(buf);
+        }
         return rc;
     }
-    memcpy(buf, f->stage, bytes);
+    if (!direct)
+        memcpy(buf, f->stage, bytes);
     native_ops++;
+    zero_copy_ops += direct;
     return FT_SUCCESS;
 }
 
