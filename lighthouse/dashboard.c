@@ -1,13 +1,13 @@
 /* dashboard.c - the history on the lighthouse's pages (see dashboard.h). */
-#include "dashboard.h"
+#include "lighthouse/dashboard.h"
 
 #include <event2/buffer.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "history.h"
-#include "util.h"
+#include "lighthouse/history.h"
+#include "base/util.h"
 
 #define SVG_W 1200        /* width of every drawing */
 #define SVG_PAD_L 110     /* left margin (lane labels, axis values) */

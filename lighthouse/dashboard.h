@@ -9,7 +9,7 @@
 #ifndef FTI_LH_DASHBOARD_H
 #define FTI_LH_DASHBOARD_H
 
-#include "lighthouse.h"
+#include "lighthouse/lighthouse.h"
 
 struct evbuffer;
 

@@ -1,11 +1,11 @@
 /* history.c - the lighthouse's bounded history (see history.h). */
-#include "history.h"
+#include "lighthouse/history.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "util.h"
+#include "base/util.h"
 
 static const char *const event_names[FTI_LH_EV_KINDS] = {
     "quorum", "joined", "dead", "timeout", "restarted", "heal", "commit_failed", "finalized"};

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sizes.h"
+#include "base/sizes.h"
 
 #define FTI_LH_HISTORY_EVENTS 1024     /* events kept */
 #define FTI_LH_HISTORY_SAMPLES 900     /* samples kept (15 min at 1 s) */

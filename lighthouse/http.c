@@ -13,7 +13,7 @@
  * without a token, a POST whose Origin header names another site is
  * refused (CSRF).
  */
-#include "lighthouse.h"
+#include "lighthouse/lighthouse.h"
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -26,12 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dashboard.h"
+#include "lighthouse/dashboard.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 #define HTTP_MAX_BODY 4096
 #define HTTP_MAX_HEADERS 16384

@@ -62,7 +62,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sizes.h"
+#include "base/sizes.h"
 
 struct event_base;
 

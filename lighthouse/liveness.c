@@ -1,12 +1,12 @@
 /* liveness.c - failure detection by connection close (see liveness.h). */
-#include "liveness.h"
+#include "lighthouse/liveness.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 /* What the lighthouse knows of one group's connections. */
 struct record {

@@ -21,12 +21,12 @@
 
 #include "ftmpi_errors.h"
 #include "ftmpi_config.h"
-#include "auth.h"
-#include "lighthouse.h"
-#include "log.h"
-#include "net.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/auth.h"
+#include "lighthouse/lighthouse.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 #define EXIT_USAGE 2
 

@@ -1,8 +1,8 @@
 /* quorum.c - the lighthouse quorum rules over a sorted table of groups. */
-#include "quorum.h"
+#include "lighthouse/quorum.h"
 
 #include "ftmpi_errors.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

@@ -74,7 +74,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sizes.h"
+#include "base/sizes.h"
 
 #define FTI_QID_MAX FTI_REPLICA_ID_SIZE /* replica_id buffer, with its NUL */
 #define FTI_QADDR_MAX FTI_ADDRESS_SIZE  /* address buffers, with their NUL */

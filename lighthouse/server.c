@@ -23,7 +23,7 @@
  * results index is built once per quorum (O(n log n)); each compact reply
  * then costs O(log n + world_size * (1 + destinations)).
  */
-#include "lighthouse.h"
+#include "lighthouse/lighthouse.h"
 
 #include <event2/event.h>
 #include <inttypes.h>
@@ -34,14 +34,14 @@
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "history.h"
-#include "liveness.h"
-#include "log.h"
-#include "proto/ftmpi.pb-c.h"
-#include "quorum.h"
-#include "results.h"
-#include "rpc.h"
-#include "util.h"
+#include "lighthouse/history.h"
+#include "lighthouse/liveness.h"
+#include "base/log.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "lighthouse/quorum.h"
+#include "control/results.h"
+#include "base/rpc.h"
+#include "base/util.h"
 
 #define LH_KILL_TIMEOUT_MS 5000
 #define LH_KILLS_MAX 16 /* kill RPCs in flight at most (one thread each) */

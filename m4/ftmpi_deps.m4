@@ -1,6 +1,6 @@
 # FTMPI_CHECK_DEPS: hwloc, libevent (+ pthreads), protobuf-c and protoc-c,
 # OpenSSL's libcrypto (the control plane's HMAC-SHA256 challenge-response),
-# xxHash (the heal checksum, src/heal.c),
+# xxHash (the heal checksum, src/heal/serve.c),
 # cmocka (tests only), all through pkg-config.
 AC_DEFUN([FTMPI_CHECK_DEPS], [
   PKG_CHECK_MODULES([HWLOC], [hwloc >= 2.0], [],

@@ -53,7 +53,7 @@
  * when the failure mode is not abort.  Members are counted alike on both
  * paths (done), so a member one fast call ahead hands its result over.
  */
-#include "shim.h"
+#include "mpi_shim/shim.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,8 +61,8 @@
 
 #include "dtype.h"
 #include "ftmpi.h"
-#include "log.h"
-#include "settings.h"
+#include "base/log.h"
+#include "base/settings.h"
 
 /* Re-forming after a failure is tried this many times (each a quorum and
  * one small allreduce) before the call gives up. */

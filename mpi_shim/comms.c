@@ -3,7 +3,7 @@
  * the duplicates of it (or of a duplicate) made while the shim is on,
  * until they are freed (see shim.h).
  */
-#include "shim.h"
+#include "mpi_shim/shim.h"
 
 #include <stdlib.h>
 

@@ -22,12 +22,12 @@
  * made an 8-byte call about 1.2-1.8x slower in a probe on this VM.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "shim.h"
+#include "mpi_shim/shim.h"
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "mpi_backend.h"
-#include "util.h"
+#include "base/log.h"
+#include "comm/mpi_backend.h"
+#include "base/util.h"
 
 /* tries before the first sched_yield of ours (see the top) */
 #define FAST_QUIET_TRIES 64u

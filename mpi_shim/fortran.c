@@ -6,7 +6,7 @@
  * OMPI_IS_FORTRAN_IN_PLACE compares with each mangling of
  * mpi_fortran_in_place; mpi_f08 uses the same block), mapped to C's.
  */
-#include "shim.h"
+#include "mpi_shim/shim.h"
 
 #include <stddef.h>
 

@@ -3,21 +3,21 @@
  * MPI_Init_thread and MPI_Finalize (see shim.h; DESIGN section 10).
  *
  * MPI_Init sets the fault-tolerant layer up after PMPI_Init: the library's
- * FT_Init in drop-in mode (every world rank a group of one, src/shim_init.c)
+ * FT_Init in drop-in mode (every world rank a group of one, src/mode/dropin.c)
  * and the first quorum.  Every world rank agrees on the outcome; a layer
  * that did not start ends the job with a message (a user who preloads the
  * shim asked for protection, and a bad FTMPI_* value is refused).
  */
-#include "shim.h"
+#include "mpi_shim/shim.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "ftmpi.h"
-#include "log.h"
-#include "settings.h"
+#include "base/log.h"
+#include "base/settings.h"
 #include "step.h"
-#include "util.h"
+#include "base/util.h"
 
 /* With an external lighthouse (FTMPI_LIGHTHOUSE), the first quorum waits
  * until every rank's manager has been heard this many heartbeat periods
@@ -29,7 +29,7 @@ __thread int fti_shim_busy;
 struct fti_shim_cfg fti_shim_cfg;
 
 #if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
-/* Open MPI 4.x: MPI_Finalize without its job-wide fence (see src/modeb.c:
+/* Open MPI 4.x: MPI_Finalize without its job-wide fence (see src/mode/mode_b.c:
  * after a rank was SIGKILLed the survivors' fence may never complete). */
 extern bool ompi_async_mpi_finalize __attribute__((weak));
 #define SHIM_HAVE_ASYNC_FINALIZE 1

@@ -7,8 +7,8 @@
 
 #include "ftmpi_config.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #ifndef FTMPI_HAVE_CUDA
 

@@ -12,7 +12,7 @@
  * by the step's slice.
  *
  * Healing a device buffer (FT_State_register): fti_device_heal_copy gives
- * heal.c a pinned host mirror of it and the copies through it.
+ * heal/serve.c a pinned host mirror of it and the copies through it.
  */
 #ifndef FTI_DEVICE_H
 #define FTI_DEVICE_H
@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "heal.h"
+#include "heal/heal.h"
 #include "step.h"
 
 /* Is p device memory (not host, not managed). */

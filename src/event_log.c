@@ -1,6 +1,6 @@
 /* event_log.c - JSON-lines event log (see event_log.h). */
 #include "event_log.h"
-#include "error.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "ftmpi.h"
-#include "log.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 struct fti_event_log {
     int fd;

@@ -52,7 +52,7 @@ void fti_event_collective_failed(fti_event_log_h log, int64_t step, int64_t quor
                                  const char *peer_address, int error);
 
 /* A checkpoint of `step` was published, loaded, dropped by the group, or
- * this rank's write failed (ckpt.c). */
+ * this rank's write failed (state/ckpt_step.c). */
 void fti_event_checkpoint(fti_event_log_h log, int64_t step, const char *what, uint64_t bytes,
                           int error);
 

@@ -14,7 +14,7 @@
  *
  * Mode B: nothing ends a group whose rank died, so an intra-group
  * operation that fails means the group is lost (fti_mode_group_failure,
- * modeb.h, decides it): this rank tells the lighthouse that the group
+ * mode/mode_b.h, decides it): this rank tells the lighthouse that the group
  * leaves, and every later FT_ call returns FT_ERR_GROUP_LOST; FT_Finalize
  * makes no MPI call on the group's communicators.
  *
@@ -46,9 +46,9 @@
 #include "comm/mpi_backend.h"
 #include "device.h"
 #include "dtype.h"
-#include "log.h"
+#include "base/log.h"
 #include "step.h"
-#include "util.h"
+#include "base/util.h"
 
 FTMPI_EXPORT MPI_Op ftmpi_op_avg = MPI_OP_NULL;
 
@@ -531,10 +531,10 @@ static void wait_healers(void)
                  st.res.n_stripe_dst);
 }
 
-/* The durable checkpoint's part of a committed step (ckpt.h).  Its round is
+/* The durable checkpoint's part of a committed step (state/ckpt_step.h).  Its round is
  * an intra-group operation with a deadline: mode B decides what its failure
  * means (a dead member: the group is lost); in mode A the checkpoint is
- * only abandoned (ckpt.c logged and counted it) and the step stands. */
+ * only abandoned (state/ckpt_step.c logged and counted it) and the step stands. */
 static int checkpoint_round(void)
 {
     int rc = fti_ckpt_after_commit(st.ckpt, st.step, st.res.replica_rank == 0, false);
@@ -679,7 +679,7 @@ FTMPI_EXPORT int FT_State_register_shard(const char *name, void *buf, MPI_Dataty
     quorum_sync();
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
-    if (fti_device_ptr(buf)) { /* heal.c would read it as host memory */
+    if (fti_device_ptr(buf)) { /* heal/serve.c would read it as host memory */
         FTI_ERROR("FT_State_register_shard: '%s' is device memory: not supported (use "
                   "FT_State_register, healing only)",
                   name);

@@ -7,8 +7,8 @@
 #include <time.h>
 
 #include "ftmpi.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 /* Tags: two per operation (header and payload), from a sequence number
  * modulo a span set by MPI_TAG_UB (at least 32767 by the standard), so a

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
+#include "base/log.h"
 
 struct fti_progress {
     bool threaded;

@@ -6,7 +6,7 @@
  *
  * One replica group = the ranks of the group communicator (mode A:
  * MPI_COMM_WORLD; mode B: its split into groups of FTMPI_GROUP_SIZE ranks,
- * modeb.h; duplicated either way).  Group rank 0 is the manager
+ * mode/mode_b.h; duplicated either way).  Group rank 0 is the manager
  * (control/manager.h).
  *
  * Threads: every FT_ call runs on the application's thread (ftmpi.h); the
@@ -29,15 +29,15 @@
 #include "comm/comm.h"
 #include "event_log.h"
 #include "group.h"
-#include "heal.h"
-#include "manager.h"
-#include "ckpt.h"
-#include "modeb.h"
+#include "heal/heal.h"
+#include "control/manager.h"
+#include "state/ckpt_step.h"
+#include "mode/mode_b.h"
 #include "progress.h"
-#include "rank_server.h"
-#include "results.h"
-#include "settings.h"
-#include "sizes.h"
+#include "control/rank_server.h"
+#include "control/results.h"
+#include "base/settings.h"
+#include "base/sizes.h"
 
 struct fti_step {
     bool initialized;
@@ -50,7 +50,7 @@ struct fti_step {
     fti_rank_server_h server;
     fti_manager_h manager;          /* group rank 0 only */
     fti_event_log_h elog;           /* NULL when FTMPI_EVENT_LOG is empty */
-    fti_ckpt_h ckpt;                /* durable checkpoints (ckpt.h) */
+    fti_ckpt_h ckpt;                /* durable checkpoints (state/ckpt_step.h) */
 
     int64_t step;                   /* committed steps */
     bool in_step;                   /* between FT_Quorum and FT_Commit */
@@ -78,7 +78,7 @@ struct fti_step {
     bool lost;                      /* mode B: this group lost a rank */
     char member_data[16];           /* mode B: QuorumMember.data (first world rank) */
     size_t member_data_len;
-    bool shim;                      /* libftmpi_pmpi: every world rank a group of one (shim_init.c) */
+    bool shim;                      /* libftmpi_pmpi: every world rank a group of one (mode/dropin.c) */
 
     /* asynchronous progress (ft.c, progress.h) */
     fti_progress_h progress;        /* threaded when async_allreduce */
@@ -109,7 +109,7 @@ void fti_step_leave(struct fti_step *s);
  * FT_ERR_GROUP_LOST. */
 int fti_step_group_lost(struct fti_step *s, int why);
 
-/* ---- shim_init.c: the drop-in's set-up (DESIGN section 10) --------------
+/* ---- mode/dropin.c: the drop-in's set-up (DESIGN section 10) --------------
  * libftmpi_pmpi calls fti_shim_select() before FT_Init: every world rank is
  * then a replica group of one (group communicator MPI_COMM_SELF, replica id
  * "r<world rank>"), the slices are the `mpi` backend's over the world, and

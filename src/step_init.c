@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "base/auth.h"
 #include "ftmpi.h"
-#include "lighthouse_client.h"
-#include "log.h"
-#include "util.h"
+#include "control/lighthouse_client.h"
+#include "base/log.h"
+#include "base/util.h"
 
 /* How long telling the lighthouse that the group leaves may take: it must
  * not hold FT_Finalize up for long when the lighthouse is gone. */

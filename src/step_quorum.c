@@ -10,11 +10,11 @@
 #include <stdlib.h>
 
 #include "ftmpi.h"
-#include "error.h"
-#include "log.h"
-#include "affinity.h"
-#include "slice.h"
-#include "util.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "comm/affinity.h"
+#include "comm/slice.h"
+#include "base/util.h"
 
 /* Mode B: a group rank waiting for its manager's quorum broadcast gives it
  * this much longer than the manager's own deadlines add up to, so that
@@ -277,7 +277,7 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
  * decision cannot know whether rank 0 installed (both modes, as in
  * FT_Commit): it installs nothing and the group is lost; mode B: a vote
  * that missed rank 0's deadline means a dead rank, the group is lost.
- * heal.c logged a failure of this rank's own transfer. */
+ * heal/serve.c logged a failure of this rank's own transfer. */
 /* Whether this heal writes the registered memory directly
  * (FTMPI_HEAL_INSTALL): auto = while the process has committed and healed
  * nothing in mode A, where a group that fails its heal is restarted and

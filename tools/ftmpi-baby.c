@@ -37,16 +37,16 @@
 #include <unistd.h>
 
 #include "ftmpi_config.h" /* FTMPI_HAVE_NCCL */
-#include "baby_chan.h"
+#include "comm/baby_chan.h"
 #ifdef FTMPI_HAVE_NCCL
-#include "baby_nccl_child.h"
+#include "comm/baby_nccl_child.h"
 #endif
-#include "comm.h"
-#include "tcp.h"
-#include "auth.h"
+#include "comm/comm.h"
+#include "comm/tcp.h"
+#include "base/auth.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #define MAX_REGIONS 256
 #define IDLE_WAIT_MS 3600000 /* between commands: the rank may compute for long */

@@ -25,11 +25,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "affinity.h"
+#include "comm/affinity.h"
 #include "ftmpi_errors.h"
-#include "settings.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/settings.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 #define EXIT_USAGE 2
 

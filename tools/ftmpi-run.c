@@ -49,10 +49,10 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "settings.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/settings.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 #define EXIT_USAGE 2
 #define EXIT_AGENT 1

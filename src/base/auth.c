@@ -1,7 +1,7 @@
 /* auth.c - the job secret and the challenge-response handshake (see
  * auth.h), on OpenSSL's libcrypto: HMAC (SHA-256), RAND_bytes and
  * CRYPTO_memcmp. */
-#include "auth.h"
+#include "base/auth.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
+#include "base/log.h"
+#include "base/net.h"
 
 const uint8_t fti_auth_hello_magic[FTI_AUTH_MAGIC_LEN] = {'F', 'T', 'A', '1'};
 const uint8_t fti_auth_proof_magic[FTI_AUTH_MAGIC_LEN] = {'F', 'T', 'A', '2'};

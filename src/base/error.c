@@ -1,6 +1,6 @@
 /* error.c - FT_Error_string: a name for every FT_Error value. */
 #include "ftmpi_errors.h"
-#include "error.h"
+#include "base/error.h"
 
 FTMPI_EXPORT const char *FT_Error_string(int code)
 {

@@ -1,5 +1,5 @@
 /* log.c - line-oriented logging to stderr (see log.h). */
-#include "log.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -10,7 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "sizes.h"
+#include "base/sizes.h"
 
 _Atomic int fti_log_level = FTI_LOG_WARN;
 struct fti_log_ctx fti_log_ctx = {-1, -1, -1};

@@ -1,5 +1,5 @@
 /* net.c - sockets with deadlines (see net.h). */
-#include "net.h"
+#include "base/net.h"
 
 #include <stdbool.h>
 
@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 /* Send and receive buffer size asked for every socket (the kernel caps it
  * at net.core.wmem_max / rmem_max). */

@@ -1,6 +1,6 @@
 /* rpc.c - framed RPC: libevent server with deferred replies, blocking
  * client with deadlines (see rpc.h). */
-#include "rpc.h"
+#include "base/rpc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,12 +19,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 /* Error replies carry a message of at most this many bytes (the server
  * cuts longer ones, the client refuses them). */

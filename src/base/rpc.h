@@ -51,7 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "auth.h"
+#include "base/auth.h"
 
 struct event_base;
 

@@ -1,5 +1,5 @@
 /* settings.c - parse the FTMPI_* table (see settings.h). */
-#include "settings.h"
+#include "base/settings.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -7,10 +7,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "auth.h"
+#include "base/auth.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #define OFF(m) offsetof(fti_config_t, m), sizeof(((fti_config_t *)0)->m)
 

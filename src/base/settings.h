@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sizes.h"
+#include "base/sizes.h"
 
 enum fti_backend {
     FTI_BACKEND_AUTO, FTI_BACKEND_TCP, FTI_BACKEND_MPI, FTI_BACKEND_BABY_TCP,

@@ -1,6 +1,6 @@
 /* util.c - clocks, deadlines, strings, binary search, checksum, number
  * parsing and JSON escaping (see util.h). */
-#include "util.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <inttypes.h>

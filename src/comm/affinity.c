@@ -1,13 +1,13 @@
 /* affinity.c - GPU, cores and NICs for a rank's baby child (affinity.h). */
-#include "affinity.h"
+#include "comm/affinity.h"
 
 #include <hwloc.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #define MAX_GPUS 64
 

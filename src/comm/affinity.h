@@ -18,7 +18,7 @@
 
 #include <stdio.h>
 
-#include "sizes.h"
+#include "base/sizes.h"
 
 #define FTI_AFFINITY_MAX_NICS 16
 #define FTI_AFFINITY_NAME_SIZE 32

@@ -1,5 +1,5 @@
 /* baby.c - the baby runner: start, command and kill ftmpi-baby (baby.h). */
-#include "baby.h"
+#include "comm/baby.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,11 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "baby_chan.h"
+#include "base/auth.h"
+#include "comm/baby_chan.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #ifndef FTI_BINDIR
 #define FTI_BINDIR "/usr/local/bin"

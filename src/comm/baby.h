@@ -29,7 +29,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "comm.h"
+#include "comm/comm.h"
 
 /* ---- shared memory ------------------------------------------------------- */
 

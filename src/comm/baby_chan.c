@@ -1,5 +1,5 @@
 /* baby_chan.c - the parent <-> ftmpi-baby command channel (see baby_chan.h). */
-#include "baby_chan.h"
+#include "comm/baby_chan.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "base/util.h"
 
 /* Waits until fd is ready for ev; past the deadline it still looks once
  * (a message that came in time is taken, not timed out). */

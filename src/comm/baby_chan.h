@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "auth.h"
-#include "sizes.h"
+#include "base/auth.h"
+#include "base/sizes.h"
 
 #define FTI_BABY_MAGIC 0x46544242u /* "FTBB" */
 #define FTI_BABY_VERSION 1u

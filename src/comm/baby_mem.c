@@ -1,5 +1,5 @@
 /* baby_mem.c - memfd regions shared with ftmpi-baby children (baby.h). */
-#include "baby.h"
+#include "comm/baby.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
+#include "base/log.h"
 
 struct node {
     fti_mem_region_t r;

@@ -23,9 +23,9 @@
  * Device work runs on the device of the child's communicator (the calling
  * thread's device is given back after).
  */
-#include "baby.h"
-#include "baby_chan.h"
-#include "nccl_slice.h"
+#include "comm/baby.h"
+#include "comm/baby_chan.h"
+#include "comm/nccl_slice.h"
 
 #include <cuda_runtime_api.h>
 #include <stdatomic.h>
@@ -35,9 +35,9 @@
 #include <time.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "slice.h"
-#include "util.h"
+#include "base/log.h"
+#include "comm/slice.h"
+#include "base/util.h"
 
 _Static_assert(sizeof(cudaIpcMemHandle_t) == FTI_BABY_IPC_BYTES, "cudaIpcMemHandle_t size");
 _Static_assert(sizeof(cudaIpcEventHandle_t) == FTI_BABY_IPC_BYTES, "cudaIpcEventHandle_t size");

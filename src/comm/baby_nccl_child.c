@@ -10,14 +10,14 @@
  * event is recorded on that stream after it and its handle goes back in
  * the reply.  Everything the child opened dies with it.
  */
-#include "baby_nccl_child.h"
+#include "comm/baby_nccl_child.h"
 
 #include <cuda_runtime_api.h>
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "nccl_comm.h"
+#include "base/log.h"
+#include "comm/nccl_comm.h"
 
 #define MAX_OPEN 64 /* IPC mappings kept; the oldest is closed beyond */
 

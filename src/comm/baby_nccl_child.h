@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "baby_chan.h"
+#include "comm/baby_chan.h"
 
 /* Runs one NCCL_* command (h, payload pl); fills the reply payload (*rlen
  * bytes).  FT_ERR_BAD_MESSAGE for a malformed one. */

@@ -4,16 +4,16 @@
  * store under fti_slice_key and connects to replica rank + 1), with the
  * listener and the ring in a new ftmpi-baby child (baby.h).
  */
-#include "baby_slice.h"
+#include "comm/baby_slice.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "rpc.h"
-#include "store.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/rpc.h"
+#include "control/store.h"
+#include "base/util.h"
 
 int fti_baby_slice_create(const fti_slice_params_t *p, const fti_baby_opts_t *opts,
                           int64_t deadline_ms, fti_comm_h *comm_p)

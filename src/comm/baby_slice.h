@@ -7,8 +7,8 @@
 #ifndef FTI_BABY_SLICE_H
 #define FTI_BABY_SLICE_H
 
-#include "baby.h"
-#include "slice.h"
+#include "comm/baby.h"
+#include "comm/slice.h"
 
 /* Builds the slice before deadline_ms, the child started with opts (NULL:
  * defaults).  Release with fti_comm_destroy (it kills the child). */

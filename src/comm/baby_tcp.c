@@ -4,17 +4,17 @@
  * backend: a listener (a new child listening), then the ring; the
  * communicator owns the child and kills it on an error or on destroy.
  */
-#include "baby.h"
-#include "baby_slice.h"
+#include "comm/baby.h"
+#include "comm/baby_slice.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 struct fti_baby_tcp_listener {
     fti_baby_h runner;

@@ -5,7 +5,7 @@
  * mpi backend, and libfti_comm.la must link without MPI (comm.h).  The
  * file itself includes no MPI header; it only refers to the entries.
  */
-#include "comm.h"
+#include "comm/comm.h"
 
 #include <stddef.h>
 #include <strings.h>

@@ -32,7 +32,7 @@
 
 #include "ftmpi_config.h" /* FTMPI_HAVE_NCCL */
 #include "ftmpi_errors.h"
-#include "reduce.h"
+#include "comm/reduce.h"
 
 typedef struct fti_comm *fti_comm_h;
 

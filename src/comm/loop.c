@@ -4,7 +4,7 @@
  * the data itself.  It shows what a backend is: one table entry in comm.h
  * and this file.
  */
-#include "comm.h"
+#include "comm/comm.h"
 
 #include <stdlib.h>
 

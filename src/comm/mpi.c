@@ -2,7 +2,7 @@
  * ranks, allreduce made of point-to-point messages on one duplicate of the
  * world, or one MPI_Iallreduce on the communicator FT_Init made for the
  * initial slice, polled against a deadline (see mpi_backend.h). */
-#include "mpi_backend.h"
+#include "comm/mpi_backend.h"
 
 #include <inttypes.h>
 #include <sched.h>
@@ -11,11 +11,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "baby.h"
+#include "comm/baby.h"
 #include "ftmpi.h"
-#include "log.h"
-#include "ring.h"
-#include "util.h"
+#include "base/log.h"
+#include "comm/ring.h"
+#include "base/util.h"
 
 /* The pre-made communicator of the initial slice (fti_mpi_ctx_add_fast). */
 enum { FAST_NONE, FAST_LIVE, FAST_RETIRED };

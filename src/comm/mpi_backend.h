@@ -65,7 +65,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "comm.h"
+#include "comm/comm.h"
 
 /* The communicator every slice's messages travel on: a duplicate of
  * `world`.  Blocking collective over world: call it in FT_Init on every

@@ -27,14 +27,14 @@
  * of it, so that send has read it.   Each element is reduced at one rank in ring
  * order and copied to the others: every member ends with the same bits.
  */
-#include "mpi_backend.h"
+#include "comm/mpi_backend.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "ring.h"
+#include "base/log.h"
+#include "comm/ring.h"
 
 struct ring_run {
     const struct fti_mpi_ring *a;

@@ -1,6 +1,6 @@
 /* nccl.c - the core of the nccl backend: one non-blocking NCCL
  * communicator, every wait polled against a deadline (see nccl_comm.h). */
-#include "nccl_comm.h"
+#include "comm/nccl_comm.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -9,8 +9,8 @@
 #include <time.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
 #define FTI_NCCL_SHRINK 1

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "comm.h"
+#include "comm/comm.h"
 
 #define FTI_NCCL_ID_BYTES 128 /* sizeof(ncclUniqueId) */
 

@@ -1,7 +1,7 @@
 /* nccl_slice.c - the nccl backend's table entry and its rendezvous through
  * the quorum's store: a full init, or a shrink of the previous quorum's
  * communicator when the new quorum only drops members (nccl_slice.h). */
-#include "nccl_slice.h"
+#include "comm/nccl_slice.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "rpc.h"
-#include "slice.h"
-#include "store.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/rpc.h"
+#include "comm/slice.h"
+#include "control/store.h"
+#include "base/util.h"
 
 uint64_t fti_nccl_token(const unsigned char *id, uint64_t token, int64_t q)
 {

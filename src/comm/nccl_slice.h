@@ -13,8 +13,8 @@
 
 #include <stdint.h>
 
-#include "comm.h"
-#include "nccl_comm.h"
+#include "comm/comm.h"
+#include "comm/nccl_comm.h"
 
 /* What a member holds from the last quorum: token 0 = nothing. */
 typedef struct fti_nccl_member {

@@ -13,7 +13,7 @@
  * (smaller); with NaNs the result depends on operand order, but every rank
  * of a ring applies the same order, so results still agree bitwise.
  */
-#include "reduce.h"
+#include "comm/reduce.h"
 
 #include <limits.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* ring.c - segment, step and chunk arithmetic of the ring allreduce (ring.h). */
-#include "ring.h"
+#include "comm/ring.h"
 
 static int ring_mod(int x, int n)
 {

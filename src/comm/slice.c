@@ -1,5 +1,5 @@
 /* slice.c - the tcp ring of a quorum, through the store (see slice.h). */
-#include "slice.h"
+#include "comm/slice.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "rpc.h"
-#include "store.h"
-#include "tcp.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/rpc.h"
+#include "control/store.h"
+#include "comm/tcp.h"
+#include "base/util.h"
 
 void fti_slice_key(char *buf, size_t len, int64_t quorum_id, int group_rank, int replica_rank)
 {

@@ -30,7 +30,7 @@
  * than three, a rank two hops from the dead one names the neighbour that
  * closed after it.
  */
-#include "tcp.h"
+#include "comm/tcp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,14 +43,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "base/auth.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
-#include "ring.h"
-#include "sizes.h"
-#include "slice.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "comm/ring.h"
+#include "base/sizes.h"
+#include "comm/slice.h"
+#include "base/util.h"
 
 #define TCP_MAGIC 0x46544d52u /* "FTMR" */
 #define TCP_VERSION 1u

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "comm.h"
+#include "comm/comm.h"
 
 /* A listening socket a rank opens before the rendezvous, on bind_host
  * (NULL or "" = 127.0.0.1) and an ephemeral port; its address is

@@ -1,5 +1,5 @@
 /* lighthouse_client.c - blocking lighthouse client (see lighthouse_client.h). */
-#include "lighthouse_client.h"
+#include "control/lighthouse_client.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "results.h"
-#include "rpc.h"
-#include "util.h"
+#include "base/log.h"
+#include "control/results.h"
+#include "base/rpc.h"
+#include "base/util.h"
 
 #define LH_MAX_REPLY (64u << 20) /* a quorum of 10,000+ groups fits */
 

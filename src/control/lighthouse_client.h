@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "proto/ftmpi.pb-c.h"
+#include "control/proto/ftmpi.pb-c.h"
 
 typedef struct fti_lighthouse_client *fti_lighthouse_client_h;
 

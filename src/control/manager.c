@@ -1,6 +1,6 @@
 /* manager.c - lighthouse client and heartbeats of group rank 0 (see
  * manager.h). */
-#include "manager.h"
+#include "control/manager.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,11 +10,11 @@
 #include <time.h>
 
 #include "ftmpi_errors.h"
-#include "lighthouse_client.h"
-#include "log.h"
-#include "results.h"
-#include "sizes.h"
-#include "util.h"
+#include "control/lighthouse_client.h"
+#include "base/log.h"
+#include "control/results.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 /* Pause between attempts when the lighthouse cannot be reached. */
 #define MANAGER_RETRY_MS 200

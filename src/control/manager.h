@@ -21,8 +21,8 @@
 
 #include <stddef.h>
 
-#include "proto/ftmpi.pb-c.h"
-#include "rank_server.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "control/rank_server.h"
 
 typedef struct fti_manager *fti_manager_h;
 

@@ -1,5 +1,5 @@
 /* rank_server.c - the rank's RPC server thread (see rank_server.h). */
-#include "rank_server.h"
+#include "control/rank_server.h"
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -10,12 +10,12 @@
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
-#include "proto/ftmpi.pb-c.h"
-#include "rpc.h"
-#include "store.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/rpc.h"
+#include "control/store.h"
+#include "base/util.h"
 
 struct fti_rank_server {
     struct event_base *base;

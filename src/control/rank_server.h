@@ -19,12 +19,12 @@
 
 #include <stdint.h>
 
-#include "rpc.h"
+#include "base/rpc.h"
 
 typedef struct fti_rank_server *fti_rank_server_h;
 
 /* The handler of HEAL_METADATA and HEAL_FETCH: the step layer's healing
- * (src/heal.c, fti_heal_rpc) registers itself here, so the control plane
+ * (src/heal/serve.c, fti_heal_rpc) registers itself here, so the control plane
  * never calls up into the step.  Runs on the server's loop thread and takes
  * over call. */
 typedef void (*fti_rank_server_heal_fn)(void *arg, fti_rpc_call_h call, uint16_t method,

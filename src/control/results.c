@@ -20,15 +20,15 @@
  * primary, which varies with the group rank).  Every rank of a group thus
  * agrees on whether the group heals.
  */
-#include "results.h"
+#include "control/results.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 static int member_cmp(const void *a, const void *b)
 {

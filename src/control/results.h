@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/ftmpi.pb-c.h"
-#include "sizes.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/sizes.h"
 
 /* The most destinations a result lists (the first ones). */
 #define FTI_RESULTS_MAX_DST 64

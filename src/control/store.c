@@ -9,7 +9,7 @@
  * on the loop thread, so no lock is needed; the counters are atomics for
  * fti_store_server_stats.
  */
-#include "store.h"
+#include "control/store.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -23,8 +23,8 @@
 #include <sys/queue.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "proto/ftmpi.pb-c.h"
+#include "base/log.h"
+#include "control/proto/ftmpi.pb-c.h"
 
 #define WAIT_MAX_MS (24LL * 3600 * 1000) /* a longer wait is cut to a day */
 #define SWEEP_MS 1000

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rpc.h"
+#include "base/rpc.h"
 
 struct event_base;
 

@@ -1,6 +1,6 @@
-/* heal_fetch.c - fetching the state of a step from its sources, striped
+/* heal/fetch.c - fetching the state of a step from its sources, striped
  * over all of them, into staging memory, and installing it (see heal.h). */
-#include "heal.h"
+#include "heal/heal.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -13,10 +13,10 @@
 #include <xxhash.h>
 
 #include "ftmpi.h"
-#include "heal_int.h"
-#include "log.h"
-#include "proto/ftmpi.pb-c.h"
-#include "util.h"
+#include "heal/heal_int.h"
+#include "base/log.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/util.h"
 
 /* Cap of a manager's CHECKPOINT_METADATA reply. */
 #define HEAL_MANAGER_MAX_REPLY (64u << 10)

@@ -13,7 +13,7 @@
  * of a fetch reply took the bytes at the summing cursor (they are still in
  * the cache: fti_rpc_reply_ref_watch), and by a thread of its own, started
  * at the step's first metadata request, for the bytes the sending passed
- * by (heal.c, "summing"); the metadata says sums_deferred and the healer
+ * by (heal/serve.c, "summing"); the metadata says sums_deferred and the healer
  * asks for them after its last fetch (HealFetchRequest.sums).  Fetch
  * replies are the raw bytes of [offset, offset+length), sent zero-copy
  * from the registered memory.  The checksum reply also carries each buffer's
@@ -23,7 +23,7 @@
  * NAME that cover byte OFFSET carry that byte flipped (NAME:* every
  * reply's first byte; the memory and the sums stay right).
  *
- * Fetching (heal_fetch.c), in two phases so that a replica group heals as
+ * Fetching (heal/fetch.c), in two phases so that a replica group heals as
  * a whole or not at all: fti_heal_stage_multi asks each source group's
  * manager which address serves the same group rank, checks each source's
  * buffers against this rank's registrations (each registered buffer
@@ -56,8 +56,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rpc.h"
-#include "sizes.h"
+#include "base/rpc.h"
+#include "base/sizes.h"
 
 #define FTI_HEAL_MAX_NAME 256
 /* Bytes per HEAL_FETCH call: small enough that the healer's checksum of

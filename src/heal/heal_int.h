@@ -1,6 +1,6 @@
 /*
- * heal_int.h - the registry of heal.c as its fetching side
- * (heal_fetch.c) sees it.  Internal to those two files.
+ * heal_int.h - the registry of heal/serve.c as its fetching side
+ * (heal/fetch.c) sees it.  Internal to those two files.
  */
 #ifndef FTI_HEAL_INT_H
 #define FTI_HEAL_INT_H
@@ -11,7 +11,7 @@
 
 #include <xxhash.h>
 
-#include "heal.h"
+#include "heal/heal.h"
 
 struct heal_buf {
     char name[FTI_HEAL_MAX_NAME];
@@ -39,7 +39,7 @@ struct fti_heal {
     bool open;
     uint64_t gen;    /* bumped by every fti_heal_set_step */
     int served;      /* complete copies handed out in this generation */
-    /* The summing cursor (heal.c, "summing"): generation cur_gen is summed
+    /* The summing cursor (heal/serve.c, "summing"): generation cur_gen is summed
      * up to byte cur_off of buffer cur_buf, cur_xs holding the piece under
      * way.  One thread at a time moves it (cur_busy), the mutex released
      * while it sums. */

@@ -1,6 +1,6 @@
-/* heal.c - serving the registered state and fetching it from a peer (see
+/* heal/serve.c - serving the registered state and fetching it from a peer (see
  * heal.h). */
-#include "heal.h"
+#include "heal/heal.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -13,10 +13,10 @@
 #include <xxhash.h>
 
 #include "ftmpi.h"
-#include "heal_int.h"
-#include "log.h"
-#include "proto/ftmpi.pb-c.h"
-#include "util.h"
+#include "heal/heal_int.h"
+#include "base/log.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/util.h"
 
 int fti_heal_create(fti_heal_h *h_p)
 {

@@ -1,5 +1,5 @@
 /*
- * shim_init.c - the step's set-up for the drop-in, libftmpi_pmpi (DESIGN
+ * mode/dropin.c - the step's set-up for the drop-in, libftmpi_pmpi (DESIGN
  * section 10; see step.h): every world rank a replica group of one, the
  * `mpi` backend's slices over the world, and the lighthouse on a thread of
  * world rank 0 unless FTMPI_LIGHTHOUSE names one.
@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "ftmpi.h"
-#include "lighthouse.h"
-#include "log.h"
-#include "util.h"
+#include "lighthouse/lighthouse.h"
+#include "base/log.h"
+#include "base/util.h"
 
 /* How often the lighthouse thread looks at its stop flag and counts the
  * groups that left. */

@@ -1,6 +1,6 @@
-/* modeb.c - mode B: the world split into groups, the lighthouse rank (see
- * modeb.h). */
-#include "modeb.h"
+/* mode/mode_b.c - mode B: the world split into groups, the lighthouse rank (see
+ * mode/mode_b.h). */
+#include "mode/mode_b.h"
 
 #include <event2/event.h>
 #include <inttypes.h>
@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "ftmpi.h"
-#include "lighthouse.h"
-#include "log.h"
-#include "net.h"
-#include "util.h"
+#include "lighthouse/lighthouse.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "base/util.h"
 
 #if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
 /* Open MPI 4.x's switch behind the MCA parameter async_mpi_finalize:

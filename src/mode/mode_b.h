@@ -1,5 +1,5 @@
 /*
- * modeb.h - mode B (DESIGN section 2): one mpirun, MPI_COMM_WORLD split
+ * mode/mode_b.h - mode B (DESIGN section 2): one mpirun, MPI_COMM_WORLD split
  * into replica groups of FTMPI_GROUP_SIZE consecutive ranks, and the last
  * world rank running the lighthouse in-process.
  *
@@ -28,9 +28,9 @@
 
 #include "comm/comm.h"
 #include "comm/mpi_backend.h"
-#include "lighthouse.h"
-#include "settings.h"
-#include "sizes.h"
+#include "lighthouse/lighthouse.h"
+#include "base/settings.h"
+#include "base/sizes.h"
 
 typedef struct fti_modeb {
     int world_rank, world_size;

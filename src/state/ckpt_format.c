@@ -1,5 +1,5 @@
 /* ckpt_format.c - the metadata file of a checkpoint (see ckpt_format.h). */
-#include "ckpt_format.h"
+#include "state/ckpt_format.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "util.h"
+#include "base/util.h"
 
 uint64_t fti_ckpt_sum_update(uint64_t sum, const void *buf, size_t len)
 {

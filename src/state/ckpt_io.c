@@ -1,5 +1,5 @@
 /* ckpt_io.c - checkpoint files on disk (see ckpt_io.h). */
-#include "ckpt_io.h"
+#include "state/ckpt_io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "sizes.h"
-#include "reshard.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/sizes.h"
+#include "state/reshard.h"
+#include "base/util.h"
 
 #define PATH_MAX_LEN 1024
 
@@ -75,7 +75,7 @@ static int write_file(const char *path, const void *data, size_t len, char *err,
     return rc;
 }
 
-/* Regions in file order, disjoint, inside [0, len): the layout ckpt.c
+/* Regions in file order, disjoint, inside [0, len): the layout state/ckpt_step.c
  * makes; anything else is summed after the write. */
 static bool regions_in_order(size_t len, const size_t *off, const size_t *rlen, size_t n)
 {

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ckpt_format.h"
+#include "state/ckpt_format.h"
 
 /* Creates dir (and no parent; an existing one is fine). */
 int fti_ckpt_mkdir(const char *dir, char *err, size_t errlen);
@@ -30,7 +30,7 @@ int fti_ckpt_write_rank(const char *dir, int rank, const void *data, size_t len,
 /* The same, and sums[i] = fti_ckpt_sum of region i, [reg_off[i],
  * reg_off[i] + reg_len[i]) of data (n regions), each piece summed just
  * before it is written (one pass over memory instead of two when the
- * regions are in file order and disjoint, as ckpt.c lays them out).  The
+ * regions are in file order and disjoint, as state/ckpt_step.c lays them out).  The
  * writeback is started every 32 MB (sync_file_range), so the disk works
  * while the rest is copied.  sums are set only on success. */
 int fti_ckpt_write_rank_sums(const char *dir, int rank, const void *data, size_t len,

@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckpt_io.h"
+#include "state/ckpt_io.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "reshard.h"
-#include "util.h"
+#include "base/log.h"
+#include "state/reshard.h"
+#include "base/util.h"
 
 #define PATH_MAX_LEN 1024
 

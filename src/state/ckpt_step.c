@@ -1,5 +1,5 @@
-/* ckpt.c - the step's side of durable checkpoints (see ckpt.h). */
-#include "ckpt.h"
+/* state/ckpt_step.c - the step's side of durable checkpoints (see state/ckpt_step.h). */
+#include "state/ckpt_step.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "dtype.h"
-#include "log.h"
+#include "base/log.h"
 #include "state/ckpt_io.h"
 #include "state/ckpt_writer.h"
-#include "util.h"
+#include "base/util.h"
 
 struct entry {
     char name[FTI_CKPT_NAME_SIZE];
@@ -335,7 +335,7 @@ static struct decision decide(fti_ckpt_h c, int grc, const char *recs, size_t rl
     return d;
 }
 
-/* One round (see ckpt.h); every rank of the group runs it. */
+/* One round (see state/ckpt_step.h); every rank of the group runs it. */
 static int round_run(fti_ckpt_h c, int64_t step, bool want_new)
 {
     size_t rlen = sizeof(struct rec_head) + c->n * sizeof(struct rec_part);

@@ -1,5 +1,5 @@
 /*
- * ckpt.h - the step's side of durable checkpoints (DESIGN section 7): which
+ * state/ckpt_step.h - the step's side of durable checkpoints (DESIGN section 7): which
  * group writes, when, the group's agreement that every rank wrote before
  * group rank 0 publishes, and loading at a fresh start.  The files, the
  * format and the writer thread are src/state/ (no MPI).
@@ -35,8 +35,8 @@
 #include "event_log.h"
 #include "ftmpi.h"
 #include "group.h"
-#include "heal.h"
-#include "settings.h"
+#include "heal/heal.h"
+#include "base/settings.h"
 
 typedef struct fti_ckpt *fti_ckpt_h;
 

@@ -1,5 +1,5 @@
 /* ckpt_writer.c - the checkpoint writer thread (see ckpt_writer.h). */
-#include "ckpt_writer.h"
+#include "state/ckpt_writer.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt_io.h"
+#include "state/ckpt_io.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 enum job_kind { JOB_WRITE, JOB_PUBLISH, JOB_ABANDON };
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ckpt_format.h"
+#include "state/ckpt_format.h"
 
 typedef struct fti_ckpt_writer *fti_ckpt_writer_h;
 

@@ -1,5 +1,5 @@
 /* reshard.c - the reshard planner (see reshard.h). */
-#include "reshard.h"
+#include "state/reshard.h"
 
 #include <stdlib.h>
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ckpt_format.h"
+#include "state/ckpt_format.h"
 
 typedef struct fti_reshard_piece {
     size_t shard;         /* index of the old shard in buf->shards */

@@ -27,12 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "baby.h"
-#include "comm.h"
+#include "comm/baby.h"
+#include "comm/comm.h"
 #include "ftmpi_errors.h"
-#include "sizes.h"
-#include "tcp.h"
-#include "util.h"
+#include "base/sizes.h"
+#include "comm/tcp.h"
+#include "base/util.h"
 
 static int sp; /* to the peer */
 static char child[4096];

@@ -4,7 +4,7 @@
  * so a burst of load from other processes hits both sides alike.
  *
  *  write:  after one warm-up of each, REPS repetitions of (a) a checkpoint of a group of R ranks'
- *          files (MBYTES in all) written by the writer thread as ckpt.c
+ *          files (MBYTES in all) written by the writer thread as state/ckpt_step.c
  *          has it written (rank files written and fsynced one after the
  *          other, checksums, metadata, publish by rename; the prune to
  *          KEEP 2 that follows is timed apart)
@@ -17,7 +17,7 @@
  *  step:   SAMPLES samples, each taken with the writer idle: one step
  *          without a checkpoint (a fixed compute: a pass over a work
  *          buffer as large as the state), one memcpy of the registered
- *          bytes alone, one step that takes an async checkpoint as ckpt.c
+ *          bytes alone, one step that takes an async checkpoint as state/ckpt_step.c
  *          does (copy into the snapshot, hand it to the writer); then
  *          steps without one until the writer is done.  Medians of the
  *          step cost (with - without) and of the memcpy, their ratio;
@@ -44,7 +44,7 @@
 #include "ftmpi_errors.h"
 #include "state/ckpt_io.h"
 #include "state/ckpt_writer.h"
-#include "util.h"
+#include "base/util.h"
 
 #define R 4
 #define REPS 7

@@ -2,7 +2,7 @@
  * bench_heal.c - the heal alone, without MPI or a lighthouse: one source
  * (a heal registry served by a rank server on 127.0.0.1) and one healer
  * (fti_heal_fetch from it, through real sockets) in this process, so that
- * the heal path (src/heal_fetch.c) can be timed and profiled (perf record)
+ * the heal path (src/heal/fetch.c) can be timed and profiled (perf record)
  * apart from a training step.  Before each repetition the source serves a
  * new step (its checksums are summed again, as after every commit); after
  * it the healer's copy is compared with the source's.
@@ -23,8 +23,8 @@
 #include "bench_util.h"
 #include "control/rank_server.h"
 #include "ftmpi_errors.h"
-#include "heal.h"
-#include "util.h"
+#include "heal/heal.h"
+#include "base/util.h"
 
 #define MAX_REPS 1000
 

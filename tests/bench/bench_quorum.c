@@ -53,8 +53,8 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "proto/ftmpi.pb-c.h"
-#include "rpc.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/rpc.h"
 
 #define CONNECT_BATCH 64 /* below the listen backlog (libevent: 128) */
 #define MAX_ROUNDS 64

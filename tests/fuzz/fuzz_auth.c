@@ -24,13 +24,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "base/auth.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
-#include "rpc.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "base/rpc.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 static struct {
     struct event_base *base;

@@ -16,11 +16,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "baby_chan.h"
-#include "net.h"
+#include "comm/baby_chan.h"
+#include "base/net.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 static int lowest_free_fd(void)
 {

@@ -9,10 +9,10 @@
  */
 #include "fuzz_common.h"
 
-#include "ckpt_format.h"
+#include "state/ckpt_format.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 static void check_meta(const fti_ckpt_meta_t *m)
 {

@@ -7,7 +7,7 @@
  *   1  lighthouse heartbeat      2  lighthouse finalize
  *   3  store get   4  store add   5  store set   6  store delete prefix
  *      (src/control/store.c)
- *   7  a heal (src/heal.c fti_heal_fetch): the fake server hands out its
+ *   7  a heal (src/heal/serve.c fti_heal_fetch): the fake server hands out its
  *      own heal address, then the pieces are the metadata reply, the
  *      chunk replies and the checksum reply; the healer's registered
  *      buffer must be either untouched or hold exactly what was sent and
@@ -24,15 +24,15 @@
 #include <signal.h>
 
 #include "ftmpi_errors.h"
-#include "heal.h"
-#include "lighthouse_client.h"
-#include "log.h"
-#include "manager.h"
-#include "proto/ftmpi.pb-c.h"
-#include "rpc.h"
-#include "sizes.h"
-#include "store.h"
-#include "util.h"
+#include "heal/heal.h"
+#include "control/lighthouse_client.h"
+#include "base/log.h"
+#include "control/manager.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/rpc.h"
+#include "base/sizes.h"
+#include "control/store.h"
+#include "base/util.h"
 
 #define BUF_LEN 64
 

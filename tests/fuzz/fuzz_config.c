@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "base/auth.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "settings.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/settings.h"
+#include "base/util.h"
 
 static char *cstr(const uint8_t *p, size_t n)
 {

@@ -35,12 +35,12 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
-#include "proto/ftmpi.pb-c.h"
-#include "rpc.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/rpc.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 #define FZ_MAX_FRAME 4096u
 #define FZ_REF_LEN 65536u

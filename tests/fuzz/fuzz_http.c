@@ -16,9 +16,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "net.h"
-#include "proto/ftmpi.pb-c.h"
-#include "rpc.h"
+#include "base/net.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/rpc.h"
 
 #define TOKEN "fuzz-token-123"
 #define G1_ADDR "127.0.0.1:45678"

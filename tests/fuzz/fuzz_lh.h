@@ -12,9 +12,9 @@
 
 #include "fuzz_common.h"
 #include "ftmpi_errors.h"
-#include "lighthouse.h"
-#include "log.h"
-#include "util.h"
+#include "lighthouse/lighthouse.h"
+#include "base/log.h"
+#include "base/util.h"
 
 static struct {
     struct event_base *base;

@@ -14,11 +14,11 @@
 #include "fuzz_common.h"
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "manager.h"
-#include "proto/ftmpi.pb-c.h"
-#include "results.h"
-#include "rpc.h"
+#include "base/log.h"
+#include "control/manager.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "control/results.h"
+#include "base/rpc.h"
 
 static const ProtobufCMessageDescriptor *const types[] = {
     &ftmpi__quorum_member__descriptor,

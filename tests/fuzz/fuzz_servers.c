@@ -5,7 +5,7 @@
  * _CHECKPOINT_METADATA; src/control/rank_server.c) with its store
  * (STORE_SET, _GET, _ADD, _DELETE_PREFIX: keys and values;
  * src/control/store.c) and the heal server of a real heal object with a
- * registered buffer (HEAL_METADATA, HEAL_FETCH; src/heal.c).
+ * registered buffer (HEAL_METADATA, HEAL_FETCH; src/heal/serve.c).
  *
  * Input: a sequence of calls, each a byte that picks the method and a
  * piece (2-byte length, bytes) that is its payload, sent with the real
@@ -15,11 +15,11 @@
  */
 #include "fuzz_lh.h"
 
-#include "heal.h"
-#include "proto/ftmpi.pb-c.h"
-#include "rank_server.h"
-#include "rpc.h"
-#include "store.h"
+#include "heal/heal.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "control/rank_server.h"
+#include "base/rpc.h"
+#include "control/store.h"
 
 #define CALL_MS 100
 

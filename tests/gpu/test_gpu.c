@@ -17,11 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "baby.h"
-#include "comm.h"
+#include "comm/baby.h"
+#include "comm/comm.h"
 #include "ftmpi_errors.h"
-#include "nccl_slice.h"
-#include "util.h"
+#include "comm/nccl_slice.h"
+#include "base/util.h"
 
 #define N 4099
 #define CHECK(c)                                                                  \

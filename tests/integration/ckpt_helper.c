@@ -101,7 +101,7 @@ static int save(const char *root, int64_t step, int r, int pause_ms)
     return st.failed == 0 ? 0 : 1;
 }
 
-/* Every rank loads from `where`; as the group does (ckpt.c), when the ranks
+/* Every rank loads from `where`; as the group does (state/ckpt_step.c), when the ranks
  * staged different steps (each checks only the shards it reads), they all
  * load the oldest of them.  *step_p: the step every rank loaded, or -1. */
 static int load_from(const char *root, const char *where, int r, int64_t *step_p)

@@ -43,14 +43,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "base/auth.h"
 #include "ftmpi_errors.h"
-#include "lighthouse_client.h"
-#include "log.h"
-#include "net.h"
-#include "proto/ftmpi.pb-c.h"
-#include "rpc.h"
-#include "util.h"
+#include "control/lighthouse_client.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/rpc.h"
+#include "base/util.h"
 
 #define PROBE_TIMEOUT_MS 5000
 

@@ -46,13 +46,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "base/auth.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
-#include "proto/ftmpi.pb-c.h"
-#include "rpc.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/rpc.h"
+#include "base/util.h"
 
 #define SIM_MAX_REPLY (64u << 20)
 #define SIM_RECONNECT_MS 500

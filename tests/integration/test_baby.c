@@ -36,14 +36,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "baby.h"
-#include "comm.h"
-#include "tcp.h"
+#include "base/auth.h"
+#include "comm/baby.h"
+#include "comm/comm.h"
+#include "comm/tcp.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 #define MAXN 3
 #define MAXCASES 64

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "baby_chan.h"
+#include "comm/baby_chan.h"
 #include "ftmpi_errors.h"
 
 int main(void)

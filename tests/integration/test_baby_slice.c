@@ -16,13 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "baby_slice.h"
+#include "comm/baby_slice.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "rpc.h"
-#include "sizes.h"
-#include "store.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/rpc.h"
+#include "base/sizes.h"
+#include "control/store.h"
+#include "base/util.h"
 
 #define WAIT_MS 60000
 

@@ -19,7 +19,7 @@
 
 #include "ftmpi.h"
 #include "group.h"
-#include "util.h"
+#include "base/util.h"
 
 static int failures, rank;
 

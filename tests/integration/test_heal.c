@@ -1,5 +1,5 @@
 /*
- * test_heal.c - healing over real sockets in one process (src/heal.c,
+ * test_heal.c - healing over real sockets in one process (src/heal/serve.c,
  * src/rank_server.c): a "source" rank server (a manager, so it also
  * answers CHECKPOINT_METADATA) serves registered buffers; a second
  * registry fetches them.  Covers chunked fetches, the step and open
@@ -21,7 +21,7 @@
  *
  * Mirrored buffers (fti_heal_register_copy, what device memory uses) are
  * played by a fake device: page-aligned memory kept PROT_NONE except
- * inside the copy callbacks, so any direct access by heal.c crashes the
+ * inside the copy callbacks, so any direct access by heal/serve.c crashes the
  * test.  The source serves through its mirror (copied out once per step,
  * on the loop thread or by fti_heal_refresh), the healer installs through
  * copy_in, the bytes equal; failing copies fail the heal.
@@ -46,12 +46,12 @@
 #include <cmocka.h>
 
 #include "ftmpi.h"
-#include "heal.h"
-#include "proto/ftmpi.pb-c.h"
-#include "rank_server.h"
-#include "rpc.h"
-#include "sizes.h"
-#include "util.h"
+#include "heal/heal.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "control/rank_server.h"
+#include "base/rpc.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 #define N_A 100000 /* doubles */
 #define N_B 777    /* bytes */

@@ -1,6 +1,6 @@
 /*
  * test_heal_stripe.c - striped healing over real sockets in one process
- * (src/heal_fetch.c, issue 15 item 4): three source registries, each
+ * (src/heal/fetch.c, issue 15 item 4): three source registries, each
  * behind its own rank server (which answers CHECKPOINT_METADATA as a
  * manager does), serve the same state; a fourth registry heals from all
  * three at once with fti_heal_stage_multi.  Covers:
@@ -29,10 +29,10 @@
 #include <cmocka.h>
 
 #include "ftmpi.h"
-#include "heal.h"
-#include "rank_server.h"
-#include "sizes.h"
-#include "util.h"
+#include "heal/heal.h"
+#include "control/rank_server.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 #define N_SRC 3
 #define W_BYTES (FTI_HEAL_SUM_BYTES * 2 + 12345) /* three pieces */

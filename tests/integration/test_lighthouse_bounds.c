@@ -23,10 +23,10 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "lighthouse.h"
-#include "lighthouse_client.h"
-#include "quorum.h"
-#include "util.h"
+#include "lighthouse/lighthouse.h"
+#include "control/lighthouse_client.h"
+#include "lighthouse/quorum.h"
+#include "base/util.h"
 
 #define CALL_TIMEOUT_MS 10000
 #define MAX_FINALIZED 4

@@ -23,9 +23,9 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "lighthouse.h"
-#include "lighthouse_client.h"
-#include "results.h"
+#include "lighthouse/lighthouse.h"
+#include "control/lighthouse_client.h"
+#include "control/results.h"
 
 #define MAX_GROUPS 200
 #define G0_RANKS 3

@@ -37,11 +37,11 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
-#include "proto/ftmpi.pb-c.h"
-#include "rpc.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/rpc.h"
+#include "base/util.h"
 
 #ifndef FTI_TEST_HOOKS
 #error "test_rpc needs rpc.c built with -DFTI_TEST_HOOKS (see src/base/Makefile.inc)"

@@ -20,12 +20,12 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "net.h"
-#include "proto/ftmpi.pb-c.h"
-#include "rpc.h"
-#include "slice.h"
-#include "store.h"
-#include "util.h"
+#include "base/net.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "base/rpc.h"
+#include "comm/slice.h"
+#include "control/store.h"
+#include "base/util.h"
 
 #define CALL_MS 5000
 

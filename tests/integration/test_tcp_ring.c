@@ -30,8 +30,8 @@
 
 #include "comm/tcp.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 #define MAXN 4
 #define MAXCASES 256

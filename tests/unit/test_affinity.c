@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "affinity.h"
+#include "comm/affinity.h"
 #include "ftmpi_errors.h"
-#include "log.h"
+#include "base/log.h"
 
 static char xml_2pkg[512], xml_8gpu[512], xml_nogpu[512];
 

@@ -23,12 +23,12 @@
 
 #include <cmocka.h>
 
-#include "auth.h"
+#include "base/auth.h"
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
-#include "rpc.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "base/rpc.h"
+#include "base/util.h"
 
 #define M_ECHO 7
 #define CALL_MS 5000

@@ -19,7 +19,7 @@
 
 #include "comm/comm.h"
 #include "ftmpi_errors.h"
-#include "util.h"
+#include "base/util.h"
 
 static void test_entries_complete(void **state)
 {
@@ -52,7 +52,7 @@ static void test_find(void **state)
     assert_int_equal(fti_backend_mpi.needs, FTI_COMM_NEEDS_WORLD);
     assert_ptr_equal(fti_comm_backend_find("baby-tcp"), &fti_backend_baby_tcp);
     assert_int_equal(fti_backend_baby_tcp.needs, FTI_COMM_NEEDS_STORE | FTI_COMM_NEEDS_CHILD);
-    assert_null(fti_comm_backend_find("auto")); /* resolved before the table (modeb.c) */
+    assert_null(fti_comm_backend_find("auto")); /* resolved before the table (mode/mode_b.c) */
     assert_null(fti_comm_backend_find("nccl9"));
     assert_null(fti_comm_backend_find(""));
     assert_null(fti_comm_backend_find(NULL));

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "sizes.h"
+#include "base/log.h"
+#include "base/sizes.h"
 
 #define N_LOGGERS 3
 #define N_LINES 4000

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "nccl_slice.h"
+#include "comm/nccl_slice.h"
 
 static void test_shrink(void **state)
 {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "quorum.h"
+#include "lighthouse/quorum.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 

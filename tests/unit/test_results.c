@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "ftmpi_errors.h"
-#include "results.h"
+#include "control/results.h"
 
 #define MAX_MEMBERS 8
 

@@ -17,10 +17,10 @@
 #include <string.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "settings.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/settings.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 /* A fake environment: up to 32 NAME=value pairs. */
 typedef struct fake_env {

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 /* Deterministic bytes (xorshift64*), so a failure can be reproduced. */
 static uint64_t rng_state = 0x2545F4914F6CDD1DULL;
