@@ -351,10 +351,9 @@ void fti_nccl_abort(fti_nccl_h n)
 {
     if (n == NULL || n->aborted || n->comm == NULL)
         return;
-#ifdef FTI_NCCL_REVOKE
-    /* stop what is in flight; abort does not wait for it to quiesce */
-    (void)ncclCommRevoke(n->comm, NCCL_REVOKE_DEFAULT);
-#endif
+    /* issue 29 item 3: abort alone stops the kernels; ncclCommRevoke
+     * before it is outside the header's contract (after revoke the state
+     * must reach success first) and in 2.28.9 both release the group job */
     (void)ncclCommAbort(n->comm);
     n->comm = NULL;
     n->aborted = 1;
