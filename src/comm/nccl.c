@@ -338,9 +338,18 @@ int fti_nccl_allreduce(fti_nccl_h n, void *buf, size_t count, enum fti_dtype dt,
         FTI_WARN("nccl: ncclAllReduce: %s (%s)", ncclGetErrorString(r), ncclGetLastError(n->comm));
         rc = FT_ERR_PROC_FAILED;
     } else {
-        if (staged)
-            (void)cudaMemcpyAsync(buf, dev, bytes, cudaMemcpyDeviceToHost, n->stream);
-        rc = wait_stream(n, deadline_ms);
+        /* issue 29 item 2: on a non-blocking communicator of 2 or more
+         * ranks ncclInProgress means NCCL's thread launches the kernel
+         * later: the copy back must wait until it is on the stream */
+        rc = r == ncclInProgress ? wait_comm(n->comm, deadline_ms, "allreduce enqueue")
+                                 : FT_SUCCESS;
+        if (rc == FT_SUCCESS && staged &&
+            cudaMemcpyAsync(buf, dev, bytes, cudaMemcpyDeviceToHost, n->stream) != cudaSuccess) {
+            FTI_WARN("nccl: the copy back of %zu staged bytes failed", bytes);
+            rc = FT_ERR_SYSTEM;
+        }
+        if (rc == FT_SUCCESS)
+            rc = wait_stream(n, deadline_ms);
     }
     if (rc != FT_SUCCESS)
         fti_nccl_abort(n);
