@@ -32,11 +32,16 @@ AC_DEFUN([FTMPI_CHECK_CUDA_NCCL], [
     AS_IF([test -d "$nccl_dir/targets/x86_64-linux/lib"], [nccl_libdir=$nccl_dir/targets/x86_64-linux/lib])
     save_CPPFLAGS=$CPPFLAGS; save_LIBS=$LIBS
     CPPFLAGS="$CPPFLAGS $CUDA_CPPFLAGS -I$nccl_dir/include"; LIBS="-L$nccl_libdir -lnccl $CUDA_LIBS $LIBS"
-    AC_MSG_CHECKING([for NCCL in $nccl_dir])
-    AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <nccl.h>]], [[int v; ncclGetVersion(&v);]])],
+    AC_MSG_CHECKING([for NCCL >= 2.18 in $nccl_dir])
+    dnl 2.18: the oldest NCCL the nccl backends run with; the later calls
+    dnl (ncclCommShrink, ncclCommRevoke) are looked up at run time
+    AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <nccl.h>
+#if !defined(NCCL_VERSION_CODE) || NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
+#error "NCCL older than 2.18"
+#endif]], [[int v; ncclGetVersion(&v);]])],
       [have_nccl=yes; NCCL_CPPFLAGS="-I$nccl_dir/include"; NCCL_LIBS="-L$nccl_libdir -Wl,-rpath,$nccl_libdir -lnccl"
        ftmpi_nccl_summary="yes ($nccl_dir)"],
-      [ftmpi_nccl_summary="not found in $nccl_dir"])
+      [ftmpi_nccl_summary="not found in $nccl_dir (or older than 2.18)"])
     AC_MSG_RESULT([$have_nccl])
     CPPFLAGS=$save_CPPFLAGS; LIBS=$save_LIBS])
   AS_IF([test "x$with_nccl" != xcheck && test "x$with_nccl" != xno && test "x$have_nccl" != xyes],

@@ -26,6 +26,9 @@
 #include <unistd.h>
 
 #include "comm/affinity.h"
+#ifdef FTMPI_HAVE_NCCL
+#include "comm/nccl_comm.h"
+#endif
 #include "ftmpi_errors.h"
 #include "base/settings.h"
 #include "base/sizes.h"
@@ -106,6 +109,12 @@ static void print_build(void)
     printf("  %-14s %s\n", "backends", FTMPI_BACKENDS_BUILT);
     printf("  %-14s %s\n", "CUDA", FTMPI_CUDA_SUMMARY);
     printf("  %-14s %s\n", "NCCL", FTMPI_NCCL_SUMMARY);
+#ifdef FTMPI_HAVE_NCCL
+    int v = fti_nccl_runtime_version();
+    printf("  %-14s %d.%d.%d loaded (shrink %s, revoke %s)\n", "NCCL runtime", v / 10000,
+           v / 100 % 100, v % 100, fti_nccl_can_shrink() ? "yes" : "no",
+           fti_nccl_can_revoke() ? "yes" : "no");
+#endif
 }
 
 /* Text of a value for the table: strings quoted so that empty shows. */

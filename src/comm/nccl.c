@@ -3,7 +3,10 @@
 #include "comm/nccl_comm.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nccl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,17 +15,57 @@
 #include "base/log.h"
 #include "base/util.h"
 
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
-#define FTI_NCCL_SHRINK 1
-#endif
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 7)
-#define FTI_NCCL_REVOKE 1
-#endif
-
 _Static_assert(sizeof(ncclUniqueId) == FTI_NCCL_ID_BYTES, "ncclUniqueId size");
 
 #define POLL_US 200       /* between polls of an NCCL or CUDA operation */
 #define FINALIZE_MS 2000  /* a polite finalize before destroy, else abort */
+
+/* The calls NCCL added after the configure minimum (2.18) are looked up in
+ * the loaded libnccl at run time (issue 29 item 4): a program linked here
+ * against a newer header must load and run with an older libnccl.so.2 (a
+ * PyTorch wheel's) found first, under immediate binding too.  Nothing of
+ * this file names them directly: `nm -D --undefined-only` of the library
+ * shows no NCCL symbol newer than 2.18 (tests/unit/test_nccl_symbols.sh). */
+#define SHRINK_MIN NCCL_VERSION(2, 27, 0)
+typedef ncclResult_t (*shrink_fn)(ncclComm_t, int *, int, ncclComm_t *, ncclConfig_t *, int);
+typedef ncclResult_t (*revoke_fn)(ncclComm_t, int);
+#define FTI_SHRINK_ABORT 0x01 /* NCCL_SHRINK_ABORT of 2.27 */
+
+static struct {
+    pthread_once_t once;
+    int version; /* ncclGetVersion of the loaded library */
+    shrink_fn shrink;
+    revoke_fn revoke;
+} late = {PTHREAD_ONCE_INIT, 0, NULL, NULL};
+
+/* the symbol in the libnccl.so.2 this process loaded (not RTLD_DEFAULT: a
+ * library dlopen'ed with RTLD_LOCAL, as Python does, is not in it) */
+static void *nccl_sym(const char *name)
+{
+    void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+    void *f = h ? dlsym(h, name) : NULL;
+    if (h)
+        dlclose(h);
+    return f ? f : dlsym(RTLD_DEFAULT, name);
+}
+
+static void late_resolve(void)
+{
+    if (ncclGetVersion(&late.version) != ncclSuccess)
+        late.version = 0;
+    if (late.version >= SHRINK_MIN) {
+        void *f = nccl_sym("ncclCommShrink");
+        memcpy(&late.shrink, &f, sizeof(f));
+    }
+    void *g = nccl_sym("ncclCommRevoke");
+    memcpy(&late.revoke, &g, sizeof(g));
+}
+
+int fti_nccl_runtime_version(void)
+{
+    pthread_once(&late.once, late_resolve);
+    return late.version;
+}
 
 struct fti_nccl {
     ncclComm_t comm;
@@ -45,20 +88,14 @@ void fti_nccl_stats(fti_nccl_stats_t *s)
 
 int fti_nccl_can_shrink(void)
 {
-#ifdef FTI_NCCL_SHRINK
-    return 1;
-#else
-    return 0;
-#endif
+    pthread_once(&late.once, late_resolve);
+    return late.shrink != NULL;
 }
 
 int fti_nccl_can_revoke(void)
 {
-#ifdef FTI_NCCL_REVOKE
-    return 1;
-#else
-    return 0;
-#endif
+    pthread_once(&late.once, late_resolve);
+    return late.revoke != NULL;
 }
 
 static void nap(void)
@@ -199,11 +236,17 @@ int fti_nccl_init(const unsigned char *id, int rank, int size, int device, int64
     return FT_SUCCESS;
 }
 
+/* Issue 29 item 1: a non-blocking ncclCommShrink returns with the child
+ * not yet stored and reports its progress on the PARENT; NCCL's thread
+ * stores the child into the slot later.  So the parent is polled, then the
+ * child; the slot lives on its own and is left allocated when the shrink
+ * fails before the child was stored (NCCL may still write it). */
 int fti_nccl_shrink(fti_nccl_h old, const int *exclude, int n_ex, int64_t deadline_ms,
                     fti_nccl_h *n_p)
 {
-#ifdef FTI_NCCL_SHRINK
-    if (old == NULL || old->aborted || n_ex < 1 || n_ex >= old->size)
+    if (!fti_nccl_can_shrink())
+        return FT_ERR_UNSUPPORTED;
+    if (old == NULL || old->aborted || n_ex < 0 || n_ex >= old->size || (n_ex > 0 && !exclude))
         return FT_ERR_ARG;
     int below = 0;
     for (int i = 0; i < n_ex; i++) {
@@ -216,26 +259,42 @@ int fti_nccl_shrink(fti_nccl_h old, const int *exclude, int n_ex, int64_t deadli
     int rc = handle_new(old->device, old->rank - below, old->size - n_ex, &n);
     if (rc != FT_SUCCESS)
         return rc;
+    ncclComm_t *slot = calloc(1, sizeof(*slot));
+    if (slot == NULL) {
+        fti_nccl_free(n);
+        return FT_ERR_NO_MEMORY;
+    }
     ncclConfig_t cfg = nonblocking();
-    ncclResult_t r = ncclCommShrink(old->comm, (int *)exclude, n_ex, &n->comm, &cfg,
-                                    NCCL_SHRINK_ABORT);
+    ncclResult_t r = late.shrink(old->comm, (int *)exclude, n_ex, slot, &cfg, FTI_SHRINK_ABORT);
     if (r != ncclSuccess && r != ncclInProgress) {
         FTI_WARN("nccl: ncclCommShrink: %s", ncclGetErrorString(r));
-        rc = FT_ERR_PROC_FAILED;
-    } else {
-        rc = wait_comm(n->comm, deadline_ms, "shrink");
+        free(slot); /* refused at once: NCCL keeps no pointer to it */
+        fti_nccl_free(n);
+        return FT_ERR_PROC_FAILED;
     }
+    rc = wait_comm(old->comm, deadline_ms, "shrink");
+    ncclComm_t child = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (rc == FT_SUCCESS && child == NULL) {
+        FTI_WARN("nccl: ncclCommShrink completed without a communicator");
+        rc = FT_ERR_PROC_FAILED;
+    }
+    if (rc == FT_SUCCESS)
+        rc = wait_comm(child, deadline_ms, "shrink (the new communicator)");
     if (rc != FT_SUCCESS) {
+        /* the caller aborts old, which ends NCCL's shrink job; a child
+         * already stored is aborted here, a slot still empty is left */
+        if (child != NULL) {
+            (void)ncclCommAbort(child);
+            free(slot);
+        }
         fti_nccl_free(n);
         return rc;
     }
+    free(slot);
+    n->comm = child;
     stats.shrinks++;
     *n_p = n;
     return FT_SUCCESS;
-#else
-    (void)old, (void)exclude, (void)n_ex, (void)deadline_ms, (void)n_p;
-    return FT_ERR_UNSUPPORTED;
-#endif
 }
 
 static int nccl_type(enum fti_dtype dt, ncclDataType_t *t_p)

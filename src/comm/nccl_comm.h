@@ -67,6 +67,10 @@ int fti_nccl_size(fti_nccl_h n);
 void fti_nccl_free(fti_nccl_h n);
 
 /* Whether this NCCL has ncclCommShrink / ncclCommRevoke (compile time). */
+/* The loaded libnccl's version (ncclGetVersion, e.g. 22809), and whether
+ * it has ncclCommShrink (2.27+) / ncclCommRevoke: looked up at run time,
+ * never linked (issue 29 item 4). */
+int fti_nccl_runtime_version(void);
 int fti_nccl_can_shrink(void);
 int fti_nccl_can_revoke(void);
 
