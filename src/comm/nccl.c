@@ -67,6 +67,8 @@ int fti_nccl_runtime_version(void)
     return late.version;
 }
 
+static void abort_bounded(ncclComm_t comm);
+
 struct fti_nccl {
     ncclComm_t comm;
     cudaStream_t stream;
@@ -228,6 +230,7 @@ int fti_nccl_init(const unsigned char *id, int rank, int size, int device, int64
         rc = wait_comm(n->comm, deadline_ms, "init");
     }
     if (rc != FT_SUCCESS) {
+        fti_nccl_abort(n); /* an init that did not complete: no finalize */
         fti_nccl_free(n);
         return rc;
     }
@@ -284,7 +287,7 @@ int fti_nccl_shrink(fti_nccl_h old, const int *exclude, int n_ex, int64_t deadli
         /* the caller aborts old, which ends NCCL's shrink job; a child
          * already stored is aborted here, a slot still empty is left */
         if (child != NULL) {
-            (void)ncclCommAbort(child);
+            abort_bounded(child);
             free(slot);
         }
         fti_nccl_free(n);
@@ -415,6 +418,61 @@ int fti_nccl_allreduce(fti_nccl_h n, void *buf, size_t count, enum fti_dtype dt,
     return rc;
 }
 
+/* ncclCommAbort on a thread of its own, waited for ABORT_MS at most (issue
+ * 29 item 7: in process, an abort stuck on a dead peer's kernels must not
+ * hold the caller without a deadline).  Whoever of the two finishes last
+ * frees the record; an abort still running is left in the background and
+ * its communicator leaks (said once). */
+#define ABORT_MS 5000
+struct abort_job {
+    ncclComm_t comm;
+    int state; /* 0 running, 1 done, 2 the caller left */
+};
+
+static void *abort_main(void *arg)
+{
+    struct abort_job *j = arg;
+    (void)ncclCommAbort(j->comm);
+    if (__atomic_exchange_n(&j->state, 1, __ATOMIC_ACQ_REL) == 2)
+        free(j);
+    return NULL;
+}
+
+static void abort_bounded(ncclComm_t comm)
+{
+    static int warned;
+    struct abort_job *j = calloc(1, sizeof(*j));
+    pthread_t t;
+    pthread_attr_t a;
+    if (j == NULL || pthread_attr_init(&a) != 0) {
+        free(j);
+        (void)ncclCommAbort(comm); /* no thread to spare: abort here */
+        return;
+    }
+    j->comm = comm;
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int started = pthread_create(&t, &a, abort_main, j) == 0;
+    pthread_attr_destroy(&a);
+    if (!started) {
+        free(j);
+        (void)ncclCommAbort(comm);
+        return;
+    }
+    int64_t end = fti_now_ms() + ABORT_MS;
+    while (__atomic_load_n(&j->state, __ATOMIC_ACQUIRE) == 0 && fti_now_ms() < end)
+        nap();
+    if (__atomic_exchange_n(&j->state, 2, __ATOMIC_ACQ_REL) == 1) {
+        free(j);
+        return;
+    }
+    if (!warned) {
+        warned = 1;
+        FTI_WARN("nccl: ncclCommAbort did not return in %d ms; it goes on in the background "
+                 "and its communicator's resources stay held (baby-nccl, whose child is "
+                 "killed instead, never blocks like this)", ABORT_MS);
+    }
+}
+
 void fti_nccl_abort(fti_nccl_h n)
 {
     if (n == NULL || n->aborted || n->comm == NULL)
@@ -422,7 +480,7 @@ void fti_nccl_abort(fti_nccl_h n)
     /* issue 29 item 3: abort alone stops the kernels; ncclCommRevoke
      * before it is outside the header's contract (after revoke the state
      * must reach success first) and in 2.28.9 both release the group job */
-    (void)ncclCommAbort(n->comm);
+    abort_bounded(n->comm);
     n->comm = NULL;
     n->aborted = 1;
     stats.aborts++;

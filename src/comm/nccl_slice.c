@@ -198,10 +198,18 @@ static int nccl_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_
     int rc = r->size == 1 ? fti_nccl_unique_id(plan.id)
                           : fti_nccl_rendezvous(r, &mine, fti_nccl_can_shrink(), local_id, NULL,
                                                 deadline_ms, &plan);
+    /* issue 29 item 7: an old communicator the plan does not shrink is
+     * aborted before the new one is built (its kernels and memory gone
+     * first); a shrunk one after (the shrink stopped its operations) */
+    if (old && (rc != FT_SUCCESS || !plan.shrink)) {
+        fti_nccl_abort(old);
+        fti_nccl_free(old);
+        old = NULL;
+    }
     if (rc == FT_SUCCESS)
         rc = build(r, &plan, old, old_token, deadline_ms, &c->n, &c->token);
     if (old)
-        fti_nccl_abort(old); /* shrunk (its operations stopped) or not wanted */
+        fti_nccl_abort(old);
     fti_nccl_free(old);
     if (rc != FT_SUCCESS) {
         free(c);
