@@ -127,8 +127,8 @@ static int auto_slice(struct fti_step *s, fti_comm_h *c_p)
     const struct fti_comm_backend *b = fti_comm_backend_find("nccl");
     if (b == NULL)
         return FT_ERR_UNSUPPORTED;
-    if (D.slice != NULL && D.quorum_id == s->slice_quorum_id) {
-        *c_p = D.slice;
+    if (D.quorum_id == s->slice_quorum_id && D.quorum_id != -1) {
+        *c_p = D.slice; /* NULL: this quorum stages through host memory */
         return FT_SUCCESS;
     }
     fti_comm_destroy(D.slice);
@@ -143,6 +143,14 @@ static int auto_slice(struct fti_step *s, fti_comm_h *c_p)
         .connect_timeout_ms = s->cfg.connect_timeout_ms,
     };
     int rc = fti_comm_create(b, &r, fti_now_ms() + s->cfg.timeout_ms, &D.slice);
+    if (rc == FT_ERR_UNSUPPORTED) {
+        /* members share a GPU (NCCL refuses it; nccl_slice.c says so once)
+         * or no NCCL here: this quorum stages through host memory */
+        D.slice = NULL;
+        D.quorum_id = s->slice_quorum_id;
+        *c_p = NULL;
+        return FT_SUCCESS;
+    }
     if (rc != FT_SUCCESS) {
         FTI_WARN("quorum %" PRId64 ": nccl slice of %d for device buffers not built: %s",
                  r.quorum_id, r.size, FT_Error_string(rc));
@@ -207,6 +215,7 @@ int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf,
     if (rc != FT_SUCCESS && c != NULL && c == D.slice) {
         fti_comm_destroy(D.slice); /* dead: the next quorum builds a new one */
         D.slice = NULL;
+        D.quorum_id = -1;
     }
     return rc;
 }

@@ -364,11 +364,14 @@ static int baby_nccl_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms,
         rc = fti_baby_start(c->runner, deadline_ms);
     fti_nccl_plan_t plan;
     memset(&plan, 0, sizeof(plan));
-    fti_nccl_member_t none = {0, -1, 0};
+    fti_nccl_member_t none = {0, -1, 0, {0}};
+    fti_nccl_gpu_uuid(none.gpu);
     if (rc == FT_SUCCESS)
         rc = r->size == 1 ? child_id(c->runner, plan.id)
                           : fti_nccl_rendezvous(r, &none, 0, child_id, c->runner, deadline_ms,
                                                 &plan);
+    if (rc == FT_SUCCESS && plan.shared_gpu)
+        rc = FT_ERR_UNSUPPORTED; /* NCCL refuses two members on one GPU */
     if (rc == FT_SUCCESS)
         rc = child_init(c, r, plan.id, deadline_ms);
     if (rc != FT_SUCCESS) {

@@ -156,6 +156,17 @@ static int wait_stream(struct fti_nccl *n, int64_t deadline_ms)
     }
 }
 
+void fti_nccl_gpu_uuid(unsigned char *uuid)
+{
+    int dev = -1;
+    struct cudaDeviceProp p;
+    memset(uuid, 0, 16);
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess)
+        memcpy(uuid, p.uuid.bytes, 16);
+    else
+        (void)cudaGetLastError();
+}
+
 int fti_nccl_unique_id(unsigned char *id)
 {
     ncclUniqueId u;

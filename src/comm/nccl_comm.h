@@ -33,6 +33,9 @@ typedef struct fti_nccl *fti_nccl_h;
  * process that calls it runs NCCL's bootstrap root for that id. */
 int fti_nccl_unique_id(unsigned char *id);
 
+/* The current CUDA device's UUID into uuid (16 bytes); all 0 when unknown. */
+void fti_nccl_gpu_uuid(unsigned char *uuid);
+
 /* rank of size joins the communicator of id on CUDA device `device` (-1:
  * the current one) before deadline_ms.  Release with fti_nccl_free. */
 int fti_nccl_init(const unsigned char *id, int rank, int size, int device, int64_t deadline_ms,

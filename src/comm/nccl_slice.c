@@ -48,6 +48,19 @@ void fti_nccl_decide(const fti_nccl_member_t *m, int size, fti_nccl_plan_t *plan
     plan->shrink = 1;
 }
 
+int fti_nccl_shared_gpu(const fti_nccl_member_t *m, int size)
+{
+    static const unsigned char zero[16];
+    for (int i = 0; i < size; i++) {
+        if (!memcmp(m[i].gpu, zero, sizeof(zero)))
+            continue;
+        for (int j = i + 1; j < size; j++)
+            if (!memcmp(m[i].gpu, m[j].gpu, sizeof(zero)))
+                return 1;
+    }
+    return 0;
+}
+
 static void member_key(char *buf, size_t len, const fti_comm_rendezvous_t *r, int rr)
 {
     char base[96];
@@ -85,9 +98,10 @@ static int lead(fti_rpc_client_h store, const fti_comm_rendezvous_t *r,
     }
     if (rc == FT_SUCCESS) {
         memset(plan, 0, sizeof(*plan));
-        if (allow_shrink)
+        plan->shared_gpu = fti_nccl_shared_gpu(m, r->size);
+        if (allow_shrink && !plan->shared_gpu)
             fti_nccl_decide(m, r->size, plan);
-        if (!plan->shrink)
+        if (!plan->shrink && !plan->shared_gpu)
             rc = make_id(ctx, plan->id);
     }
     if (rc == FT_SUCCESS) {
@@ -190,9 +204,10 @@ static int nccl_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_
     uint64_t old_token = parked.token;
     parked.n = NULL;
     parked.token = 0;
-    fti_nccl_member_t mine = {0, -1, 0};
+    fti_nccl_member_t mine = {0, -1, 0, {0}};
     if (fti_nccl_ok(old))
-        mine = (fti_nccl_member_t){old_token, fti_nccl_rank(old), fti_nccl_size(old)};
+        mine = (fti_nccl_member_t){old_token, fti_nccl_rank(old), fti_nccl_size(old), {0}};
+    fti_nccl_gpu_uuid(mine.gpu);
     fti_nccl_plan_t plan;
     memset(&plan, 0, sizeof(plan));
     int rc = r->size == 1 ? fti_nccl_unique_id(plan.id)
@@ -201,6 +216,16 @@ static int nccl_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_
     /* issue 29 item 7: an old communicator the plan does not shrink is
      * aborted before the new one is built (its kernels and memory gone
      * first); a shrunk one after (the shrink stopped its operations) */
+    if (rc == FT_SUCCESS && plan.shared_gpu) {
+        static int said;
+        if (!said) {
+            said = 1;
+            FTI_WARN("nccl: members of quorum %" PRId64 " share a GPU, which NCCL refuses: no "
+                     "NCCL communicator for them (FTMPI_BACKEND=auto stages device buffers "
+                     "through host memory instead; said once)", r->quorum_id);
+        }
+        rc = FT_ERR_UNSUPPORTED;
+    }
     if (old && (rc != FT_SUCCESS || !plan.shrink)) {
         fti_nccl_abort(old);
         fti_nccl_free(old);

@@ -20,10 +20,13 @@
 typedef struct fti_nccl_member {
     uint64_t token;
     int32_t rank, size;
+    unsigned char gpu[16]; /* the member's GPU's UUID; all 0 = unknown */
 } fti_nccl_member_t;
 
 /* The decision: shrink (n_exclude > 0, exclude ascending) or init (id). */
 typedef struct fti_nccl_plan {
+    int shared_gpu; /* two members on one GPU: no NCCL communicator (NCCL
+                     * refuses it); device buffers go through host memory */
     int shrink;
     int n_exclude;
     int exclude[FTI_NCCL_ID_BYTES / sizeof(int)];
@@ -42,6 +45,11 @@ int fti_nccl_rendezvous(const fti_comm_rendezvous_t *r, const fti_nccl_member_t 
  * size), the new quorum is smaller, and the old ranks ascend with the
  * replica ranks; otherwise plan->shrink = 0. */
 void fti_nccl_decide(const fti_nccl_member_t *m, int size, fti_nccl_plan_t *plan);
+
+/* 1 when two of the size members name the same GPU (a known UUID): NCCL
+ * refuses such a communicator ("Duplicate GPU detected"), issue 29 item 5.
+ * Pure; the rendezvous' leader decides it for everyone (plan.shared_gpu). */
+int fti_nccl_shared_gpu(const fti_nccl_member_t *m, int size);
 
 /* A communicator's token after a full init from id in quorum q, or after a
  * shrink of token in quorum q. */
