@@ -242,8 +242,10 @@ static int ipc_allreduce(struct baby_nccl_comm *c, void *dev, size_t count, enum
     int rc = alloc_of(dev, &base, &alloc);
     cudaIpcMemHandle_t h;
     if (rc == FT_SUCCESS && cudaIpcGetMemHandle(&h, base) != cudaSuccess) {
-        FTI_WARN("baby-nccl: no CUDA IPC handle for %p (%s)", (void *)base,
-                 cudaGetErrorString(cudaGetLastError()));
+        /* cudaMallocAsync pools, cuMemCreate (PyTorch's expandable
+         * segments): the caller stages it through a cudaMalloc buffer */
+        FTI_DEBUG("baby-nccl: no CUDA IPC handle for %p (%s)", (void *)base,
+                  cudaGetErrorString(cudaGetLastError()));
         rc = FT_ERR_UNSUPPORTED;
     }
     if (rc != FT_SUCCESS)
@@ -267,10 +269,12 @@ static int ipc_allreduce(struct baby_nccl_comm *c, void *dev, size_t count, enum
     return rc;
 }
 
-/* Host buffer buf (bytes) into the staging buffer, *dev_p set to it. */
+/* buf (bytes; host memory, or device memory IPC cannot export) into the
+ * staging buffer (cudaMalloc'ed: exportable), *dev_p set to it. */
 static int stage_in(struct baby_nccl_comm *c, const void *buf, size_t bytes, void **dev_p)
 {
     if (c->stage_bytes < bytes) {
+        /* no child maps it now: the child unmaps after every collective */
         cudaFree(c->stage);
         c->stage = NULL;
         c->stage_bytes = 0;
@@ -278,11 +282,23 @@ static int stage_in(struct baby_nccl_comm *c, const void *buf, size_t bytes, voi
             return FT_ERR_NO_MEMORY;
         c->stage_bytes = bytes;
     }
-    /* from pageable memory the DMA may still run when this returns: it is
-     * on the legacy default stream, which order_input waits for */
-    if (cudaMemcpy(c->stage, buf, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+    /* from pageable memory the DMA may still run when this returns, and a
+     * device-to-device copy is asynchronous: both are on the legacy default
+     * stream, which order_input waits for */
+    if (cudaMemcpy(c->stage, buf, bytes, cudaMemcpyDefault) != cudaSuccess)
         return FT_ERR_SYSTEM;
     *dev_p = c->stage;
+    return FT_SUCCESS;
+}
+
+/* The reduced staging buffer back into buf; done when this returns. */
+static int stage_out(struct baby_nccl_comm *c, void *buf, size_t bytes)
+{
+    if (cudaMemcpy(buf, c->stage, bytes, cudaMemcpyDefault) != cudaSuccess ||
+        cudaStreamSynchronize(cudaStreamLegacy) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return FT_ERR_SYSTEM;
+    }
     return FT_SUCCESS;
 }
 
@@ -302,9 +318,19 @@ static int baby_nccl_allreduce(fti_comm_h comm, void *buf, size_t count, enum ft
     int rc = is_device(buf) ? FT_SUCCESS : stage_in(c, buf, bytes, &dev);
     if (rc == FT_SUCCESS)
         rc = ipc_allreduce(c, dev, count, dt, op, deadline_ms);
-    if (rc == FT_SUCCESS && dev != buf &&
-        cudaMemcpy(buf, dev, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
-        rc = FT_ERR_SYSTEM;
+    if (rc == FT_ERR_UNSUPPORTED && dev == buf) {
+        /* issue 29 item 6: device memory CUDA IPC cannot export is staged
+         * through the exportable stage buffer instead of failing */
+        static atomic_int said;
+        if (atomic_exchange(&said, 1) == 0)
+            FTI_WARN("baby-nccl: device memory CUDA IPC cannot export (cudaMallocAsync pools, "
+                     "cuMemCreate): copied through a cudaMalloc buffer (said once)");
+        rc = stage_in(c, buf, bytes, &dev);
+        if (rc == FT_SUCCESS)
+            rc = ipc_allreduce(c, dev, count, dt, op, deadline_ms);
+    }
+    if (rc == FT_SUCCESS && dev != buf)
+        rc = stage_out(c, buf, bytes);
     if (rc != FT_SUCCESS && rc != FT_ERR_UNSUPPORTED && rc != FT_ERR_ARG) {
         c->dead = 1;
         child_event_close(c);     /* before its child goes, where we still can */

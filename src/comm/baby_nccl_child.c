@@ -19,15 +19,8 @@
 #include "base/log.h"
 #include "comm/nccl_comm.h"
 
-#define MAX_OPEN 64 /* IPC mappings kept; the oldest is closed beyond */
-
 static struct {
     fti_nccl_h comm;
-    struct {
-        unsigned char handle[FTI_BABY_IPC_BYTES];
-        char *base;
-    } open[MAX_OPEN];
-    int n_open, next;
     /* the rank's event, opened from rank_handle (NULL: none yet) */
     cudaEvent_t rank_ev;
     unsigned char rank_handle[FTI_BABY_IPC_BYTES];
@@ -42,9 +35,6 @@ void fti_baby_nccl_drop(void)
 {
     fti_nccl_free(C.comm);
     C.comm = NULL;
-    for (int i = 0; i < C.n_open; i++)
-        (void)cudaIpcCloseMemHandle(C.open[i].base);
-    C.n_open = C.next = 0;
     if (C.rank_ev)
         (void)cudaEventDestroy(C.rank_ev);
     C.rank_ev = NULL;
@@ -117,32 +107,22 @@ static size_t record_done(fti_baby_nccl_done_t *d)
     return sizeof(*d);
 }
 
+/* The rank's allocation of handle, mapped for one collective (issue 29
+ * item 6): no mapping is kept across commands, so none is open while the
+ * rank frees the memory (its stage buffer when it grows, a user buffer) --
+ * undefined behaviour by the CUDA header.  Closed by do_allreduce once the
+ * collective is complete (fti_nccl_allreduce waits for its stream). */
 static int mapped(const unsigned char *handle, char **base_p)
 {
-    for (int i = 0; i < C.n_open; i++) {
-        if (memcmp(C.open[i].handle, handle, FTI_BABY_IPC_BYTES) == 0) {
-            *base_p = C.open[i].base;
-            return FT_SUCCESS;
-        }
-    }
     cudaIpcMemHandle_t h;
     memcpy(&h, handle, sizeof(h));
     void *p = NULL;
     cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
     if (e != cudaSuccess) {
         FTI_WARN("ftmpi-baby: cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
+        (void)cudaGetLastError();
         return FT_ERR_ARG;
     }
-    int slot;
-    if (C.n_open < MAX_OPEN) {
-        slot = C.n_open++;
-    } else {
-        slot = C.next;
-        (void)cudaIpcCloseMemHandle(C.open[slot].base);
-        C.next = (C.next + 1) % MAX_OPEN;
-    }
-    memcpy(C.open[slot].handle, handle, FTI_BABY_IPC_BYTES);
-    C.open[slot].base = p;
     *base_p = p;
     return FT_SUCCESS;
 }
@@ -173,6 +153,13 @@ static int do_allreduce(const fti_baby_nccl_allreduce_t *a, int64_t deadline_ms,
                                 (enum fti_dtype)a->dtype, (enum fti_op)a->op, deadline_ms);
     if (rc == FT_SUCCESS)
         *rlen = record_done(done);
+    /* the collective is complete (or its communicator aborted): unmap
+     * before the reply lets the rank free the memory */
+    if (base != NULL && cudaIpcCloseMemHandle(base) != cudaSuccess) {
+        FTI_WARN("ftmpi-baby: cudaIpcCloseMemHandle: %s", cudaGetErrorString(cudaGetLastError()));
+        if (rc == FT_SUCCESS)
+            rc = FT_ERR_SYSTEM;
+    }
     return rc;
 }
 
