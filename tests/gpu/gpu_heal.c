@@ -10,7 +10,9 @@
  * "final steps=... sum=<hex checksum of w>".  "step N loss X" lines follow
  * ft_sgd's, so the e2e helpers can follow the steps.
  *
- *   gpu_heal [--steps N] [--count C] [--sleep-ms M]
+ *   gpu_heal [--steps N] [--count C] [--sleep-ms M] [--host 1]
+ * --host 1: the weights in host memory (the heal benchmark's baseline); the
+ * healed line gives the first FT_Quorum's time, which includes the heal.
  * Exit 0 when every step committed; 77 without a device.
  */
 #include <cuda_runtime_api.h>
@@ -38,8 +40,16 @@ static void sleep_ms(int ms)
 
 /* One step: FT_AVG of the step's gradient in g (device), w += g on
  * commit (h: host scratch of count floats). */
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static int one_step(float *w, float *g, float *h, int count, int *healed)
 {
+    double t0 = now_ms();
     int rc = FT_Quorum(0), committed = 0;
     if (rc != FT_SUCCESS)
         return rc;
@@ -47,24 +57,25 @@ static int one_step(float *w, float *g, float *h, int count, int *healed)
     if (*healed < 0) {
         *healed = (int)step;
         if (step > 0)
-            printf("healed at step %lld\n", (long long)step);
+            printf("healed at step %lld (first FT_Quorum with the heal: heal_ms=%.1f)\n",
+                   (long long)step, now_ms() - t0);
     }
     size_t bytes = (size_t)count * sizeof(float);
     for (int i = 0; i < count; i++)
         h[i] = (float)((i + step) % 7);
-    if (cudaMemcpy(g, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+    if (cudaMemcpy(g, h, bytes, cudaMemcpyDefault) != cudaSuccess)
         return fail("copy in", 0);
     rc = FT_Allreduce(MPI_IN_PLACE, g, count, MPI_FLOAT, ftmpi_op_avg, FT_COMM_REPLICAS);
     int crc = FT_Commit(&committed);
     if (rc != FT_SUCCESS || crc != FT_SUCCESS || !committed)
         return rc != FT_SUCCESS ? rc : crc != FT_SUCCESS ? crc : FT_ERR_ABORTED;
     float *hw = h + count;
-    if (cudaMemcpy(hw, w, bytes, cudaMemcpyDeviceToHost) != cudaSuccess ||
-        cudaMemcpy(h, g, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+    if (cudaMemcpy(hw, w, bytes, cudaMemcpyDefault) != cudaSuccess ||
+        cudaMemcpy(h, g, bytes, cudaMemcpyDefault) != cudaSuccess)
         return fail("copy out", 0);
     for (int i = 0; i < count; i++)
         hw[i] += h[i];
-    if (cudaMemcpy(w, hw, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+    if (cudaMemcpy(w, hw, bytes, cudaMemcpyDefault) != cudaSuccess)
         return fail("update", 0);
     printf("step %lld loss %g\n", (long long)FT_Step(), (double)hw[1]);
     fflush(stdout);
@@ -73,7 +84,7 @@ static int one_step(float *w, float *g, float *h, int count, int *healed)
 
 int main(int argc, char **argv)
 {
-    int steps = 40, count = 1 << 20, pause = 0, n = 0;
+    int steps = 40, count = 1 << 20, pause = 0, n = 0, on_host = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--steps"))
             steps = atoi(argv[i + 1]);
@@ -81,6 +92,8 @@ int main(int argc, char **argv)
             count = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--sleep-ms"))
             pause = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--host"))
+            on_host = atoi(argv[i + 1]); /* w in host memory: the bench's baseline */
     }
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)
         return 77;
@@ -90,8 +103,11 @@ int main(int argc, char **argv)
         return fail("FT_Init", rc);
     size_t bytes = (size_t)count * sizeof(float);
     float *w = NULL, *g = NULL, *h = malloc(2 * bytes);
-    if (h == NULL || cudaMalloc((void **)&w, bytes) != cudaSuccess ||
-        cudaMalloc((void **)&g, bytes) != cudaSuccess || cudaMemset(w, 0, bytes) != cudaSuccess)
+    if (on_host)
+        w = calloc(1, bytes);
+    else if (cudaMalloc((void **)&w, bytes) != cudaSuccess || cudaMemset(w, 0, bytes) != cudaSuccess)
+        w = NULL;
+    if (h == NULL || w == NULL || cudaMalloc((void **)&g, bytes) != cudaSuccess)
         return fail("memory", 0);
     rc = FT_State_register("w", w, bytes);
     if (rc != FT_SUCCESS)
@@ -107,7 +123,7 @@ int main(int argc, char **argv)
     }
     if (FT_Step() < steps)
         return fail("steps committed", (int)FT_Step());
-    if (cudaMemcpy(h, w, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+    if (cudaMemcpy(h, w, bytes, cudaMemcpyDefault) != cudaSuccess)
         return fail("final copy", 0);
     uint64_t sum = 0;
     for (int i = 0; i < count; i++) {
