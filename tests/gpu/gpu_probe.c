@@ -25,12 +25,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "baby.h"
-#include "comm.h"
+#include "comm/baby.h"
+#include "comm/comm.h"
 #include "ftmpi_errors.h"
-#include "nccl_comm.h"
-#include "nccl_slice.h"
-#include "util.h"
+#include "comm/nccl_comm.h"
+#include "comm/nccl_slice.h"
+#include "base/util.h"
 
 #define CHECK(c)                                                                  \
     do {                                                                          \
