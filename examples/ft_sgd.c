@@ -98,6 +98,11 @@
  * moved the step without a commit (a load or a heal replaced only this
  * rank's block) the group all-gathers the blocks (step_regather).
  *
+ * --localsgd H / --diloco H (ft_sgd_outer.c): the groups train alone and
+ * sync every H inner steps through FT_Outer_* (LocalSGD averages the
+ * parameters, DiLoCo applies an outer Nesterov step to the averaged
+ * pseudo-gradient); --steps counts inner steps, step lines count syncs.
+ *
  * --dump FILE writes the raw parameter bytes at the end (rank 0 to FILE,
  * group rank g > 0 to FILE.g; in mode B FILE.<replica id> and
  * FILE.<replica id>.g), so tests can compare groups with cmp.
@@ -127,6 +132,7 @@
 #include <mpi.h>
 
 #include "ftmpi.h"
+#include "ft_sgd_outer.h"
 
 #define NOISE_TABLE 65521  /* prime: per-sample windows wrap at different places */
 #define CENTER_NORM2 4.0   /* |c|^2: the class means are +-c */
@@ -148,6 +154,9 @@ struct opts {
     long shard; /* --shard 1: each rank registers its block of the parameters */
     long ftmpi_mem; /* --ftmpi-mem 1: the gradient lives in ftmpi_mem_alloc memory */
     int die_in_commit;
+    const char *die_where; /* as given: compute, commit, inner (--localsgd/--diloco) */
+    long localsgd, diloco; /* H of --localsgd / --diloco, 0 off */
+    double outer_lr, outer_momentum;
     double lr;
     uint64_t seed;
     uint64_t init_seed;
@@ -179,7 +188,9 @@ struct app {
     double initial;   /* eval loss of the initial parameters */
     long attempts, commits_here, quorum_failures;
     int lost;   /* the group lost a rank: leave */
+    int64_t outer_target; /* --localsgd / --diloco: FT_Step() at the end */
     int g_busy; /* g belongs to an abandoned MPI request: never free it */
+    FT_Outer outer; /* --localsgd / --diloco (ft_sgd_outer.c) */
 };
 
 /* What one step did (train_step's parts fill it). */
@@ -377,7 +388,14 @@ static void usage(FILE *out)
             "                     and reshard them for another group size); after a heal\n"
             "                     or a load the group all-gathers the blocks\n"
             "  --ftmpi-mem 1      the gradient in ftmpi_mem_alloc memory, replaced after a\n"
-            "                     failed FT_Allreduce (what FTMPI_MODEB_ZERO_COPY=1 asks)\n");
+            "                     failed FT_Allreduce (what FTMPI_MODEB_ZERO_COPY=1 asks)\n"
+            "  --localsgd H       LocalSGD: groups train alone, their parameters are averaged\n"
+            "                     every H inner steps (FT_Outer_*; --steps counts inner steps,\n"
+            "                     --die-at-step counts syncs, --die-where also takes inner)\n"
+            "  --diloco H         DiLoCo: every H inner steps the pseudo-gradients are\n"
+            "                     averaged and an outer Nesterov step updates the parameters\n"
+            "  --outer-lr X       DiLoCo's outer learning rate (default 1.0)\n"
+            "  --outer-momentum X DiLoCo's outer Nesterov momentum (default 0.5)\n");
 }
 
 static int parse_long(const char *name, const char *s, long min, long *v_p)
@@ -412,6 +430,8 @@ static const struct long_flag {
     {"--group-timeout-ms", offsetof(struct opts, group_timeout_ms), 1},
     {"--shard", offsetof(struct opts, shard), 0},
     {"--ftmpi-mem", offsetof(struct opts, ftmpi_mem), 0},
+    {"--localsgd", offsetof(struct opts, localsgd), 1},
+    {"--diloco", offsetof(struct opts, diloco), 1},
 };
 
 static void opts_default(struct opts *o)
@@ -430,6 +450,9 @@ static void opts_default(struct opts *o)
     o->die_at_step = -1;
     o->lr = 0.5;
     o->seed = 42;
+    o->die_where = "compute";
+    o->outer_lr = 1.0;
+    o->outer_momentum = 0.5;
 }
 
 /* One flag A with its value VAL: 0, or -1 after a message. */
@@ -441,11 +464,21 @@ static int parse_flag(struct opts *o, const char *a, const char *val)
             return parse_long(a, val, long_flags[i].min,
                               (long *)((char *)o + long_flags[i].offset));
     if (!strcmp(a, "--die-where")) {
-        if (strcmp(val, "compute") != 0 && strcmp(val, "commit") != 0) {
-            fprintf(stderr, "ft_sgd: --die-where '%s': expected compute or commit\n", val);
+        if (strcmp(val, "compute") != 0 && strcmp(val, "commit") != 0 &&
+            strcmp(val, "inner") != 0) {
+            fprintf(stderr, "ft_sgd: --die-where '%s': expected compute, commit or inner\n", val);
             return -1;
         }
         o->die_in_commit = !strcmp(val, "commit");
+        o->die_where = val;
+    } else if (!strcmp(a, "--outer-lr") || !strcmp(a, "--outer-momentum")) {
+        char *end;
+        double x = strtod(val, &end);
+        if (end == val || *end != '\0' || !(x >= 0)) {
+            fprintf(stderr, "ft_sgd: %s '%s': expected a number >= 0\n", a, val);
+            return -1;
+        }
+        *(!strcmp(a, "--outer-lr") ? &o->outer_lr : &o->outer_momentum) = x;
     } else if (!strcmp(a, "--seed") || !strcmp(a, "--init-seed")) {
         if (parse_long(a, val, 0, &v))
             return -1;
@@ -492,6 +525,18 @@ static int parse_args(int argc, char **argv, struct opts *o)
     }
     if (o->max_attempts < 0)
         o->max_attempts = 10 * o->steps + 100;
+    if (o->localsgd && o->diloco) {
+        fprintf(stderr, "ft_sgd: --localsgd and --diloco: choose one\n");
+        return -1;
+    }
+    if ((o->localsgd || o->diloco) && o->shard) {
+        fprintf(stderr, "ft_sgd: --shard does not go with --localsgd or --diloco\n");
+        return -1;
+    }
+    if (!(o->localsgd || o->diloco) && !strcmp(o->die_where, "inner")) {
+        fprintf(stderr, "ft_sgd: --die-where inner needs --localsgd or --diloco\n");
+        return -1;
+    }
     if ((size_t)o->features + 2 > (size_t)INT32_MAX) {
         fprintf(stderr, "ft_sgd: --features too large for one allreduce\n");
         return -1;
@@ -703,7 +748,9 @@ static int model_init(struct app *a)
         a->w[j] = (float)((uniform01(&s) - 0.5) * init_scale);
 
     int rc;
-    if (o->shard) {
+    if (o->localsgd || o->diloco) {
+        rc = FT_SUCCESS; /* w is the local inner state: FT_Outer registers the global copy */
+    } else if (o->shard) {
         long lo, hi;
         my_part(a->F + 1, a->nranks, a->rank, &lo, &hi);
         rc = FT_State_register_shard("weights", a->w + lo, MPI_FLOAT, a->F + 1, lo, hi - lo);
@@ -858,6 +905,44 @@ static int train_step(struct app *a)
     return 0;
 }
 
+/* --localsgd / --diloco: one inner step (ft_sgd_outer.h): the gradient of
+ * this rank's part of the group's batch at index, summed in the group,
+ * then an SGD step on the local parameters.  No FT_ call. */
+static int outer_inner(void *ctx, int64_t index, int participants, int replica_rank,
+                       float *loss_p)
+{
+    struct app *a = ctx;
+    struct step s = {.step = index, .participants = participants, .replica_rank = replica_rank};
+    compute_gradient(a, &s);
+    if (a->o.sleep_ms > 0)
+        sleep_ms(a->o.sleep_ms);
+    if (a->nranks > 1 && group_sum(a->group, a->g, a->n, a->o.group_timeout_ms) != 0) {
+        printf("group lost at step %" PRId64 ": the in-group sum did not complete in "
+               "%ld ms (rank %d)\n", FT_Step(), a->o.group_timeout_ms, a->rank);
+        a->g_busy = 1;
+        return 1;
+    }
+    for (long j = 0; j <= a->F; j++)
+        a->w[j] -= (float)a->step_size * a->g[j];
+    *loss_p = a->g[a->F + 1];
+    return 0;
+}
+
+/* --localsgd / --diloco: the whole run.  1 when the group is lost. */
+static int outer_run(struct app *a)
+{
+    const struct opts *o = &a->o;
+    struct sgd_outer_cfg c = {
+        .diloco = o->diloco > 0, .sync_every = o->diloco > 0 ? o->diloco : o->localsgd,
+        .lr = o->outer_lr, .mu = o->outer_momentum, .inner_steps = o->steps,
+        .max_attempts = o->max_attempts, .print_every = o->print_every, .rank = a->rank,
+        .die_me = a->world_rank == o->die_rank, .die_at_sync = o->die_at_step,
+        .die_where = o->die_where};
+    int lost = sgd_outer_train(&c, a->w, a->F + 1, outer_inner, a, &a->outer, &a->attempts);
+    a->outer_target = 1 + (o->steps + c.sync_every - 1) / c.sync_every;
+    return lost;
+}
+
 /* The summary (group rank 0) and, on every rank of a group still in the
  * job, the "final replica=..." line. */
 static void report(const struct app *a)
@@ -902,7 +987,7 @@ static int finish(const struct app *a)
         fprintf(stderr, "ft_sgd: rank %d of group %s leaves: the group lost a rank\n", a->rank,
                 a->replica_id);
         exit_code = 4;
-    } else if (FT_Step() < a->o.steps) {
+    } else if (FT_Step() < (a->outer_target > 0 ? a->outer_target : a->o.steps)) {
         fprintf(stderr, "ft_sgd: rank %d gave up after %ld attempts at step %" PRId64 "\n", a->rank,
                 a->attempts, FT_Step());
         exit_code = 3;
@@ -917,6 +1002,7 @@ static int finish(const struct app *a)
 static void app_end(struct app *a)
 {
     FT_Finalize();
+    FT_Outer_free(&a->outer); /* after FT_Finalize: its buffers were registered */
     data_free(&a->d);
     free(a->w);
     if (a->o.ftmpi_mem)
@@ -936,7 +1022,10 @@ int main(int argc, char **argv)
         app_end(&a);
         return 2;
     }
-    while (FT_Step() < a.o.steps && a.attempts < a.o.max_attempts && !a.lost)
+    if (a.o.localsgd || a.o.diloco)
+        a.lost = outer_run(&a);
+    while (!a.o.localsgd && !a.o.diloco && FT_Step() < a.o.steps &&
+           a.attempts < a.o.max_attempts && !a.lost)
         a.lost = train_step(&a);
     report(&a);
     rc = finish(&a);

@@ -269,6 +269,105 @@ FTMPI_EXPORT int ftmpi_group_comm(MPI_Comm *comm_p);
  * freed again).  Either pointer may be NULL. */
 FTMPI_EXPORT int ftmpi_abandoned_requests(uint64_t *requests, uint64_t *bytes);
 
+
+/* ---- LocalSGD and DiLoCo: an outer synchronisation every H inner steps
+ * (doc/USER_GUIDE.md, "LocalSGD and DiLoCo").
+ *
+ *     FT_Outer outer;
+ *     FT_Outer_create(FT_OUTER_DILOCO, 20, 0.7, 0.9, &outer);
+ *     FT_Outer_register(outer, "w", w, n);     // the inner (local) parameters
+ *     for (;;) {
+ *         FT_Outer_step(outer, &result);       // a sync when one is due
+ *         if (result & FT_OUTER_RESET) reset_inner_optimizer();
+ *         if (FT_Step() > N / 20) break;       // committed syncs (+1: the join)
+ *         inner_step(w);                       // no FT_ call: groups train alone
+ *     }
+ *     FT_Finalize(); FT_Outer_free(&outer);
+ *
+ * A sync is one step of the protocol above (FT_Quorum, FT_Allreduce,
+ * FT_Commit).  What it keeps as registered state (healed, checkpointed,
+ * bitwise the same in every group after each committed sync): per
+ * registered array a global copy of the parameters ("outer.NAME.g") and,
+ * for DiLoCo, the outer momentum ("outer.NAME.m"); the sync counter is
+ * FT_Step().  The caller's parameters are the group's local inner state.
+ * LocalSGD: the new global parameters are the average of the groups'
+ * parameters.  DiLoCo: the groups average their pseudo-gradients
+ * (global - local) and apply Nesterov momentum to the global copy:
+ *     m = momentum * m + delta;  global -= outer_lr * (delta + momentum * m).
+ * After a committed sync the caller's parameters are set to the new global
+ * ones (FT_OUTER_RESET).  A sync that does not commit changes no registered
+ * state and leaves the caller's parameters alone: the group keeps training
+ * and the next sync, H inner steps later, retries (the pseudo-gradient
+ * then spans all the inner steps since the last committed sync).  A group
+ * that healed in a sync (restarted, or left out of earlier syncs) gets the
+ * global state, contributes nothing to that sync (its weight is 0) and its
+ * parameters are reset to the healed global ones.
+ * Threads: as the other FT_ calls; an FT_Outer is used by one thread. */
+typedef struct ftmpi_outer *FT_Outer;
+#define FT_OUTER_LOCALSGD 1 /* average the parameters */
+#define FT_OUTER_DILOCO 2   /* average pseudo-gradients, outer Nesterov momentum */
+
+/* *outer_p gets a new outer optimizer that syncs every sync_every (H >= 1)
+ * inner steps.  DiLoCo: outer_lr > 0, 0 <= momentum < 1 (momentum 0: plain
+ * outer SGD); LocalSGD: pass 0 for both.  FT_ERR_ARG for a bad value (the
+ * log names it).  Usable before FT_Init. */
+FTMPI_EXPORT int FT_Outer_create(int algorithm, int sync_every, double outer_lr, double momentum,
+                                 FT_Outer *outer_p);
+
+/* Adds count floats of the caller's parameters at params (the caller keeps
+ * them; valid until FT_Outer_free).  Copies them into the global copy and
+ * registers it (and the momentum) with FT_State_register: call after
+ * FT_Init and before the first FT_Outer_step, with the same names in the
+ * same order on every rank of every group.  name: [A-Za-z0-9_.:+-], at
+ * most 48 characters.  FT_ERR_ARG, FT_ERR_EXISTS, FT_ERR_STATE after the
+ * first FT_Outer_step. */
+FTMPI_EXPORT int FT_Outer_register(FT_Outer outer, const char *name, float *params, int64_t count);
+
+/* Call once per inner step, before it, on every rank of the group.  Runs a
+ * sync when one is due: on the first call (the join: a fresh start agrees
+ * on the starting point, a restarted group heals; nothing is averaged)
+ * and after every sync_every inner steps since the last sync.  *result_p
+ * (may be NULL) is 0 when no sync ran, else FT_OUTER_SYNC_RAN with
+ * FT_OUTER_COMMITTED when the sync committed and FT_OUTER_RESET when the
+ * parameters were replaced by the global ones (reset any inner optimizer
+ * state, e.g. momentum).  Returns FT_SUCCESS, or the failed sync's error
+ * (not fatal: training goes on, the next sync retries), except
+ * FT_ERR_GROUP_LOST and FT_ERR_KILLED, which end the group as for
+ * FT_Commit. */
+#define FT_OUTER_SYNC_RAN 0x1
+#define FT_OUTER_COMMITTED 0x2
+#define FT_OUTER_RESET 0x4
+FTMPI_EXPORT int FT_Outer_step(FT_Outer outer, int *result_p);
+
+/* Runs a sync now, whether one is due or not (e.g. after the last inner
+ * step); *result_p as for FT_Outer_step. */
+FTMPI_EXPORT int FT_Outer_sync(FT_Outer outer, int *result_p);
+
+/* Instrumentation and fault injection: fn(arg, phase, step) runs on the
+ * caller's thread inside each sync, after FT_Quorum returned
+ * (FT_OUTER_PHASE_QUORUM) and after the reduction, before FT_Commit
+ * (FT_OUTER_PHASE_REDUCED); step is FT_Step() of the sync.  NULL: none. */
+#define FT_OUTER_PHASE_QUORUM 1
+#define FT_OUTER_PHASE_REDUCED 2
+typedef void (*FT_Outer_hook)(void *arg, int phase, int64_t step);
+FTMPI_EXPORT int FT_Outer_set_hook(FT_Outer outer, FT_Outer_hook fn, void *arg);
+
+typedef struct ftmpi_outer_stats {
+    int64_t inner_steps;     /* FT_Outer_step calls */
+    int64_t syncs;           /* syncs run (the join included) */
+    int64_t committed;       /* of them committed */
+    int64_t healed;          /* syncs in which this group healed */
+    uint64_t reduced_bytes;  /* bytes this rank handed to FT_Allreduce */
+    int64_t since_commit;    /* inner steps since the last committed sync */
+    int64_t contributors;    /* groups whose work the last committed sync averaged */
+} ftmpi_outer_stats_t;
+FTMPI_EXPORT int ftmpi_outer_stats(FT_Outer outer, ftmpi_outer_stats_t *stats);
+
+/* Frees the object and its global copy and momentum: after FT_Finalize
+ * (the library reads registered buffers until then).  *outer_p = NULL;
+ * NULL: no-op. */
+FTMPI_EXPORT int FT_Outer_free(FT_Outer *outer_p);
+
 #ifdef __cplusplus
 }
 #endif
