@@ -325,7 +325,8 @@ FTMPI_EXPORT int FT_Outer_register(FT_Outer outer, const char *name, float *para
 
 /* Call once per inner step, before it, on every rank of the group.  Runs a
  * sync when one is due: on the first call (the join: a fresh start agrees
- * on the starting point, a restarted group heals; nothing is averaged)
+ * on the starting point, a restarted group heals; nothing is averaged, and
+ * at a fresh start, when no group has committed a sync, nothing is reduced)
  * and after every sync_every inner steps since the last sync.  *result_p
  * (may be NULL) is 0 when no sync ran, else FT_OUTER_SYNC_RAN with
  * FT_OUTER_COMMITTED when the sync committed and FT_OUTER_RESET when the

@@ -18,7 +18,10 @@
  *                             process) or the group just healed: its
  *                             parameters are then reset to the global ones
  *                             and it contributes zeros
- *   FT_Allreduce(SUM) of the contributions and the weight (outer.h)
+ *   FT_Allreduce(SUM) of the contributions and the weight (outer.h); at
+ *                             a fresh start (the quorum's step is 0: every
+ *                             member joins) none, every member knows it
+
  *   FT_Commit; committed: the new global state from the sum (outer.h), and
  *                             the parameters := global
  *   not committed: no registered byte changed; the parameters keep
@@ -309,8 +312,15 @@ static int outer_sync(struct ftmpi_outer *o, int *result_p)
         result |= FT_OUTER_RESET;
         weight = 0.0f;
     }
-    pack(o, weight);
-    int arc = reduce(o);
+    /* a fresh start: no member of the quorum committed anything (the
+     * quorum's step is 0), so every member joins with weight 0 and the sum
+     * would change nothing: every member skips the reduction alike */
+    bool fresh = qrc == FT_SUCCESS && FT_Step() == 0 && !o->joined;
+    int arc = FT_SUCCESS;
+    if (!fresh) {
+        pack(o, weight);
+        arc = reduce(o);
+    }
     if (fatal(arc))
         return arc;
     run_hook(o, FT_OUTER_PHASE_REDUCED);
@@ -318,7 +328,8 @@ static int outer_sync(struct ftmpi_outer *o, int *result_p)
     if (fatal(crc))
         return crc;
     if (committed) {
-        apply(o);
+        if (!fresh)
+            apply(o);
         params_reset(o);
         o->joined = true;
         o->stats.committed++;
