@@ -9,7 +9,7 @@
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
 
-e2e_lighthouse_start 1
+e2e_lighthouse_start 2
 flags="--localsgd 10 --steps 600 --sleep-ms 20 --print-every 1"
 e2e_group_start g0 2 $flags
 e2e_group_start g1 2 $flags --die-at-step 6 --die-where inner
