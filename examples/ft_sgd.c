@@ -939,6 +939,9 @@ static int outer_run(struct app *a)
         .die_me = a->world_rank == o->die_rank, .die_at_sync = o->die_at_step,
         .die_where = o->die_where};
     int lost = sgd_outer_train(&c, a->w, a->F + 1, outer_inner, a, &a->outer, &a->attempts);
+    ftmpi_outer_stats_t st;
+    if (a->outer != NULL && ftmpi_outer_stats(a->outer, &st) == FT_SUCCESS)
+        a->commits_here = st.committed;
     a->outer_target = 1 + (o->steps + c.sync_every - 1) / c.sync_every;
     return lost;
 }

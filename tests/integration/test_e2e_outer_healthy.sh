@@ -7,6 +7,8 @@
 # nothing: no group has anything to average) hands FT_Allreduce (F + 2)
 # floats, the parameters and the weight, once per H inner steps: as much
 # as one step of per-step data parallelism (gradient and loss).
+# groups wait for each other at a sync (a slow group is not left out of it)
+: "${E2E_JOIN_TIMEOUT_MS:=5000}"
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
 

@@ -6,6 +6,8 @@
 # restarts g1, it joins a later sync, heals the global parameters and
 # takes part again.  At the end every rank of every group holds bitwise the
 # same parameters and the loss went down.
+# groups wait for each other at a sync (a slow group is not left out of it)
+: "${E2E_JOIN_TIMEOUT_MS:=5000}"
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
 
