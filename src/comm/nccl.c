@@ -260,7 +260,11 @@ int fti_nccl_shrink(fti_nccl_h old, const int *exclude, int n_ex, int64_t deadli
 {
     if (!fti_nccl_can_shrink())
         return FT_ERR_UNSUPPORTED;
-    if (old == NULL || old->aborted || n_ex < 0 || n_ex >= old->size || (n_ex > 0 && !exclude))
+    /* nothing to exclude is no shrink: NCCL (2.28.3) answers an empty
+     * list with ncclInvalidArgument, and the one caller (nccl_slice.c's
+     * plan) shrinks only a quorum that lost members; the same members
+     * keep their communicator without asking for a new one */
+    if (old == NULL || old->aborted || n_ex < 1 || n_ex >= old->size || exclude == NULL)
         return FT_ERR_ARG;
     int below = 0;
     for (int i = 0; i < n_ex; i++) {

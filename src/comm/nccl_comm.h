@@ -42,8 +42,10 @@ int fti_nccl_init(const unsigned char *id, int rank, int size, int device, int64
                   fti_nccl_h *n_p);
 
 /* A new communicator of old's members minus exclude[0..n) (old ranks,
- * ascending), old ranks keep their order (ncclCommShrink with
- * NCCL_SHRINK_ABORT).  old is left to the caller (free it after).
+ * ascending, n >= 1, not old's own rank), old ranks keep their order
+ * (ncclCommShrink with NCCL_SHRINK_ABORT).  old is left to the caller
+ * (free it after).  FT_ERR_ARG for an empty list (n < 1): nothing to
+ * exclude is no shrink, NCCL refuses it, and no NCCL call is made.
  * FT_ERR_UNSUPPORTED when this NCCL has no ncclCommShrink. */
 int fti_nccl_shrink(fti_nccl_h old, const int *exclude, int n, int64_t deadline_ms,
                     fti_nccl_h *n_p);
