@@ -37,8 +37,8 @@ for where in device host; do
     [ -n "$l" ] && [ -n "$q" ] || e2e_fail "group ${where}1 did not heal (log '$l', first quorum '$q' ms)"
     eval "${where}_fetch=\${l% *} ${where}_install=\${l#* } ${where}_quorum=\$q"
 done
-echo "bench heal: 64 MiB of weights, tcp, 2 groups, one sample each: device: fetch $device_fetch ms" \
-    "+ install $device_install ms, host: fetch $host_fetch ms + install $host_install ms (the" \
-    "healer's first FT_Quorum, with its wait for the live group: device $device_quorum ms, host" \
-    "$host_quorum ms)"
+# one line (the kit's summary keeps 150 characters)
+echo "bench heal 64 MiB tcp: device fetch $device_fetch + install $device_install ms," \
+    "host fetch $host_fetch + install $host_install ms; first FT_Quorum: device" \
+    "$device_quorum, host $host_quorum ms"
 echo "PASS ($TEST_NAME)"
