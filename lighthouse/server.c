@@ -24,6 +24,7 @@
  * then costs O(log n + world_size * (1 + destinations)).
  */
 #include "lighthouse/lighthouse.h"
+#include "control/message.h"
 
 #include <event2/event.h>
 #include <inttypes.h>

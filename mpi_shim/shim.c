@@ -16,8 +16,8 @@
 #include "ftmpi.h"
 #include "base/log.h"
 #include "base/settings.h"
-#include "step.h"
 #include "base/util.h"
+#include "mode/dropin.h"
 
 /* With an external lighthouse (FTMPI_LIGHTHOUSE), the first quorum waits
  * until every rank's manager has been heard this many heartbeat periods

@@ -32,6 +32,7 @@
 #include "heal/heal.h"
 #include "control/manager.h"
 #include "state/ckpt_step.h"
+#include "mode/dropin.h"
 #include "mode/mode_b.h"
 #include "progress.h"
 #include "control/rank_server.h"
@@ -109,14 +110,8 @@ void fti_step_leave(struct fti_step *s);
  * FT_ERR_GROUP_LOST. */
 int fti_step_group_lost(struct fti_step *s, int why);
 
-/* ---- mode/dropin.c: the drop-in's set-up (DESIGN section 10) --------------
- * libftmpi_pmpi calls fti_shim_select() before FT_Init: every world rank is
- * then a replica group of one (group communicator MPI_COMM_SELF, replica id
- * "r<world rank>"), the slices are the `mpi` backend's over the world, and
- * world rank 0 runs the lighthouse on a thread unless FTMPI_LIGHTHOUSE is
- * set. */
-void fti_shim_select(void);
-bool fti_shim_selected(void);
+/* ---- mode/dropin.c: the drop-in's set-up (mode/dropin.h has its entry,
+ * fti_shim_select; these are the step's side of it) */
 /* init_config's last part in shim mode: the backend (mpi). */
 int fti_shim_resolve(struct fti_step *s);
 /* init_world in shim mode: collective over MPI_COMM_WORLD (the slices'

@@ -46,7 +46,6 @@
 #ifndef FTI_RPC_H
 #define FTI_RPC_H
 
-#include <protobuf-c/protobuf-c.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -177,20 +176,7 @@ void fti_rpc_server_on_close(fti_rpc_server_h srv, fti_rpc_close_fn fn, void *ar
 
 /* Replies end the call and free it (also when the connection is gone). */
 int fti_rpc_reply(fti_rpc_call_h call, const void *payload, size_t len);
-int fti_rpc_reply_msg(fti_rpc_call_h call, const ProtobufCMessage *msg);
 
-/* Decodes a message of type desc from data[0..len): protobuf_c_message_unpack,
- * and a message is refused unless it encodes to bytes that decode again.
- * protobuf-c accepts two inputs it cannot encode back: an unknown field
- * numbered 0 (a tag written in more than one byte; re-encoded, a one-byte tag
- * 0 that no decoder takes; found by tests/fuzz/fuzz_client) and a string
- * holding a NUL byte that, cut there, ends inside a UTF-8 sequence.  The
- * lighthouse re-encodes what members send into every quorum reply, so one
- * such member would make every group's quorum undecodable.  NULL when
- * either fails; release the message with protobuf_c_message_free_unpacked
- * (or its type's free_unpacked). */
-ProtobufCMessage *fti_rpc_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
-                                 size_t len);
 /* Error reply with status code and message.  FT_ERR_BAD_MESSAGE counts as a
  * decode reject. */
 int fti_rpc_reply_error(fti_rpc_call_h call, int status, const char *msg);
@@ -258,11 +244,5 @@ int fti_rpc_call_into(fti_rpc_client_h client, uint16_t method, const void *req,
 int fti_rpc_call_into_cb(fti_rpc_client_h client, uint16_t method, const void *req,
                          size_t req_len, int timeout_ms, void *out, size_t len, size_t step,
                          void (*landed)(void *arg, size_t done), void *arg);
-
-/* Protobuf convenience: packs req, unpacks the reply with rdesc.  Free
- * *resp_p with protobuf_c_message_free_unpacked(*resp_p, NULL). */
-int fti_rpc_call_msg(fti_rpc_client_h client, uint16_t method, const ProtobufCMessage *req,
-                     const ProtobufCMessageDescriptor *rdesc, int timeout_ms,
-                     ProtobufCMessage **resp_p);
 
 #endif

@@ -1,5 +1,6 @@
 /* lighthouse_client.c - blocking lighthouse client (see lighthouse_client.h). */
 #include "control/lighthouse_client.h"
+#include "control/message.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

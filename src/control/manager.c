@@ -1,6 +1,7 @@
 /* manager.c - lighthouse client and heartbeats of group rank 0 (see
  * manager.h). */
 #include "control/manager.h"
+#include "control/message.h"
 
 #include <errno.h>
 #include <inttypes.h>

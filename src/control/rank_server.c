@@ -1,5 +1,6 @@
 /* rank_server.c - the rank's RPC server thread (see rank_server.h). */
 #include "control/rank_server.h"
+#include "control/message.h"
 
 #include <event2/event.h>
 #include <event2/thread.h>

@@ -10,6 +10,7 @@
  * fti_store_server_stats.
  */
 #include "control/store.h"
+#include "control/message.h"
 
 #include <errno.h>
 #include <event2/event.h>

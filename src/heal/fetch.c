@@ -1,6 +1,7 @@
 /* heal/fetch.c - fetching the state of a step from its sources, striped
  * over all of them, into staging memory, and installing it (see heal.h). */
 #include "heal/heal.h"
+#include "control/message.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -12,7 +13,7 @@
 
 #include <xxhash.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "heal/heal_int.h"
 #include "base/log.h"
 #include "control/proto/ftmpi.pb-c.h"

@@ -9,6 +9,7 @@
  * thread and event loop, which only its check timer touches after start.
  */
 #include "step.h"
+#include "mode/dropin.h"
 
 #include <event2/event.h>
 #include <event2/thread.h>

@@ -17,6 +17,7 @@
  * Every call must end with a result code, never hang, crash or leak.
  */
 #include "fuzz_common.h"
+#include "control/message.h"
 
 #include <event2/event.h>
 #include <event2/thread.h>

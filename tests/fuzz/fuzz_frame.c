@@ -41,6 +41,7 @@
 #include "base/rpc.h"
 #include "base/sizes.h"
 #include "base/util.h"
+#include "control/message.h"
 
 #define FZ_MAX_FRAME 4096u
 #define FZ_REF_LEN 65536u

@@ -10,6 +10,7 @@
  * shows the group's manager address and the group is never killed.
  */
 #include "fuzz_lh.h"
+#include "control/message.h"
 
 #include <errno.h>
 #include <poll.h>

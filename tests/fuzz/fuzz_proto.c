@@ -19,6 +19,7 @@
 #include "control/proto/ftmpi.pb-c.h"
 #include "control/results.h"
 #include "base/rpc.h"
+#include "control/message.h"
 
 static const ProtobufCMessageDescriptor *const types[] = {
     &ftmpi__quorum_member__descriptor,

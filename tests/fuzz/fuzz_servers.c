@@ -20,6 +20,7 @@
 #include "control/rank_server.h"
 #include "base/rpc.h"
 #include "control/store.h"
+#include "control/message.h"
 
 #define CALL_MS 100
 

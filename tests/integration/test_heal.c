@@ -52,6 +52,7 @@
 #include "base/rpc.h"
 #include "base/sizes.h"
 #include "base/util.h"
+#include "control/message.h"
 
 #define N_A 100000 /* doubles */
 #define N_B 777    /* bytes */

@@ -1,23 +1,230 @@
 #!/bin/sh
-# test_layering.sh - the layers of README "Layout" hold in the built objects:
-# src/base, src/control, src/comm (but for the mpi backend's own library),
-# lighthouse/ and the tools carry no MPI symbol, and their sources include
-# neither mpi.h nor ftmpi.h (they are compiled without MPI's include path, so
-# an include would not even build; this names the offender if one sneaks in
-# through a header that guards it).
+# test_layering.sh - the layers of README "Layout" hold, in the sources and in
+# the built libraries.  The README's table is the rule: each row names its
+# files (a folder, or single files that are their own library), its library
+# and what it "May use" (the short names of rows above it, API for ftmpi.h,
+# outside libraries by name, single headers in backticks; bold words are not
+# read).  This test
+#  1. reads the table, and refuses a row that names a layer below itself;
+#  2. reads every #include of src/, lighthouse/, mpi_shim/ and tools/: a
+#     header of another folder must be named with its folder ("base/log.h"),
+#     and its layer (or that very header) must be in the row's "May use";
+#     system headers of MPI, protobuf-c, libevent, OpenSSL, xxhash, hwloc,
+#     CUDA and NCCL count as those libraries;
+#  3. reads every convenience library's undefined symbols (nm): each one that
+#     another of our libraries defines must come from a layer the row may use
+#     (a single root header in the cell allows the object of that name), each
+#     MPI, protobuf-c, libevent, OpenSSL, xxhash, hwloc, CUDA or NCCL symbol
+#     from a library the row names;
+#  4. as before: the MPI-free libraries and programs carry no MPI symbol and
+#     ftmpi-baby links no control plane.
+# Set LAYERING_README to check another copy of the table (the test's own
+# failing case does).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/integration/common.sh"
 
-need_cmd nm
+need_cmd nm awk
+S=$top_srcdir
 B=$top_builddir
+README=${LAYERING_README:-$S/README.md}
+[ -f "$README" ] || die "no $README"
+rules=$TEST_TMPDIR/rules
+
+# ---- 1. the table: one line per row: index, short name, paths, libraries, may-use tokens
+awk -F'|' '
+/^## Layout/ { on = 1; next }
+on && /^## / { on = 0 }
+on && /^\| `/ {
+    paths = $2; libs = $3; may = $5
+    gsub(/\*\*[^*]*\*\*/, "", may)              # bold words are not read
+    np = 0; out = ""
+    while (match(paths, /`[^`]+`/)) {
+        p = substr(paths, RSTART + 1, RLENGTH - 2); paths = substr(paths, RSTART + RLENGTH)
+        out = out (np++ ? "," : "") p
+    }
+    first = out; sub(/,.*/, "", first)
+    short = first
+    if (short ~ /^src\/[a-z_]+\/?/) { sub(/^src\//, "", short); sub(/\/.*/, "", short) }
+    else if (short == "src/") short = "step"
+    else sub(/\/.*/, "", short)
+    ls = ""; nl = 0
+    while (match(libs, /`lib[a-z_]+\.la`/)) {
+        ls = ls (nl++ ? "," : "") substr(libs, RSTART + 1, RLENGTH - 5); libs = substr(libs, RSTART + RLENGTH)
+    }
+    toks = ""; n = split(may, parts, /[,;(]/)
+    for (i = 1; i <= n; i++) {
+        t = parts[i]; gsub(/^ +| +$/, "", t)
+        if (t ~ /^`[^`]+`/) { t = substr(t, 2); sub(/`.*/, "", t) }
+        else if (t ~ /^everything above/) t = "ALL"
+        else sub(/ .*/, "", t)
+        if (t != "") toks = toks " " t
+    }
+    printf "%d\t%s\t%s\t%s\t%s\n", ++row, short, out, ls, toks
+}' "$README" > "$rules"
+[ "$(wc -l < "$rules")" -ge 10 ] || die "README $README: the Layout table has $(wc -l < "$rules") rows"
+
+# a row may only name layers of rows above it
+bad=$(awk -F'\t' '
+{ if (!($2 in idx)) idx[$2] = $1 + 0; row[NR] = $0 }
+END {
+    for (r = 1; r <= NR; r++) {
+        split(row[r], f, "\t"); n = split(f[5], t, " ")
+        for (i = 1; i <= n; i++)
+            if ((t[i] in idx) && idx[t[i]] >= f[1] + 0 && t[i] != f[2])
+                printf "row %s (%s) may use %s, which is not above it\n", f[1], f[2], t[i]
+    }
+}' "$rules")
+[ -z "$bad" ] || die "README Layout: $bad"
+
+# ---- 2. includes
+files=$(cd "$S" && ls src/*.[ch] src/*/*.[ch] lighthouse/*.[ch] mpi_shim/*.[ch] tools/*.c 2>/dev/null)
+[ -n "$files" ] || die "no sources under $S"
+viol=$TEST_TMPDIR/includes
+: > "$viol"
+for f in $files; do
+    grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$S/$f" | sed "s|^|$f:|"
+done | awk -F'\t' -v S="$S" -v B="$B" -v rules="$rules" '
+function exists(p) { return (system("test -f \"" p "\"") == 0) }
+function row_of(file,   r, n, p, i, dir, best) {
+    best = ""
+    for (r = 1; r <= nrows; r++) {
+        n = split(rpaths[r], p, ",")
+        for (i = 1; i <= n; i++) if (p[i] == file) return r
+    }
+    dir = file; sub(/[^\/]*$/, "", dir)
+    for (r = 1; r <= nrows; r++) {
+        n = split(rpaths[r], p, ",")
+        for (i = 1; i <= n; i++) if (p[i] == dir && best == "") best = r
+    }
+    return best
+}
+function may(r, what,   n, t, i) {
+    n = split(rtoks[r], t, " ")
+    for (i = 1; i <= n; i++) {
+        if (t[i] == what) return 1
+        if (t[i] == "ALL" && (!(what in idx) || idx[what] < r + 0)) return 1
+    }
+    return 0
+}
+BEGIN {
+    while ((getline line < rules) > 0) {
+        split(line, f, "\t"); nrows++
+        rshort[f[1]] = f[2]; rpaths[f[1]] = f[3]; rtoks[f[1]] = f[5]
+        if (!(f[2] in idx)) idx[f[2]] = f[1] + 0
+    }
+}
+{
+    # file:line:#include ...
+    split($0, c, ":"); file = c[1]; ln = c[2]
+    text = substr($0, length(file) + length(ln) + 3)
+    r = row_of(file)
+    if (r == "") { printf "%s: no row of README Layout holds it\n", file; next }
+    me = rshort[r]; dir = file; sub(/[^\/]*$/, "", dir)
+    if (match(text, /<[^>]+>/)) {
+        h = substr(text, RSTART + 1, RLENGTH - 2); lib = ""
+        if (h == "mpi.h" || h == "mpi-ext.h") lib = "MPI"
+        else if (h ~ /^protobuf-c\//) lib = "protobuf-c"
+        else if (h ~ /^event2\//) lib = "libevent"
+        else if (h ~ /^openssl\//) lib = "OpenSSL"
+        else if (h == "xxhash.h") lib = "xxhash"
+        else if (h ~ /^hwloc/) lib = "hwloc"
+        else if (h ~ /^cuda/) lib = "CUDA"
+        else if (h ~ /^nccl/) lib = "NCCL"
+        if (lib != "" && !may(r, lib))
+            printf "%s:%s: includes <%s>, but %s (%s) may not use %s\n", file, ln, h, me, rpaths[r], lib
+        next
+    }
+    if (!match(text, /"[^"]+"/)) next
+    h = substr(text, RSTART + 1, RLENGTH - 2)
+    if (h ~ /^src\// || h ~ /^\.\./) { printf "%s:%s: \"%s\": name a header from src/ (or lighthouse/, mpi_shim/) down\n", file, ln, h; next }
+    if (h !~ /\//) {
+        if (exists(S "/" dir h)) next                    # its own folder
+        if (h == "ftmpi_errors.h" || h == "ftmpi_config.h") next
+        if (!exists(S "/src/" h)) { printf "%s:%s: bare include \"%s\" of another folder: name its folder\n", file, ln, h; next }
+        if (h == "ftmpi.h") { if (!may(r, "API")) printf "%s:%s: includes ftmpi.h, but %s may not use API\n", file, ln, me; next }
+        if (!may(r, "step") && !may(r, h))
+            printf "%s:%s: includes \"%s\" of the step (src/), which %s (%s) may not use\n", file, ln, h, me, rpaths[r]
+        next
+    }
+    layer = h; sub(/\/.*/, "", layer)
+    if (layer == me || h == file) next
+    if (!(layer in idx)) { printf "%s:%s: \"%s\": %s is no layer of README Layout\n", file, ln, h, layer; next }
+    if (!may(r, layer) && !may(r, h))
+        printf "%s:%s: includes \"%s\", but %s (%s) may not use %s\n", file, ln, h, me, rpaths[r], layer
+}' > "$viol"
+if [ -s "$viol" ]; then
+    cat "$viol"
+    die "$(wc -l < "$viol") include(s) break README Layout"
+fi
+
+# ---- 3. link dependencies of the convenience libraries
+libs=$(awk -F'\t' '$4 != "" { n = split($4, l, ","); for (i = 1; i <= n; i++) if (l[i] ~ /^libfti_/) print l[i] }' "$rules")
+[ -n "$libs" ] || die "README Layout names no libfti_ library"
+syms=$TEST_TMPDIR/syms
+: > "$syms"
+for lib in $libs; do
+    a=$B/.libs/$lib.a
+    [ -f "$a" ] || die "$a not built"
+    nm -A "$a" 2>/dev/null | awk -v lib="$lib" '
+        { n = split($1, p, ":"); obj = p[n - 1] }
+        NF == 3 && $2 ~ /^[TDBRV]$/ { print "D", lib, obj, $3 }
+        NF == 2 && $2 == "U" { print "U", lib, obj, $3 }
+        NF == 3 && $2 == "U" { print "U", lib, obj, $3 }' >> "$syms"
+done
+link_bad=$(awk -v rules="$rules" '
+function may(r, what,   n, t, i) {
+    n = split(rtoks[r], t, " ")
+    for (i = 1; i <= n; i++) {
+        if (t[i] == what) return 1
+        if (t[i] == "ALL" && (!(what in idx) || idx[what] < r + 0)) return 1
+    }
+    return 0
+}
+BEGIN {
+    while ((getline line < rules) > 0) {
+        split(line, f, "\t")
+        rshort[f[1]] = f[2]; rtoks[f[1]] = f[5]
+        if (!(f[2] in idx)) idx[f[2]] = f[1] + 0
+        n = split(f[4], l, ","); for (i = 1; i <= n; i++) librow[l[i]] = f[1]
+    }
+}
+$1 == "D" { deflib[$4] = $2; defobj[$4] = $3; next }
+{ und[NR] = $2 " " $3 " " $4 }
+END {
+    for (k in und) {
+        split(und[k], u, " "); lib = u[1]; s = u[3]; r = librow[lib]; ext = ""
+        if (s in deflib) {
+            m = deflib[s]; if (m == lib) continue
+            layer = rshort[librow[m]]; if (layer == rshort[r]) continue
+            hdr = defobj[s]; sub(/^lib[a-z_]+_la-/, "", hdr); sub(/\.o$/, ".h", hdr)
+            if (may(r, layer) || (layer == "step" && may(r, hdr))) continue
+            printf "%s (%s) uses %s from %s (%s)\n", lib, rshort[r], s, m, layer
+            continue
+        }
+        if (s ~ /^P?MPIX?_|^ompi_/) ext = "MPI"
+        else if (s ~ /^protobuf_c_/) ext = "protobuf-c"
+        else if (s ~ /^(event_|evbuffer_|evconnlistener_|evhttp_|evutil_|bufferevent_|evthread_)/) ext = "libevent"
+        else if (s ~ /^(EVP_|HMAC|RAND_|CRYPTO_|OPENSSL_)/) ext = "OpenSSL"
+        else if (s ~ /^XXH/) ext = "xxhash"
+        else if (s ~ /^hwloc_/) ext = "hwloc"
+        else if (s ~ /^cuda|^cu[A-Z]/) ext = "CUDA"
+        else if (s ~ /^nccl/) ext = "NCCL"
+        if (ext != "" && !may(r, ext) && !seen[lib, ext]++)
+            printf "%s (%s) uses %s (%s), which README Layout does not let it use\n", lib, rshort[r], ext, s
+    }
+}' "$syms" | sort)
+[ -z "$link_bad" ] || { echo "$link_bad"; die "$(echo "$link_bad" | wc -l) link dependencies break README Layout"; }
+nlibs=$(echo "$libs" | wc -w)
+
+# ---- 4. no MPI below the step, in the objects
 checked=0
-for lib in libfti_base libfti_control libfti_comm libfti_lighthouse; do
+for lib in libfti_base libfti_control libfti_comm libfti_state libfti_heal libfti_lighthouse; do
     a=$B/.libs/$lib.a
     [ -f "$a" ] || die "$a not built"
     syms=$(nm -A "$a" 2>/dev/null | grep -E ' [UTDBR] (P?MPI_|ompi_|MPIX_)' || true)
     [ -z "$syms" ] || die "$lib uses MPI: $(echo "$syms" | head -5)"
     checked=$((checked + 1))
 done
-for prog in ftmpi-lighthouse ftmpi-run ftmpi-info ftmpi-baby; do
+for prog in ftmpi-lighthouse ftmpi-run ftmpi-info ftmpi-baby ftmpi-ckpt; do
     bin=$B/.libs/$prog
     [ -x "$bin" ] || bin=$B/$prog
     [ -x "$bin" ] || die "$prog not built"
@@ -30,13 +237,6 @@ for prog in ftmpi-lighthouse ftmpi-run ftmpi-info ftmpi-baby; do
 done
 # the mpi backend's library is the one place in src/comm that does use MPI
 nm "$B/.libs/libfti_comm_mpi.a" | grep -q ' U PMPI_\| U MPI_' || die "libfti_comm_mpi.a has no MPI symbol: the check above would prove nothing"
-
-S=$top_srcdir
-bad=$(grep -lE '#include [<"](mpi|ftmpi)\.h[>"]' "$S"/src/base/* "$S"/src/control/*.[ch] \
-    "$S"/src/comm/*.[ch] "$S"/lighthouse/*.[ch] "$S"/tools/ftmpi-run.c "$S"/tools/ftmpi-info.c \
-    "$S"/tools/ftmpi-baby.c 2>/dev/null |
-    grep -v 'src/comm/mpi\(_backend\.h\|\.c\)$' || true)
-[ -z "$bad" ] || die "MPI-free layers include mpi.h/ftmpi.h: $bad"
 # ftmpi-baby links only src/base and src/comm: no control plane (protobuf,
 # libevent's server) in the child either
 bin=$B/ftmpi-baby
@@ -46,4 +246,4 @@ syms=$(nm "$bin" 2>/dev/null | grep -E ' [TU] (protobuf_c_|ftmpi__|fti_store_|ft
 if command -v ldd >/dev/null 2>&1 && ldd "$bin" 2>/dev/null | grep -Eq 'libmpi|libprotobuf-c'; then
     die "ftmpi-baby is linked against libmpi or protobuf-c"
 fi
-echo "ok: $checked libraries and programs without MPI"
+echo "ok: $(wc -l < "$rules") rows of README Layout; includes of $(echo "$files" | wc -w) files; link dependencies of $nlibs libraries; $checked libraries and programs without MPI"

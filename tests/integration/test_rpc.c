@@ -42,6 +42,7 @@
 #include "control/proto/ftmpi.pb-c.h"
 #include "base/rpc.h"
 #include "base/util.h"
+#include "control/message.h"
 
 #ifndef FTI_TEST_HOOKS
 #error "test_rpc needs rpc.c built with -DFTI_TEST_HOOKS (see src/base/Makefile.inc)"
