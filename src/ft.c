@@ -1,40 +1,13 @@
 /*
- * ft.c - the public FT_* calls of the step protocol (DESIGN sections 2 and
- * 4-8): the API facade.  It checks arguments and the step's state, latches
- * errors and calls the step's parts (step.h): set-up and teardown
- * (step_init.c), the quorum round, slice and healing (step_quorum.c); the
- * backends through the table (comm/comm.h), the group's operations
- * (group.h), the per-rank results (control/results.h).
- *
- * Errors of a step are latched: the first failure of FT_Quorum,
- * FT_Allreduce or the commit vote is kept in st.latched until FT_Commit,
- * later collectives return FT_ERR_ABORTED at once and the step does not
- * commit.  A failure is logged once, where it is first seen (the backend,
- * the group, the heal); the calls here pass its code up.
- *
- * Mode B: nothing ends a group whose rank died, so an intra-group
- * operation that fails means the group is lost (fti_mode_group_failure,
- * mode/mode_b.h, decides it): this rank tells the lighthouse that the group
- * leaves, and every later FT_ call returns FT_ERR_GROUP_LOST; FT_Finalize
- * makes no MPI call on the group's communicators.
- *
- * Spare groups (FTMPI_WORLD_SIZE_MODE=fixed_with_spares): the quorum's
- * first FTMPI_MIN_REPLICAS members participate (results.h); a spare takes
- * part in every allreduce with the op's identity element instead of its
- * data, and FT_AVG divides by the participants.
- *
- * Asynchronous progress (progress.h): FT_Iallreduce hands its reduction
- * to the progress thread, which runs the step's reductions in order;
- * FT_Wait waits for one; a failure of one fails every later one at once
- * and is latched by FT_Wait or, at the latest, by FT_Commit, which first
- * waits for them all.  FT_Allreduce runs its reduction on the calling
- * thread when nothing is in flight.  FT_QUORUM_ASYNC hands the whole
- * quorum round (slice, heal) to the same thread; the next FT_ call that
- * reads the step's state waits for it (quorum_sync).
- *
- * Threads: every FT_ call runs on the application's thread (ftmpi.h);
- * step.h says which part of `st` the progress thread owns when, so `st`
- * needs no lock.
+ * ft.c - the public FT_* calls (ftmpi.h): the API facade of the step
+ * protocol (DESIGN section 4).  It checks arguments and the step's state,
+ * latches a step's first error until FT_Commit, and calls the step's parts
+ * (step.h): set-up and teardown (step_init.c), the quorum round, slice and
+ * heal (step_quorum.c), the backends through their table (comm/comm.h),
+ * the group's operations (group.h), the progress thread (progress.h).
+ * Errors are logged once, where first seen; the calls here pass codes up.
+ * Threads: every FT_ call runs on the application's thread; step.h says
+ * which part of `st` the progress thread owns when, so `st` needs no lock.
  */
 #include <inttypes.h>
 #include <stdbool.h>

@@ -1,60 +1,15 @@
 /*
- * mpi_backend.h - the `mpi` data plane (DESIGN section 5, mode B).
- *
- * A slice is no MPI communicator: it is the list of the members' world
- * ranks, and its allreduce is made of MPI_Isend/MPI_Irecv on one duplicate
- * of the world made in FT_Init (fti_mpi_ctx_create), polled against the
- * deadline.  So building a slice needs no other rank and cannot block
- * (issue 10, item 3: MPI_Comm_create_group, which blocks until every
- * member enters it, hung a member that arrived after the others had given
- * up), and no MPI call of this backend ever waits for another rank.
- * Small operations (bytes x (members - 1) <= 64 KiB) send each member's
- * buffer to every other and reduce in replica-rank order; larger ones run
- * the ring of ring.h, one whole segment per round.  Either way every
- * member ends with the same bits.
- *
- * Matching: the members number their operations alike (they make the same
- * FT_Allreduce calls); the tag mixes the quorum id and that number, and
- * every payload is preceded by a header (quorum id, operation, round) that
- * the receiver checks, so a message left over from an abandoned operation
- * fails a later one instead of being reduced into it.  A request that
- * misses its deadline is abandoned (receives cancelled, requests freed,
- * the slice's buffers left to MPI and counted: fti_mpi_abandoned, public as
- * ftmpi_abandoned_requests) and the slice is never used again.
- *
- * The native path (issue 15, item 5): FT_Init in mode B also builds,
- * collectively while every rank is alive, the communicator of this rank's
- * initial slice (fti_mpi_ctx_add_fast).  On a slice whose member SET is
- * that communicator's, an operation of more than 4 KiB times (members - 1)
- * is one MPI_Iallreduce on it (smaller ones keep the one round of
- * messages above: half the latency), polled against the deadline like the
- * messages, into a stage of the backend's, copied into the caller's buffer
- * on success (one copy; MPI only reads the caller's input); with
- * FTMPI_MODEB_ZERO_COPY=1 a buffer of ftmpi_mem_alloc is the receive
- * buffer itself (of MPI_Iallreduce, or of the ring's all-gather), given up
- * if the reduction is abandoned (fti_mpi_ctx_set_zero_copy).  Large ones
- * (>= 64 KiB below 4 members, >= 2 MiB per member at 4 and more) run the
- * pipelined ring of mpi_ring.c on it instead (fti_mpi_ring_allreduce):
- * receives land in the stage too, the CPU reduces and copies into the
- * caller's buffer while the call lasts; MPI reads src and buf.  The
- * communicator serves the first quorum that uses it and no other: a quorum
- * id changes with the same members only after a failed commit, which every
- * member learns from the same quorum, so all members of a slice agree on
- * the path without a message.  A missed
- * deadline or an error abandons the request (never freed: it and the stage
- * stay MPI's, counted in fti_mpi_abandoned) and retires the communicator
- * for good; later slices take the point-to-point path.  No communicator is
- * ever made after FT_Init (a dead member would hang its creation).
- * Same bits on every member: Open MPI's MPI_Iallreduce (coll/libnbc, 4.1)
- * reduces each element once, at one rank, and copies the result to the
- * others (binomial reduce + broadcast under 64 KiB or 4 ranks,
- * reduce-scatter + allgather or ring above), so every member gets the
- * same bits; the libnbc setting iallreduce_algorithm=4 (recursive
- * doubling) would reduce on every rank, bitwise alike only for
- * commutative exact ops -- do not set it.
- * After an abandoned request MPI may still READ the caller's input (a
- * peer that was slow, not dead, may still pull it; after the ring, also
- * the result's segment in buf, which it sends from); it never writes it.
+ * comm/mpi_backend.h - the `mpi` data plane of mode B and the drop-in
+ * (DESIGN section 5): slices as lists of world ranks over one duplicate of
+ * the world made in FT_Init, non-blocking point-to-point rounds or the
+ * ring polled against the deadline, and the native path (MPI_Iallreduce or
+ * the pipelined ring of mpi_ring.c on the communicator of a rank's initial
+ * slice, built in FT_Init).  No MPI call here waits for another rank; no
+ * communicator is made after FT_Init.  A request that misses its deadline
+ * is abandoned (its buffers stay MPI's, counted in fti_mpi_abandoned) and
+ * the slice, or the native communicator, is never used again.  After an
+ * abandoned request MPI may still READ the caller's input; it never
+ * writes it.  Every member ends with the same bits.
  *
  * Threads: the application thread (the FT_ calls) only.
  */

@@ -1,34 +1,14 @@
 /*
- * tcp.c - the tcp data plane (DESIGN section 5): a ring of TCP connections,
- * each rank connected to the next and accepting from the previous one.
- *
- * Allreduce: the ring reduce-scatter + all-gather of ring.h for large
- * messages (every rank sends and receives 2(n-1)/n of the buffer); for small
- * ones (bytes * (n-1) <= small_max) a ring all-gather of whole buffers
- * followed by a local reduction in rank order, which takes n-1 hops instead
- * of 2(n-1).  Both run on one engine that streams the steps back to back:
- * the bytes sent at step t are those received at step t-1, and they leave
- * as soon as they are final (reduced chunk by chunk through a one-chunk
- * scratch buffer, or received in place for the copy steps).  Both sockets
- * are non-blocking; when neither can move, the engine polls both without
- * blocking for TCP_SPIN_US, yielding the CPU in between (a wake-up costs
- * more than a short message takes on a fast link), then blocks in poll()
- * until the caller's deadline.
- *
- * Every rank ends with the same bits: a reduced segment is computed once, by
- * one rank, and copied by the others; the small path reduces the same
- * buffers in the same order on every rank.
- *
- * Errors: a peer that closes or resets (FT_ERR_PROC_FAILED) or a deadline
- * (FT_ERR_TIMEOUT) is logged at debug level here; the caller (the step)
- * logs the one error line, naming the neighbour whose connection failed
- * (fti_tcp_ring_failed_peer).  The sockets are closed at once (so the
- * neighbours see it without waiting for their deadline) and the
- * communicator is dead: later allreduces return FT_ERR_ABORTED.  The
- * contents of buf are then unspecified.  A rank that closes its ring that
- * way looks to its own neighbours like a failed peer: in a ring of more
- * than three, a rank two hops from the dead one names the neighbour that
- * closed after it.
+ * comm/tcp.c - the tcp data plane (DESIGN section 5): a ring of TCP
+ * connections, each rank connected to the next and accepting from the
+ * previous one; ring reduce-scatter + all-gather for large messages, a
+ * ring all-gather and a local reduction in rank order for small ones, on
+ * one streaming engine over non-blocking sockets.  Every rank ends with
+ * the same bits.  Errors: a peer that closes or resets
+ * (FT_ERR_PROC_FAILED) or a deadline (FT_ERR_TIMEOUT) is logged at debug
+ * level here (the step logs the one error line, naming the neighbour:
+ * fti_tcp_ring_failed_peer); the sockets close at once and later
+ * allreduces return FT_ERR_ABORTED; buf is then unspecified.
  */
 #include "comm/tcp.h"
 

@@ -1,53 +1,20 @@
 /*
- * heal.h - the registered state of a rank and live healing (DESIGN
- * section 7).
- *
- * Serving: every rank's RPC server hands HEAL_METADATA and HEAL_FETCH to
- * fti_heal_handle.  A rank serves only while its step is open (from
- * FT_Quorum until a successful FT_Commit; a failed commit leaves the state
- * and the step unchanged, so serving goes on) and only the step it is at:
- * a request for another step gets an FT_ERR_STATE error reply.  Metadata
- * carries each buffer's name and length.  The checksums (fti_heal_sum
- * chained over FTI_HEAL_SUM_BYTES pieces) are computed once per step while
- * the bytes stream, and cached: by the loop thread right after each send
- * of a fetch reply took the bytes at the summing cursor (they are still in
- * the cache: fti_rpc_reply_ref_watch), and by a thread of its own, started
- * at the step's first metadata request, for the bytes the sending passed
- * by (heal/serve.c, "summing"); the metadata says sums_deferred and the healer
- * asks for them after its last fetch (HealFetchRequest.sums).  Fetch
- * replies are the raw bytes of [offset, offset+length), sent zero-copy
- * from the registered memory.  The checksum reply also carries each buffer's
- * chained sum after every piece (piece_sums), so that a healer striping
- * over several sources can verify each piece alone.  Test only:
- * FTMPI_TEST_HEAL_CORRUPT=NAME:OFFSET makes the fetch replies of buffer
- * NAME that cover byte OFFSET carry that byte flipped (NAME:* every
- * reply's first byte; the memory and the sums stay right).
- *
- * Fetching (heal/fetch.c), in two phases so that a replica group heals as
- * a whole or not at all: fti_heal_stage_multi asks each source group's
- * manager which address serves the same group rank, checks each source's
- * buffers against this rank's registrations (each registered buffer
- * exactly once, same lengths), streams disjoint ranges of the buffers from
- * all sources at once into staging memory and verifies each piece as it
- * arrives and against the source that sent it; the registered memory is
- * not touched.  The caller then
- * learns whether every rank of its group staged its copy (ft.c, with the
- * group's decision) and calls fti_heal_install (a local copy that cannot
- * fail) or fti_heal_discard.  fti_heal_fetch is both phases for one rank
- * alone.
+ * heal/heal.h - the registered state of a rank and live healing (DESIGN
+ * section 7): registration, serving (heal/serve.c, through the rank
+ * server's handler) and fetching in two phases, stage then install or
+ * discard, so that a group heals as a whole or not at all (heal/fetch.c).
+ * Errors: FT_ERR_* codes; a failed stage leaves the registered memory
+ * untouched.  Test only: FTMPI_TEST_HEAL_CORRUPT=NAME:OFFSET flips that
+ * byte in the fetch replies of buffer NAME (NAME:* every reply's first).
  *
  * Threads: fti_heal_register, fti_heal_set_step and the fetching calls
- * run on the application thread; fti_heal_handle on the RPC server's loop thread.
- * Mirrors (fti_heal_register_copy): refreshed by the application thread
- * (fti_heal_refresh) or the loop thread (a step's first metadata request),
- * one refresh at a time under a mutex of their own; a fetch of a mirror
- * not refreshed for the served step is refused.
- * A mutex guards the buffer list and the served step; the buffers'
- * contents are read without it (the application does not change them
- * while the step is open), also by whichever thread holds the summing
- * cursor (the loop thread or the summing thread, which the loop thread
- * starts and joins and which stops within a megabyte once the step
- * changes).
+ * run on the application thread; fti_heal_handle on the RPC server's loop
+ * thread.  Mirrors (fti_heal_register_copy) are refreshed by one thread at
+ * a time under their own mutex; a fetch of a mirror not refreshed for the
+ * served step is refused.  A mutex guards the buffer list and the served
+ * step; the buffers' contents are read without it (the application does
+ * not change them while the step is open), also by the summing thread,
+ * which the loop thread starts and joins.
  */
 #ifndef FTI_HEAL_H
 #define FTI_HEAL_H

@@ -17,7 +17,10 @@
 #     MPI, protobuf-c, libevent, OpenSSL, xxhash, hwloc, CUDA or NCCL symbol
 #     from a library the row names;
 #  4. as before: the MPI-free libraries and programs carry no MPI symbol and
-#     ftmpi-baby links no control plane.
+#     ftmpi-baby links no control plane;
+#  5. every "DESIGN section N" (or "DESIGN.md sections N and M", "DESIGN §N")
+#     cited in the code, the build files and the tests is a heading
+#     "## N." of doc/DESIGN.md.
 # Set LAYERING_README to check another copy of the table (the test's own
 # failing case does).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/integration/common.sh"
@@ -246,4 +249,24 @@ syms=$(nm "$bin" 2>/dev/null | grep -E ' [TU] (protobuf_c_|ftmpi__|fti_store_|ft
 if command -v ldd >/dev/null 2>&1 && ldd "$bin" 2>/dev/null | grep -Eq 'libmpi|libprotobuf-c'; then
     die "ftmpi-baby is linked against libmpi or protobuf-c"
 fi
-echo "ok: $(wc -l < "$rules") rows of README Layout; includes of $(echo "$files" | wc -w) files; link dependencies of $nlibs libraries; $checked libraries and programs without MPI"
+# ---- 5. the design the code cites is in the tree
+D=$S/doc/DESIGN.md
+[ -f "$D" ] || die "no doc/DESIGN.md"
+need_cmd perl
+cites=$(cd "$S" && find src lighthouse mpi_shim tools tests examples -type f \
+    \( -name '*.[ch]' -o -name '*.sh' -o -name '*.inc' -o -name '*.cpp' -o -name '*.f90' \) |
+    sort | xargs perl -0777 -ne '
+        (my $t = $_) =~ s/\n\s*(?:\*|#|\/\/|!)?\s*/ /g;
+        while ($t =~ /DESIGN(?:\.md)?\s+(?:sections?|\x{a7}|\xc2\xa7)\s*(\d+(?:\s*(?:,|and|-|\x{2013})\s*\d+)*)/g) {
+            my $l = $1; print "$ARGV $_\n" for ($l =~ /(\d+)/g);
+        }')
+ncites=0
+missing=
+for n in $(echo "$cites" | awk 'NF == 2 { print $2 }' | sort -un); do
+    grep -q "^## $n\. " "$D" || missing="$missing $n ($(echo "$cites" | awk -v n="$n" '$2 == n { print $1 }' | sort -u | head -3 | tr '\n' ' '))"
+done
+ncites=$(echo "$cites" | grep -c . || true)
+[ -z "$missing" ] || die "doc/DESIGN.md has no section$missing"
+[ "$ncites" -gt 0 ] || die "found no DESIGN citation at all: the check above would prove nothing"
+
+echo "ok: $ncites DESIGN citations found in doc/DESIGN.md; $(wc -l < "$rules") rows of README Layout; includes of $(echo "$files" | wc -w) files; link dependencies of $nlibs libraries; $checked libraries and programs without MPI"
