@@ -53,7 +53,7 @@
 /* After a reply, look for the next command this long before sleeping in
  * poll: when the rank reduces its buckets back to back the child is not
  * asleep when the command comes (one sleep and wake-up a call instead of
- * two, PERFORMANCE.md section 8); a rank that computes between calls pays
+ * two, PERFORMANCE.md section 10); a rank that computes between calls pays
  * this much cpu a call, yielding to its parent all along. */
 #define CMD_SPIN_US 30
 

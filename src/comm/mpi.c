@@ -322,7 +322,7 @@ static int grow(void **buf_p, size_t *len_p, size_t len)
 #define MPI_NATIVE_MIN 4096u
 
 /* The native path's algorithm by size and members (same on every member:
- * the same bytes and size), from the runs of doc/PERFORMANCE.md 12.1:
+ * the same bytes and size), from the runs in the history of doc/PERFORMANCE.md (section 4 today):
  * below 4 members libnbc reduces with a binomial tree (the whole buffer
  * twice through one rank), which the ring beats from 64 KiB; at 4 members
  * and more libnbc's reduce-scatter + allgather is as good up to segments

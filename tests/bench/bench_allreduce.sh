@@ -17,7 +17,7 @@
 #   The parts of mode B's time below the ring (bench_modeb_parts, plain
 #       MPI) at the largest np.
 #   BENCH_MODE_B_ONLY=1: no mode A runs (the mpi backend against native
-#       only, doc/PERFORMANCE.md section 12).
+#       only, doc/PERFORMANCE.md section 4).
 # Sizes 8 B .. 64 MiB (x8; BENCH_QUICK: .. 2 MiB), the median of 7
 # repetitions (BENCH_QUICK: 3) after one warm-up, each repetition timed on
 # the slowest rank.  Columns: time per call (us), algorithm bandwidth

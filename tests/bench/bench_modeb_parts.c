@@ -1,6 +1,6 @@
 /*
  * bench_modeb_parts.c - where the mpi backend's time goes below the ring
- * (doc/PERFORMANCE.md §12.3).  Plain MPI, no libftmpi: one MPI_Allreduce
+ * (doc/PERFORMANCE.md section 4).  Plain MPI, no libftmpi: one MPI_Allreduce
  * of MPI_FLOAT SUM over MPI_COMM_WORLD, timed four ways, each adding one
  * part of what FT_Allreduce in mode B does (src/comm/mpi.c,
  * allreduce_native):

@@ -1,5 +1,5 @@
 # tests/bench/bench_quorum.sh - one ftmpi-lighthouse under 100 / 1,000 /
-# 10,000 simulated groups (doc/PERFORMANCE.md, benchmark 2).
+# 10,000 simulated groups (doc/PERFORMANCE.md section 5).
 #
 # Per group count N: a fresh `ftmpi-lighthouse --min-replicas N` (join and
 # heartbeat timeouts long enough never to fire) and one bench_quorum process

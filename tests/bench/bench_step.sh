@@ -1,5 +1,5 @@
 # tests/bench/bench_step.sh - the per-step cost of fault tolerance:
-# FT_Quorum + FT_Commit without failures (doc/PERFORMANCE.md, benchmark 3).
+# FT_Quorum + FT_Commit without failures (doc/PERFORMANCE.md section 6).
 #
 # For G in 2 8 groups of one rank (separate `mpirun -np 1` each, one
 # ftmpi-lighthouse --min-replicas G):
