@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "comm/affinity.h"
+#include "comm/comm.h"
 #ifdef FTMPI_HAVE_NCCL
 #include "comm/nccl_comm.h"
 #endif
@@ -126,6 +127,30 @@ static void shown(const fti_config_field_t *f, const char *v, char *buf, size_t 
         snprintf(buf, len, "%s", v);
 }
 
+/* "`tcp`, `mpi`, ..." (quote = "`") or "tcp mpi ..." (quote = "", sep = " "):
+ * the names of the build's backend table. */
+static void backend_names(char *buf, size_t len, const char *quote, const char *sep)
+{
+    char name[FTI_CFG_NAME_SIZE];
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; fti_comm_backend_name_at(i, name, sizeof(name)) && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s%s%s", i ? sep : "", quote, name, quote);
+}
+
+/* FTMPI_BACKEND names a backend of the table (or auto); the settings check
+ * only that it is a name.  EXIT_USAGE with a message otherwise. */
+static int check_backend(const fti_config_t *cfg)
+{
+    if (strcmp(cfg->backend, "auto") == 0 || fti_comm_backend_known(cfg->backend))
+        return 0;
+    char known[256];
+    backend_names(known, sizeof(known), "", " ");
+    fprintf(stderr, "%s: FTMPI_BACKEND='%s': no such backend in this build (auto or one of: %s)\n",
+            prog, cfg->backend, known);
+    return EXIT_USAGE;
+}
+
 static int print_config(void)
 {
     fti_config_t cfg;
@@ -137,6 +162,8 @@ static int print_config(void)
         fprintf(stderr, "%s: %s\n", prog, err);
         return EXIT_USAGE;
     }
+    if (check_backend(&cfg) != 0)
+        return EXIT_USAGE;
 
     /* column widths from the rows themselves */
     for (const fti_config_field_t *f = fti_config_table; f->name; f++) {
@@ -300,6 +327,15 @@ static void md_accepts(const fti_config_field_t *f)
         break;
     case FTI_CFG_LOGLEVEL:
         printf("`none`, `error`, `warn`, `info`, `debug`, `trace`, or 0 to 5");
+        break;
+    case FTI_CFG_NAME:
+        if (strcmp(f->name, "FTMPI_BACKEND") == 0) {
+            char names[256];
+            backend_names(names, sizeof(names), "`", ", ");
+            printf("one of `auto`, %s (the backend table of this build)", names);
+        } else {
+            printf("a name: letters, digits, `-`, `_`; at most %zu", f->size - 1);
+        }
         break;
     default:
         printf("?");

@@ -1,7 +1,9 @@
 /* settings.c - parse the FTMPI_* table (see settings.h). */
 #include "base/settings.h"
 
+#include <ctype.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +16,6 @@
 
 #define OFF(m) offsetof(fti_config_t, m), sizeof(((fti_config_t *)0)->m)
 
-static const char *const backend_choices[] = {"auto", "tcp",  "mpi", "baby-tcp",
-                                              "nccl", "baby-nccl", NULL};
 static const char *const world_choices[] = {"dynamic", "fixed_with_spares", NULL};
 static const char *const bool_choices[] = {"0", "1", NULL};
 static const char *const shim_choices[] = {"auto", "abort", "return", "continue", NULL};
@@ -32,10 +32,9 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_INT, OFF(group_size), 0, 1 << 20, NULL},
     {"FTMPI_MIN_REPLICAS", "1", "fewest groups that may commit a step",
      FTI_CFG_INT, OFF(min_replicas), 1, 1 << 20, NULL},
-    {"FTMPI_BACKEND", "auto", "cross-group data plane: auto, tcp, mpi, baby-tcp (the tcp ring in an ftmpi-baby child process), "
-     "nccl or baby-nccl (NCCL in process or in the child; builds with CUDA and NCCL only); auto: mpi in mode B, "
-     "else tcp, and nccl for device buffers when built with NCCL",
-     FTI_CFG_ENUM, OFF(backend), 0, 0, backend_choices},
+    {"FTMPI_BACKEND", "auto", "cross-group data plane: auto or a backend of the build's table (baby-<x>: backend x in an ftmpi-baby child process; "
+     "nccl ones only in builds with CUDA and NCCL); auto: mpi in mode B, else tcp, and nccl for device buffers when built with NCCL",
+     FTI_CFG_NAME, OFF(backend), 0, 0, NULL},
     {"FTMPI_WORLD_SIZE_MODE", "dynamic", "dynamic, or fixed_with_spares (participants capped at min replicas)",
      FTI_CFG_ENUM, OFF(world_mode), 0, 0, world_choices},
     {"FTMPI_LH_JOIN_TIMEOUT_MS", "5000", "mode B: the lighthouse rank waits this long for groups that have not asked for a quorum yet",
@@ -144,6 +143,20 @@ static int parse_field(fti_config_t *cfg, const fti_config_field_t *f, const cha
                 n += snprintf(err + n, errlen - n, " %s", f->choices[i]);
         }
         return FT_ERR_CONFIG;
+    case FTI_CFG_NAME: {
+        size_t n = strlen(s);
+        bool ok = n > 0 && n < f->size;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '_';
+        if (!ok) {
+            snprintf(err, errlen, "%s='%.40s': expected a name of at most %zu letters, digits, '-' or '_'",
+                     f->name, s, f->size - 1);
+            return FT_ERR_CONFIG;
+        }
+        for (size_t i = 0; i <= n; i++)
+            dst[i] = (char)tolower((unsigned char)s[i]);
+        return FT_SUCCESS;
+    }
     case FTI_CFG_LOGLEVEL:
         v = fti_log_level_parse(s);
         if (v < 0) {
@@ -203,6 +216,7 @@ void fti_config_format(const fti_config_t *cfg, const fti_config_field_t *f, cha
     const char *src = (const char *)cfg + f->offset;
     switch (f->type) {
     case FTI_CFG_STRING:
+    case FTI_CFG_NAME:
         snprintf(buf, len, "%s", src);
         break;
     case FTI_CFG_INT:

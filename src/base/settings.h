@@ -13,10 +13,8 @@
 
 #include "base/sizes.h"
 
-enum fti_backend {
-    FTI_BACKEND_AUTO, FTI_BACKEND_TCP, FTI_BACKEND_MPI, FTI_BACKEND_BABY_TCP,
-    FTI_BACKEND_NCCL, FTI_BACKEND_BABY_NCCL /* built with CUDA and NCCL only */
-};
+/* A name setting (FTI_CFG_NAME) holds at most this many characters - 1. */
+#define FTI_CFG_NAME_SIZE 32
 enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
 /* FTMPI_SHIM_ON_FAILURE; auto: abort under MPI_ERRORS_ARE_FATAL, return
  * otherwise (DESIGN section 10). */
@@ -31,7 +29,7 @@ typedef struct fti_config {
     char bind_host[FTI_HOST_SIZE];      /* address the rank's servers bind */
     int group_size;             /* mode B: ranks per group, 0 = mode A */
     int min_replicas;
-    int backend;                /* enum fti_backend */
+    char backend[FTI_CFG_NAME_SIZE]; /* "auto" or a name of comm/comm.h's backend table */
     int world_mode;             /* enum fti_world_mode */
     int timeout_ms;             /* collectives and intra-group waits */
     int quorum_timeout_ms;      /* FT_Quorum's wait for a quorum */
@@ -60,8 +58,11 @@ typedef struct fti_config {
     int modeb_zero_copy;        /* bool: mode B's MPI writes ftmpi_mem_alloc buffers itself */
 } fti_config_t;
 
+/* FTI_CFG_NAME: a lower-cased name of letters, digits, '-' and '_' whose
+ * meaning the layer that owns the names checks (FTMPI_BACKEND: the backend
+ * table of comm/comm.h, when FT_Init resolves it); the settings know none. */
 enum fti_config_type { FTI_CFG_STRING, FTI_CFG_INT, FTI_CFG_BYTES, FTI_CFG_BOOL, FTI_CFG_ENUM,
-                       FTI_CFG_LOGLEVEL };
+                       FTI_CFG_LOGLEVEL, FTI_CFG_NAME };
 
 typedef struct fti_config_field {
     const char *name;       /* FTMPI_... */

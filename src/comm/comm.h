@@ -26,6 +26,7 @@
 #ifndef FTI_COMM_H
 #define FTI_COMM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -129,6 +130,14 @@ const struct fti_comm_backend *fti_comm_backend_find(const char *name);
 
 /* The i-th entry of the table (0-based), NULL past the end. */
 const struct fti_comm_backend *fti_comm_backend_at(int i);
+
+/* The table's names without its entries (comm/names.c, in the MPI-free
+ * libfti_comm: for programs that check FTMPI_BACKEND without the mpi
+ * backend, such as ftmpi-info).  name_at writes the i-th name ("baby-tcp"
+ * for the entry fti_backend_baby_tcp) into buf, cut to len, and returns
+ * false past the end; known says whether name (case-insensitive) is one. */
+bool fti_comm_backend_name_at(int i, char *buf, size_t len);
+bool fti_comm_backend_known(const char *name);
 
 static inline int fti_comm_create(const struct fti_comm_backend *b, const fti_comm_rendezvous_t *r,
                                   int64_t deadline_ms, fti_comm_h *comm_p)

@@ -72,7 +72,7 @@ void fti_shim_replica_id(int r, int n, char *buf, size_t len)
 
 int fti_shim_resolve(struct fti_step *s)
 {
-    if (s->cfg.backend == FTI_BACKEND_TCP) {
+    if (fti_comm_backend_find(s->cfg.backend) == &fti_backend_tcp) {
         FTI_ERROR("FTMPI_BACKEND=tcp: the drop-in (libftmpi_pmpi) runs on the mpi backend "
                   "(unset FTMPI_BACKEND)");
         return FT_ERR_CONFIG;

@@ -43,17 +43,6 @@ static void finalize_without_fence(void)
 /* A group is gone after this many heartbeat timeouts without one. */
 #define MODEB_GONE_FACTOR 2
 
-/* The backend FTMPI_BACKEND names ("auto" included), as the settings
- * table spells it. */
-static void backend_setting(const fti_config_t *cfg, char *buf, size_t len)
-{
-    snprintf(buf, len, "auto");
-    for (const fti_config_field_t *f = fti_config_table; f->name != NULL; f++) {
-        if (strcmp(f->name, "FTMPI_BACKEND") == 0)
-            fti_config_format(cfg, f, buf, len);
-    }
-}
-
 int fti_mode_resolve(const fti_config_t *cfg, bool *mode_b_p,
                      const struct fti_comm_backend **backend_p)
 {
@@ -63,13 +52,19 @@ int fti_mode_resolve(const fti_config_t *cfg, bool *mode_b_p,
                   "(mode B, one mpirun with a lighthouse rank, needs FTMPI_GROUP_SIZE instead)");
         return FT_ERR_CONFIG;
     }
-    char name[32];
-    backend_setting(cfg, name, sizeof(name));
-    if (strcmp(name, "auto") == 0)
-        snprintf(name, sizeof(name), "%s", mode_b ? "mpi" : "tcp");
-    const struct fti_comm_backend *b = fti_comm_backend_find(name);
+    const struct fti_comm_backend *b = &fti_backend_tcp;
+    if (strcmp(cfg->backend, "auto") != 0)
+        b = fti_comm_backend_find(cfg->backend);
+    else if (mode_b)
+        b = &fti_backend_mpi;
     if (b == NULL) {
-        FTI_ERROR("FTMPI_BACKEND=%s: no such backend in this build", name);
+        char known[256] = "";
+        size_t n = 0;
+        char name[FTI_CFG_NAME_SIZE];
+        for (int i = 0; fti_comm_backend_name_at(i, name, sizeof(name)) && n < sizeof(known); i++)
+            n += (size_t)snprintf(known + n, sizeof(known) - n, " %s", name);
+        FTI_ERROR("FTMPI_BACKEND=%s: no such backend in this build (auto or one of:%s)",
+                  cfg->backend, known);
         return FT_ERR_CONFIG;
     }
     if (!mode_b && (b->needs & FTI_COMM_NEEDS_WORLD)) {

@@ -41,8 +41,33 @@ static void test_entries_complete(void **state)
     assert_null(fti_comm_backend_at(n));
 }
 
-/* The names FTMPI_BACKEND takes (settings.c) and what their rendezvous
- * needs. */
+/* The table's names without its entries (comm/names.c) are the entries'
+ * own names, in order. */
+static void test_names(void **state)
+{
+    (void)state;
+    char name[32];
+    int n = 0;
+    for (const struct fti_comm_backend *b; (b = fti_comm_backend_at(n)) != NULL; n++) {
+        assert_true(fti_comm_backend_name_at(n, name, sizeof(name)));
+        assert_string_equal(name, b->name);
+        assert_true(fti_comm_backend_known(b->name));
+    }
+    assert_false(fti_comm_backend_name_at(n, name, sizeof(name)));
+    assert_false(fti_comm_backend_name_at(-1, name, sizeof(name)));
+    assert_true(fti_comm_backend_name_at(0, name, 3)); /* cut, terminated */
+    assert_int_equal(strlen(name), 2);
+    assert_true(fti_comm_backend_known("TCP"));
+    assert_true(fti_comm_backend_known("baby-tcp"));
+    assert_false(fti_comm_backend_known("baby_tcp"));
+    assert_false(fti_comm_backend_known("baby-tc"));
+    assert_false(fti_comm_backend_known("tcpx"));
+    assert_false(fti_comm_backend_known("auto"));
+    assert_false(fti_comm_backend_known(""));
+    assert_false(fti_comm_backend_known(NULL));
+}
+
+/* The names FTMPI_BACKEND takes and what their rendezvous needs. */
 static void test_find(void **state)
 {
     (void)state;
@@ -109,6 +134,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_entries_complete),
+        cmocka_unit_test(test_names),
         cmocka_unit_test(test_find),
         cmocka_unit_test(test_slice_of_one),
     };
