@@ -79,8 +79,8 @@ fi
 
 # ---- 2. configure and build ------------------------------------------------
 # the same flags for demo and check: switching verbs never reconfigures
-flags="--enable-werror"
-[ "${FTMPI_WERROR:-1}" = 0 ] && flags=""
+flags="--enable-werror --enable-test-hooks"
+[ "${FTMPI_WERROR:-1}" = 0 ] && flags="--enable-test-hooks"
 [ "$san" = 1 ] && flags="$flags --enable-sanitizers"
 [ "$san" = thread ] && flags="$flags --enable-sanitizers=thread"
 if [ ! -x "$here/configure" ] || [ "$here/configure.ac" -nt "$here/configure" ]; then

@@ -4,8 +4,8 @@
  * server's handler) and fetching in two phases, stage then install or
  * discard, so that a group heals as a whole or not at all (heal/fetch.c).
  * Errors: FT_ERR_* codes; a failed stage leaves the registered memory
- * untouched.  Test only: FTMPI_TEST_HEAL_CORRUPT=NAME:OFFSET flips that
- * byte in the fetch replies of buffer NAME (NAME:* every reply's first).
+ * untouched.  Test hooks (configure --enable-test-hooks only; heal_int.h):
+ * FTMPI_TEST_HEAL_CORRUPT, FTMPI_TEST_HEAL_SERVE_DELAY_MS.
  *
  * Threads: fti_heal_register, fti_heal_set_step and the fetching calls
  * run on the application thread; fti_heal_handle on the RPC server's loop

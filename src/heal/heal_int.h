@@ -60,12 +60,14 @@ struct fti_heal {
     pthread_t sum_tid;
     bool sum_thread;   /* sum_tid is to be joined */
     uint64_t sum_for;  /* the generation it sums */
-    /* test only (FTMPI_TEST_HEAL_CORRUPT=NAME:OFFSET): the fetch replies
+    /* Test hooks, read by fti_heal_create only in a build configured with
+     * --enable-test-hooks (FTMPI_TEST_HOOKS); otherwise empty and 0.
+     * FTMPI_TEST_HEAL_CORRUPT=NAME:OFFSET: the fetch replies
      * of buffer NAME that cover byte OFFSET carry that byte flipped
      * (NAME:*, UINT64_MAX here: every reply's first byte) */
     char corrupt_name[FTI_HEAL_MAX_NAME];
     uint64_t corrupt_at;
-    /* test only (FTMPI_TEST_HEAL_SERVE_DELAY_MS=N): each fetch reply waits
+    /* FTMPI_TEST_HEAL_SERVE_DELAY_MS=N (test hook too): each fetch reply waits
      * N ms on the loop thread, so that a test can kill a source while a
      * heal of it runs, whatever the machine's speed */
     int serve_delay_ms;

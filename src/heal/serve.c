@@ -13,6 +13,7 @@
 
 #include <xxhash.h>
 
+#include "ftmpi_config.h" /* FTMPI_TEST_HOOKS */
 #include "ftmpi_errors.h"
 #include "heal/heal_int.h"
 #include "base/log.h"
@@ -37,7 +38,8 @@ int fti_heal_create(fti_heal_h *h_p)
         return FT_ERR_NO_MEMORY;
     }
     h->gen = 1;
-    const char *corrupt = getenv("FTMPI_TEST_HEAL_CORRUPT"); /* test only: see heal_int.h */
+#ifdef FTMPI_TEST_HOOKS /* configure --enable-test-hooks only: see heal_int.h */
+    const char *corrupt = getenv("FTMPI_TEST_HEAL_CORRUPT");
     const char *colon = corrupt != NULL ? strrchr(corrupt, ':') : NULL;
     if (colon != NULL && colon > corrupt && (size_t)(colon - corrupt) < sizeof(h->corrupt_name)) {
         memcpy(h->corrupt_name, corrupt, (size_t)(colon - corrupt));
@@ -45,11 +47,12 @@ int fti_heal_create(fti_heal_h *h_p)
         FTI_WARN("heal: FTMPI_TEST_HEAL_CORRUPT: serving byte %" PRIu64 " of '%s' flipped",
                  h->corrupt_at, h->corrupt_name);
     }
-    const char *delay = getenv("FTMPI_TEST_HEAL_SERVE_DELAY_MS"); /* test only: see heal_int.h */
+    const char *delay = getenv("FTMPI_TEST_HEAL_SERVE_DELAY_MS");
     h->serve_delay_ms = delay != NULL ? atoi(delay) : 0;
     if (h->serve_delay_ms > 0)
         FTI_WARN("heal: FTMPI_TEST_HEAL_SERVE_DELAY_MS: every fetch reply waits %d ms",
                  h->serve_delay_ms);
+#endif
     *h_p = h;
     return FT_SUCCESS;
 }

@@ -15,6 +15,7 @@
 #   skip MSG...                print "SKIP (test): MSG" and exit 77
 #   need_mpirun                skip unless $MPIRUN names an mpirun
 #   need_cmd NAME...           skip unless each NAME is on the PATH
+#   need_test_hooks            skip unless configured with --enable-test-hooks
 #   register_pid PID           kill PID (SIGKILL) at exit
 #   register_pgid PGID         kill process group PGID (SIGKILL) at exit
 #   at_cleanup CMD             run CMD (eval) at exit, before the kills
@@ -106,6 +107,13 @@ san_runtime() {
 san_preload() {
     _rt=$(san_runtime "$1")
     echo "${_rt:+$_rt:}$1"
+}
+
+# need_test_hooks: skip unless the library was configured with
+# --enable-test-hooks (the FTMPI_TEST_* fault hooks; configure.ac)
+need_test_hooks() {
+    grep -q '^#define FTMPI_TEST_HOOKS 1' "$top_builddir/ftmpi_config.h" 2>/dev/null ||
+        skip "built without configure --enable-test-hooks (the FTMPI_TEST_* hooks this test uses)"
 }
 
 need_cmd() {

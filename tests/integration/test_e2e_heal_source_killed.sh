@@ -23,6 +23,7 @@ FTMPI_TIMEOUT_MS=5000
 # a heal of 128 MiB then lasts 0.4-0.8 s, so the kill lands inside it even
 # when the trigger is slow (under ASan a direct heal took 100 ms, and the
 # kill once came after it)
+need_test_hooks
 FTMPI_TEST_HEAL_SERVE_DELAY_MS=50
 export FTMPI_TIMEOUT_MS FTMPI_TEST_HEAL_SERVE_DELAY_MS
 args="--features $E2E_HEAL_FEATURES --batch 2 --samples 64 --eval 4 --lr 0.05 --steps 20 --print-every 1"

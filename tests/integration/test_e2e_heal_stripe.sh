@@ -15,6 +15,7 @@ e2e_init
 : "${E2E_HEAL_FEATURES:=16777216}"
 FTMPI_TIMEOUT_MS=5000
 export FTMPI_TIMEOUT_MS
+need_test_hooks # g1 serves flipped bytes (FTMPI_TEST_HEAL_CORRUPT)
 args="--features $E2E_HEAL_FEATURES --batch 2 --samples 64 --eval 4 --lr 0.05 --steps 14 --print-every 1"
 
 e2e_lighthouse_start 1

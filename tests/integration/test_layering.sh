@@ -18,6 +18,8 @@
 #     from a library the row names;
 #  4. as before: the MPI-free libraries and programs carry no MPI symbol and
 #     ftmpi-baby links no control plane;
+#  6. (see below) a library built without configure --enable-test-hooks
+#     holds no FTMPI_TEST_* name: no production build reads a test hook;
 #  5. every "DESIGN section N" (or "DESIGN.md sections N and M", "DESIGN §N")
 #     cited in the code, the build files and the tests is a heading
 #     "## N." of doc/DESIGN.md.
@@ -269,4 +271,15 @@ ncites=$(echo "$cites" | grep -c . || true)
 [ -z "$missing" ] || die "doc/DESIGN.md has no section$missing"
 [ "$ncites" -gt 0 ] || die "found no DESIGN citation at all: the check above would prove nothing"
 
-echo "ok: $ncites DESIGN citations found in doc/DESIGN.md; $(wc -l < "$rules") rows of README Layout; includes of $(echo "$files" | wc -w) files; link dependencies of $nlibs libraries; $checked libraries and programs without MPI"
+# ---- 6. test hooks only where configure asked for them
+hooks=no
+grep -q '^#define FTMPI_TEST_HOOKS 1' "$B/ftmpi_config.h" 2>/dev/null && hooks=yes
+for so in "$B/.libs/libftmpi.so" "$B/.libs/libftmpi_pmpi.so"; do
+    [ -f "$so" ] || continue
+    n=$(strings "$so" | grep -c 'FTMPI_TEST_' || true)
+    if [ $hooks = no ] && [ "$n" -gt 0 ]; then
+        die "$so was built without --enable-test-hooks but holds $n FTMPI_TEST_* string(s)"
+    fi
+done
+
+echo "ok: test hooks $hooks; $ncites DESIGN citations found in doc/DESIGN.md; $(wc -l < "$rules") rows of README Layout; includes of $(echo "$files" | wc -w) files; link dependencies of $nlibs libraries; $checked libraries and programs without MPI"
