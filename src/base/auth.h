@@ -9,8 +9,8 @@
  * is neither readable nor writable by others, and not empty.  The key used
  * on the wire is HMAC-SHA256(label, secret), never the secret itself.
  *
- * Handshake, before any frame, on every control-plane connection (rpc.c
- * runs it on connect and accept) and on the data plane's ring sockets
+ * Handshake, before any frame, on every control-plane connection (base/rpc_client.c and
+ * base/rpc_server.c run it on connect and accept) and on the data plane's ring sockets
  * (fti_auth_connect_fd / fti_auth_accept_fd):
  *   client -> server  HELLO     "FTA1" | Nc (32 random bytes)
  *   server -> client  CHALLENGE "FTA1" | Ns (32 random bytes) |
@@ -83,7 +83,7 @@ const fti_auth_key_t *fti_auth_key(void);
  * without a secret (servers and clients call it when they start keyless). */
 void fti_auth_warn_unauthenticated(void);
 
-/* ---- the handshake as pure steps (rpc.c's event-driven server) ---------- */
+/* ---- the handshake as pure steps (base/rpc_server.c's event-driven server) ---------- */
 
 /* Client: draws Nc, writes HELLO. */
 int fti_auth_client_hello(fti_auth_state_t *st, uint8_t hello[FTI_AUTH_HELLO_LEN]);

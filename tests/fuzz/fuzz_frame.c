@@ -1,7 +1,7 @@
 /*
  * fuzz_frame.c - arbitrary bytes into a real RPC server connection.
  *
- * One server (src/rpc.c) runs on 127.0.0.1 with its libevent loop in a
+ * One server (src/base/rpc_server.c) runs on 127.0.0.1 with its libevent loop in a
  * thread.  Each input is written on a fresh connection, the write side is
  * shut, and everything the server sends is read until it closes.  Checks:
  *   - the server closes every connection by itself (no hang);
