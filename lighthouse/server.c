@@ -24,6 +24,7 @@
  * then costs O(log n + world_size * (1 + destinations)).
  */
 #include "lighthouse/lighthouse.h"
+#include "lighthouse/server_int.h"
 #include "control/message.h"
 
 #include <event2/event.h>
@@ -44,195 +45,8 @@
 #include "base/rpc.h"
 #include "base/util.h"
 
-#define LH_KILL_TIMEOUT_MS 5000
-#define LH_KILLS_MAX 16 /* kill RPCs in flight at most (one thread each) */
 #define LH_LOG_NAMES 16 /* membership changes listed by name up to this many */
-#define LH_COMPACT_MAX_RANKS 4096 /* group ranks a compact reply lists at most */
 #define LH_MIN_FRAME 64 /* smallest max_frame accepted: a header and a short message */
-#define LH_COMPACT_MAX_IDS 64 /* compact replies name the members up to this many */
-
-const double fti_lh_hist_bounds_ms[FTI_LH_HIST_BUCKETS - 1] = {
-    1, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000};
-
-void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o)
-{
-    memset(o, 0, sizeof(*o));
-    snprintf(o->bind, sizeof(o->bind), "%s", FTI_LH_BIND_LOOPBACK);
-    o->min_replicas = 1;
-    o->join_timeout_ms = 60000;
-    o->quorum_tick_ms = 100;
-    o->heartbeat_timeout_ms = 5000;
-    o->max_frame = 4u << 20;
-    o->initial_quorum_id = -1;
-    o->max_finalized = FTI_LH_MAX_FINALIZED;
-    o->max_waiters_per_group = FTI_LH_MAX_WAITERS_PER_GROUP;
-    o->summary_interval_ms = 60000;
-}
-
-/* ---- waiters: deferred quorum calls, by replica id ----------------------- */
-
-struct waiter {
-    fti_rpc_call_h call;
-    bool compact;   /* wants its results, not the member list */
-    bool init_sync; /* the results' step-0 rule (compact only) */
-    bool want_ids;  /* compact: name the members too */
-    uint64_t hash;
-    uint64_t seq;        /* order of arrival */
-    struct waiter *next; /* bucket chain */
-    char replica_id[FTI_QID_MAX];
-};
-
-struct waiters {
-    struct waiter **buckets;
-    size_t mask;       /* buckets - 1, a power of two minus one */
-    size_t n;          /* waiters */
-    size_t n_ids;      /* distinct replica ids among them (= pending groups) */
-    size_t n_prev_ids; /* ... of which members of the current quorum */
-    uint64_t seq;      /* waiters added so far */
-};
-
-static uint64_t id_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static int waiters_init(struct waiters *w)
-{
-    w->mask = 255;
-    w->n = 0;
-    w->buckets = calloc(w->mask + 1, sizeof(*w->buckets));
-    return w->buckets ? FT_SUCCESS : FT_ERR_NO_MEMORY;
-}
-
-static void waiters_grow(struct waiters *w)
-{
-    size_t nmask = w->mask * 2 + 1;
-    struct waiter **nb = calloc(nmask + 1, sizeof(*nb));
-    if (nb == NULL)
-        return; /* keep the longer chains */
-    for (size_t i = 0; i <= w->mask; i++) {
-        struct waiter *x = w->buckets[i], *next;
-        for (; x; x = next) {
-            next = x->next;
-            x->next = nb[x->hash & nmask];
-            nb[x->hash & nmask] = x;
-        }
-    }
-    free(w->buckets);
-    w->buckets = nb;
-    w->mask = nmask;
-}
-
-static void waiters_add(struct waiters *w, struct waiter *x)
-{
-    if (w->n >= w->mask + 1)
-        waiters_grow(w);
-    x->hash = id_hash(x->replica_id);
-    x->seq = w->seq++;
-    x->next = w->buckets[x->hash & w->mask];
-    w->buckets[x->hash & w->mask] = x;
-    w->n++;
-}
-
-/* Unlinks every waiter of replica_id and returns them as a list. */
-static struct waiter *waiters_take(struct waiters *w, const char *replica_id)
-{
-    uint64_t h = id_hash(replica_id);
-    struct waiter **pp = &w->buckets[h & w->mask], *out = NULL;
-    while (*pp) {
-        struct waiter *x = *pp;
-        if (x->hash == h && strcmp(x->replica_id, replica_id) == 0) {
-            *pp = x->next;
-            x->next = out;
-            out = x;
-            w->n--;
-        } else {
-            pp = &x->next;
-        }
-    }
-    return out;
-}
-
-static bool waiters_has(const struct waiters *w, const char *replica_id)
-{
-    uint64_t h = id_hash(replica_id);
-    for (const struct waiter *x = w->buckets[h & w->mask]; x; x = x->next)
-        if (x->hash == h && strcmp(x->replica_id, replica_id) == 0)
-            return true;
-    return false;
-}
-
-/* Waiters of replica_id; *oldest_p gets the one added first (NULL if none). */
-static size_t waiters_count(const struct waiters *w, const char *replica_id,
-                            struct waiter **oldest_p)
-{
-    uint64_t h = id_hash(replica_id);
-    size_t n = 0;
-    *oldest_p = NULL;
-    for (struct waiter *x = w->buckets[h & w->mask]; x; x = x->next)
-        if (x->hash == h && strcmp(x->replica_id, replica_id) == 0) {
-            n++;
-            if (*oldest_p == NULL || x->seq < (*oldest_p)->seq)
-                *oldest_p = x;
-        }
-    return n;
-}
-
-/* Unlinks one waiter (in the table). */
-static void waiters_unlink(struct waiters *w, struct waiter *x)
-{
-    struct waiter **pp = &w->buckets[x->hash & w->mask];
-    while (*pp && *pp != x)
-        pp = &(*pp)->next;
-    if (*pp) {
-        *pp = x->next;
-        w->n--;
-    }
-}
-
-/* ---- the server ----------------------------------------------------------- */
-
-/* One packed LighthouseQuorumResponse shared by every waiter it answers
- * (released when the last send is done). */
-struct shared_reply {
-    int refs;
-    size_t len;
-    uint8_t data[];
-};
-
-struct fti_lighthouse {
-    struct event_base *base;
-    fti_lighthouse_opts_t opts;
-    fti_rpc_server_h rpc;
-    struct event *tick_ev;
-    struct event *eval_ev; /* activated by requests: one evaluation per loop batch */
-    struct waiters waiters;
-    fti_liveness_h live;  /* connections that speak for groups (loop thread) */
-    bool closing;         /* destroy runs: connection closes kill nobody */
-    int64_t next_summary_ms;
-    uint64_t summary_failures, summary_quorums; /* at the last summary line */
-
-    pthread_mutex_t mu; /* guards everything below */
-    fti_lh_history_t history;
-    fti_quorum_state_h st;
-    int64_t quorum_created_wall; /* wall ms of the current quorum */
-    char reason[FTI_QREASON_MAX];
-    uint64_t quorums_issued, heartbeats, quorum_requests;
-    fti_rpc_stats_t rpc_stats; /* refreshed on the loop thread */
-    uint64_t hist[FTI_LH_HIST_BUCKETS];
-    double hist_sum_ms;
-    uint64_t hist_count;
-    int64_t round_first_req_ms; /* first request since the last quorum, -1 none */
-    int64_t round_last_req_ms;
-    /* groups that finalized, sorted (strcmp) for binary search; at most
-     * opts.max_finalized, the oldest (lowest seq) evicted first */
-    struct fin_entry *finalized;
-    size_t n_finalized, cap_finalized;
-    uint64_t fin_seq; /* finalizes so far */
-};
 
 /* ---- finalized groups (under lh->mu) -------------------------------------- */
 
@@ -312,176 +126,6 @@ static void fin_del(struct fti_lighthouse *lh, const char *id)
         fin_del_at(lh, at);
 }
 
-static void reply_release(void *arg)
-{
-    struct shared_reply *r = arg;
-    if (--r->refs == 0)
-        free(r);
-}
-
-/* An issued quorum as protobuf structs (pointing into q), with what its
- * replies need: built once per quorum, released with view_clear. */
-struct quorum_view {
-    const fti_quorum_t *q;
-    Ftmpi__QuorumMember *pm;
-    Ftmpi__QuorumMember **pp;
-    Ftmpi__Quorum pq;
-    int64_t dropped;             /* compact replies: failures survived */
-    bool idx_tried;
-    fti_results_index_h idx;     /* compact replies; NULL until needed or on no memory */
-    bool full_tried;
-    struct shared_reply *full;   /* the full reply; NULL until needed or on no memory */
-    char **ids;                  /* member ids for compact replies (<= LH_COMPACT_MAX_IDS) */
-};
-
-static void view_clear(struct quorum_view *v)
-{
-    fti_results_index_destroy(v->idx);
-    if (v->full)
-        reply_release(v->full);
-    free(v->pm);
-    free(v->pp);
-    free(v->ids);
-    memset(v, 0, sizeof(*v));
-}
-
-/* FT_ERR_NO_MEMORY leaves v cleared. */
-static int view_init(struct quorum_view *v, const fti_quorum_t *q, int64_t created_wall,
-                     int64_t dropped)
-{
-    memset(v, 0, sizeof(*v));
-    v->q = q;
-    v->dropped = dropped;
-    v->pm = calloc(q->n_members, sizeof(*v->pm));
-    v->pp = calloc(q->n_members, sizeof(*v->pp));
-    if (v->pm == NULL || v->pp == NULL) {
-        view_clear(v);
-        return FT_ERR_NO_MEMORY;
-    }
-    Ftmpi__QuorumMember *pm = v->pm, **pp = v->pp;
-    for (size_t i = 0; i < q->n_members; i++) {
-        const fti_qmember_t *m = &q->members[i];
-        ftmpi__quorum_member__init(&pm[i]);
-        pm[i].replica_id = (char *)m->replica_id;
-        pm[i].address = (char *)m->address;
-        pm[i].store_address = (char *)m->store_address;
-        pm[i].step = m->step;
-        pm[i].world_size = m->world_size;
-        pm[i].shrink_only = m->shrink_only;
-        pm[i].commit_failures = m->commit_failures;
-        pm[i].incarnation = m->incarnation;
-        pm[i].data.data = m->data;
-        pm[i].data.len = m->data_len;
-        pp[i] = &pm[i];
-    }
-    if (q->n_members <= LH_COMPACT_MAX_IDS && (v->ids = calloc(q->n_members + 1, sizeof(char *))))
-        for (size_t i = 0; i < q->n_members; i++)
-            v->ids[i] = (char *)q->members[i].replica_id;
-    ftmpi__quorum__init(&v->pq);
-    v->pq.quorum_id = q->quorum_id;
-    v->pq.n_participants = q->n_members;
-    v->pq.participants = pp;
-    v->pq.created_ms = created_wall;
-    return FT_SUCCESS;
-}
-
-static struct shared_reply *pack_response(const Ftmpi__LighthouseQuorumResponse *resp)
-{
-    size_t len = ftmpi__lighthouse_quorum_response__get_packed_size(resp);
-    struct shared_reply *r = malloc(sizeof(*r) + len);
-    if (r) {
-        r->refs = 1;
-        r->len = ftmpi__lighthouse_quorum_response__pack(resp, r->data);
-    }
-    return r;
-}
-
-/* The full reply (every member), packed on first use and shared.  NULL on
- * no memory. */
-static struct shared_reply *view_full(struct quorum_view *v)
-{
-    if (!v->full_tried) {
-        Ftmpi__LighthouseQuorumResponse resp = FTMPI__LIGHTHOUSE_QUORUM_RESPONSE__INIT;
-        v->full_tried = true;
-        resp.quorum = &v->pq;
-        v->full = pack_response(&resp);
-    }
-    return v->full;
-}
-
-/* The compact reply of group replica_id (one result per group rank; the
- * quorum without members).  Returns its own reply (refs 1) or NULL with
- * *rc_p set. */
-static struct shared_reply *view_compact(struct quorum_view *v, const char *replica_id,
-                                         bool init_sync, bool want_ids, int *rc_p)
-{
-    if (!v->idx_tried) {
-        v->idx_tried = true;
-        if (fti_results_index_create(&v->pq, &v->idx) != FT_SUCCESS)
-            v->idx = NULL;
-    }
-    if (v->idx == NULL) {
-        *rc_p = FT_ERR_NO_MEMORY;
-        return NULL;
-    }
-    int rank = fti_results_index_find(v->idx, replica_id);
-    long at = fti_quorum_member_index(v->q, replica_id);
-    if (rank < 0 || at < 0) {
-        *rc_p = FT_ERR_NOT_FOUND;
-        return NULL;
-    }
-    uint64_t ws = v->q->members[at].world_size ? v->q->members[at].world_size : 1;
-    if (ws > LH_COMPACT_MAX_RANKS) {
-        *rc_p = FT_ERR_ARG;
-        return NULL;
-    }
-    fti_quorum_result_t *res = calloc(ws, sizeof(*res));
-    Ftmpi__ManagerQuorumResult *msgs = calloc(ws, sizeof(*msgs));
-    Ftmpi__ManagerQuorumResult **mp = calloc(ws, sizeof(*mp));
-    int64_t(*dst)[FTI_ARRAY_SIZE(res->recover_dst_replica_ranks)] = calloc(ws, sizeof(*dst));
-    char *(*srcs)[2 * FTI_RESULTS_MAX_SRC] = calloc(ws, sizeof(*srcs));
-    struct shared_reply *r = NULL;
-    int rc = FT_ERR_NO_MEMORY;
-    if (res && msgs && mp && dst && srcs) {
-        rc = FT_SUCCESS;
-        for (uint64_t g = 0; g < ws && rc == FT_SUCCESS; g++) {
-            rc = fti_results_compute_at(v->idx, rank, (int)g, init_sync, &res[g]);
-            if (rc == FT_SUCCESS) {
-                fti_results_to_msg(&res[g], dst[g], &msgs[g]);
-                fti_results_to_msg_srcs(&res[g], srcs[g], &msgs[g]);
-                mp[g] = &msgs[g];
-            }
-        }
-    }
-    if (rc == FT_SUCCESS) {
-        Ftmpi__Quorum pq = FTMPI__QUORUM__INIT;
-        Ftmpi__LighthouseQuorumResponse resp = FTMPI__LIGHTHOUSE_QUORUM_RESPONSE__INIT;
-        pq.quorum_id = v->pq.quorum_id;
-        pq.created_ms = v->pq.created_ms;
-        resp.quorum = &pq;
-        resp.n_results = ws;
-        resp.results = mp;
-        resp.dropped = v->dropped;
-        if (v->ids && want_ids) {
-            resp.n_member_ids = v->q->n_members;
-            resp.member_ids = v->ids;
-        }
-        r = pack_response(&resp);
-        if (r == NULL)
-            rc = FT_ERR_NO_MEMORY;
-    }
-    free(srcs);
-    free(dst);
-    free(mp);
-    free(msgs);
-    free(res);
-    *rc_p = rc;
-    return r;
-}
-
-/* Members of prev missing from the sorted members[0..n) or there as
- * another incarnation or with another manager address (a restarted
- * group).  O(n + prev). */
 static int64_t count_dropped(const fti_quorum_t *prev, const fti_qmember_t *members, size_t n)
 {
     int64_t dropped = 0;
@@ -553,7 +197,7 @@ static void sweep_dead(struct fti_lighthouse *lh)
             w->n--;
             FTI_DEBUG("quorum request of %s: connection closed, withdrawn", x->replica_id);
             fti_rpc_reply_error(x->call, FT_ERR_PROC_FAILED, "connection closed");
-            if (!waiters_has(w, x->replica_id)) {
+            if (!fti_lh_waiters_has(w, x->replica_id)) {
                 w->n_ids--;
                 if (in_quorum(lh, x->replica_id))
                     w->n_prev_ids--;
@@ -585,7 +229,7 @@ static void sweep_forgotten(struct fti_lighthouse *lh)
             FTI_WARN("quorum request of %s dropped: no heartbeat for %d heartbeat timeouts",
                      x->replica_id, FTI_QUORUM_EXPIRE_FACTOR);
             fti_rpc_reply_error(x->call, FT_ERR_TIMEOUT, "no heartbeat: forgotten by the lighthouse");
-            if (!waiters_has(w, x->replica_id)) {
+            if (!fti_lh_waiters_has(w, x->replica_id)) {
                 w->n_ids--;
                 if (in_quorum(lh, x->replica_id))
                     w->n_prev_ids--;
@@ -702,8 +346,8 @@ static bool answer_one(struct waiter *x, struct quorum_view *v)
     int rc = FT_ERR_NO_MEMORY;
     struct shared_reply *r = NULL;
     if (v && x->compact) {
-        r = view_compact(v, x->replica_id, x->init_sync, x->want_ids, &rc);
-    } else if (v && (r = view_full(v)) != NULL) {
+        r = fti_lh_view_compact(v, x->replica_id, x->init_sync, x->want_ids, &rc);
+    } else if (v && (r = fti_lh_view_full(v)) != NULL) {
         r->refs++;
     }
     if (r == NULL) {
@@ -712,7 +356,7 @@ static bool answer_one(struct waiter *x, struct quorum_view *v)
                                              : "lighthouse out of memory");
         return false;
     }
-    return fti_rpc_reply_ref(x->call, r->data, r->len, reply_release, r) == FT_SUCCESS;
+    return fti_rpc_reply_ref(x->call, r->data, r->len, fti_lh_reply_release, r) == FT_SUCCESS;
 }
 
 /* Sends the issued quorum to every waiting call of its members. */
@@ -720,10 +364,10 @@ static void answer_waiters(struct fti_lighthouse *lh, const struct issued *is)
 {
     const fti_quorum_t *q = is->q;
     struct quorum_view v;
-    bool have_view = view_init(&v, q, is->created_wall, is->dropped) == FT_SUCCESS;
+    bool have_view = fti_lh_view_init(&v, q, is->created_wall, is->dropped) == FT_SUCCESS;
     size_t answered = 0, failed = 0;
     for (size_t i = 0; i < q->n_members; i++) {
-        struct waiter *x = waiters_take(&lh->waiters, q->members[i].replica_id), *next;
+        struct waiter *x = fti_lh_waiters_take(&lh->waiters, q->members[i].replica_id), *next;
         if (x)
             lh->waiters.n_ids--;
         for (; x; x = next) {
@@ -740,7 +384,7 @@ static void answer_waiters(struct fti_lighthouse *lh, const struct issued *is)
         FTI_ERROR("quorum %" PRId64 ": %zu replies not sent (out of memory or bad world size)",
                   q->quorum_id, failed);
     if (have_view)
-        view_clear(&v);
+        fti_lh_view_clear(&v);
     FTI_DEBUG("quorum %" PRId64 " sent to %zu waiting calls", q->quorum_id, answered);
 }
 
@@ -1003,9 +647,9 @@ static void waiter_add(struct fti_lighthouse *lh, struct waiter *x)
 {
     struct waiters *w = &lh->waiters;
     struct waiter *old = NULL;
-    size_t n = waiters_count(w, x->replica_id, &old);
+    size_t n = fti_lh_waiters_count(w, x->replica_id, &old);
     if (n >= lh->opts.max_waiters_per_group) {
-        waiters_unlink(w, old);
+        fti_lh_waiters_unlink(w, old);
         FTI_WARN("quorum request of %s: %zu calls wait already, ending the oldest",
                  x->replica_id, n);
         fti_rpc_reply_error(old->call, FT_ERR_TIMEOUT,
@@ -1018,7 +662,7 @@ static void waiter_add(struct fti_lighthouse *lh, struct waiter *x)
         if (in_quorum(lh, x->replica_id))
             w->n_prev_ids++;
     }
-    waiters_add(w, x);
+    fti_lh_waiters_add(w, x);
 }
 
 static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
@@ -1076,7 +720,7 @@ static void on_finalize(fti_rpc_call_h call, const uint8_t *payload, size_t len,
         return;
     }
     /* its pending quorum calls end now */
-    struct waiter *x = waiters_take(&lh->waiters, id), *next;
+    struct waiter *x = fti_lh_waiters_take(&lh->waiters, id), *next;
     if (x) {
         lh->waiters.n_ids--;
         if (in_quorum(lh, id))
@@ -1178,7 +822,7 @@ int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *
                          (suseconds_t)(o->quorum_tick_ms % 1000) * 1000};
     int rc = fti_quorum_state_create(&qo, &lh->st);
     if (rc == FT_SUCCESS)
-        rc = waiters_init(&lh->waiters);
+        rc = fti_lh_waiters_init(&lh->waiters);
     if (rc == FT_SUCCESS)
         rc = fti_lh_history_init(&lh->history, 0, 0, 0);
     if (rc == FT_SUCCESS)
@@ -1242,187 +886,4 @@ void fti_lighthouse_destroy(fti_lighthouse_h lh)
 const char *fti_lighthouse_address(fti_lighthouse_h lh)
 {
     return fti_rpc_server_address(lh->rpc);
-}
-
-/* ---- kill ---------------------------------------------------------------- */
-
-/* Kill threads running in this process (they may outlive a lighthouse). */
-static _Atomic int kills_in_flight;
-
-struct kill_job {
-    char replica_id[FTI_QID_MAX];
-    char address[FTI_QADDR_MAX];
-    char msg[FTI_REASON_SIZE];
-};
-
-static void *kill_thread(void *arg)
-{
-    struct kill_job *j = arg;
-    fti_rpc_client_h c = NULL;
-    Ftmpi__KillRequest req = FTMPI__KILL_REQUEST__INIT;
-    ProtobufCMessage *resp = NULL;
-    req.msg = j->msg;
-    int rc = fti_rpc_client_create(j->address, LH_KILL_TIMEOUT_MS, 4096, &c);
-    if (rc == FT_SUCCESS)
-        rc = fti_rpc_call_msg(c, FTMPI__METHOD__MANAGER_KILL, &req.base,
-                              &ftmpi__kill_response__descriptor, LH_KILL_TIMEOUT_MS, &resp);
-    if (rc == FT_SUCCESS) {
-        FTI_INFO("kill delivered to %s at %s", j->replica_id, j->address);
-        protobuf_c_message_free_unpacked(resp, NULL);
-    } else {
-        FTI_WARN("kill of %s at %s failed: %s", j->replica_id, j->address, FT_Error_string(rc));
-    }
-    fti_rpc_client_destroy(c);
-    free(j);
-    atomic_fetch_sub(&kills_in_flight, 1);
-    return NULL;
-}
-
-int fti_lighthouse_kill(fti_lighthouse_h lh, const char *replica_id, const char *msg)
-{
-    fti_qgroup_view_t v;
-    struct kill_job *j;
-    if (lh == NULL || replica_id == NULL)
-        return FT_ERR_ARG;
-    if ((j = calloc(1, sizeof(*j))) == NULL)
-        return FT_ERR_NO_MEMORY;
-    pthread_mutex_lock(&lh->mu);
-    const fti_quorum_t *prev = fti_quorum_prev(lh->st);
-    long k = prev ? fti_quorum_member_index(prev, replica_id) : -1;
-    if (fti_quorum_group_find(lh->st, replica_id, fti_now_ms(), &v) == FT_SUCCESS && v.member)
-        fti_strlcpy(j->address, v.member->address, sizeof(j->address));
-    else if (k >= 0)
-        fti_strlcpy(j->address, prev->members[k].address, sizeof(j->address));
-    pthread_mutex_unlock(&lh->mu);
-    if (j->address[0] == '\0') {
-        free(j);
-        return FT_ERR_NOT_FOUND;
-    }
-    fti_strlcpy(j->replica_id, replica_id, sizeof(j->replica_id));
-    fti_strlcpy(j->msg, msg ? msg : "killed by the lighthouse", sizeof(j->msg));
-    FTI_INFO("sending kill to %s at %s: %s", j->replica_id, j->address, j->msg);
-
-    if (atomic_fetch_add(&kills_in_flight, 1) >= LH_KILLS_MAX) {
-        atomic_fetch_sub(&kills_in_flight, 1);
-        FTI_WARN("kill of %s refused: %d kills in flight already", j->replica_id, LH_KILLS_MAX);
-        free(j);
-        return FT_ERR_SYSTEM;
-    }
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int err = pthread_create(&t, &attr, kill_thread, j);
-    pthread_attr_destroy(&attr);
-    if (err != 0) {
-        atomic_fetch_sub(&kills_in_flight, 1);
-        FTI_ERROR("cannot start the kill thread: %s", strerror(err));
-        free(j);
-        return FT_ERR_SYSTEM;
-    }
-    return FT_SUCCESS;
-}
-
-/* ---- snapshot ------------------------------------------------------------ */
-
-static void view_fill(fti_lh_member_view_t *mv, const fti_qmember_t *m, const char *id)
-{
-    fti_strlcpy(mv->replica_id, id, sizeof(mv->replica_id));
-    if (m) {
-        fti_strlcpy(mv->address, m->address, sizeof(mv->address));
-        mv->step = m->step;
-        mv->world_size = m->world_size;
-    } else {
-        mv->step = -1;
-    }
-}
-
-int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
-{
-    fti_lh_snapshot_t *s = calloc(1, sizeof(*s));
-    if (s == NULL)
-        return FT_ERR_NO_MEMORY;
-    pthread_mutex_lock(&lh->mu);
-    int64_t now = fti_now_ms();
-    const fti_quorum_t *prev = fti_quorum_prev(lh->st);
-    size_t np = prev ? prev->n_members : 0, ng = fti_quorum_n_groups(lh->st);
-    s->members = calloc(np + ng + 1, sizeof(*s->members));
-    if (s->members == NULL) {
-        pthread_mutex_unlock(&lh->mu);
-        free(s);
-        return FT_ERR_NO_MEMORY;
-    }
-    s->quorum_id = prev ? prev->quorum_id : -1;
-    s->quorum_created_ms = prev ? lh->quorum_created_wall : 0;
-    s->max_step = -1;
-    for (size_t i = 0; i < np; i++)
-        if (prev->members[i].step > s->max_step)
-            s->max_step = prev->members[i].step;
-    s->min_replicas = lh->opts.min_replicas;
-    fti_strlcpy(s->waiting_reason, lh->reason, sizeof(s->waiting_reason));
-
-    /* quorum members first (their details as in the quorum) */
-    for (size_t i = 0; i < np; i++) {
-        fti_lh_member_view_t *mv = &s->members[s->n_members++];
-        fti_qgroup_view_t v;
-        view_fill(mv, &prev->members[i], prev->members[i].replica_id);
-        mv->in_quorum = true;
-        mv->behind = prev->members[i].step < s->max_step;
-        mv->heartbeat_age_ms = -1;
-        if (fti_quorum_group_find(lh->st, mv->replica_id, now, &v) == FT_SUCCESS) {
-            mv->heartbeat_age_ms = v.heartbeat_age_ms;
-            mv->healthy = v.healthy;
-            mv->waiting = v.waiting;
-        }
-    }
-    /* then every other group of the table */
-    for (size_t i = 0; i < ng; i++) {
-        fti_qgroup_view_t v;
-        if (fti_quorum_group_at(lh->st, i, now, &v) != FT_SUCCESS || v.in_quorum)
-            continue;
-        fti_lh_member_view_t *mv = &s->members[s->n_members++];
-        view_fill(mv, v.member, v.replica_id);
-        mv->heartbeat_age_ms = v.heartbeat_age_ms;
-        mv->healthy = v.healthy;
-        mv->waiting = v.waiting;
-    }
-
-    s->quorums_issued = lh->quorums_issued;
-    s->heartbeats = lh->heartbeats;
-    s->quorum_requests = lh->quorum_requests;
-    s->rejected_garbage = lh->rpc_stats.rejected_garbage;
-    s->rejected_oversize = lh->rpc_stats.rejected_oversize;
-    s->rejected_truncated = lh->rpc_stats.rejected_truncated;
-    s->rejected_unknown = lh->rpc_stats.rejected_unknown;
-    s->rejected_decode = lh->rpc_stats.rejected_decode;
-    s->rejected_auth = lh->rpc_stats.rejected_auth;
-    s->rejected_frames = s->rejected_garbage + s->rejected_oversize + s->rejected_truncated +
-                         s->rejected_unknown + s->rejected_decode + s->rejected_auth;
-    memcpy(s->hist, lh->hist, sizeof(s->hist));
-    s->hist_sum_ms = lh->hist_sum_ms;
-    s->hist_count = lh->hist_count;
-    s->wall_ms = fti_wall_ms();
-    for (size_t i = 0; i < s->n_members; i++) {
-        const fti_lh_gstats_t *g = fti_lh_history_group(&lh->history, s->members[i].replica_id);
-        s->members[i].dead = g && g->state == FTI_LH_G_DEAD;
-    }
-    s->history = malloc(sizeof(*s->history));
-    if (s->history && fti_lh_history_copy(&lh->history, s->history) != FT_SUCCESS) {
-        free(s->history);
-        s->history = NULL;
-    }
-    pthread_mutex_unlock(&lh->mu);
-    *snap_p = s;
-    return FT_SUCCESS;
-}
-
-void fti_lh_snapshot_free(fti_lh_snapshot_t *snap)
-{
-    if (snap == NULL)
-        return;
-    free(snap->members);
-    if (snap->history)
-        fti_lh_history_clear(snap->history);
-    free(snap->history);
-    free(snap);
 }

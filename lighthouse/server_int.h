@@ -1,0 +1,96 @@
+/*
+ * lighthouse/server_int.h - the server's state, shared by its files only:
+ * server.c (the loop: requests, evaluation, replies), replies.c (the
+ * packed quorum replies), server_admin.c (kill, snapshot, defaults).
+ */
+#ifndef FTI_LH_SERVER_INT_H
+#define FTI_LH_SERVER_INT_H
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "control/proto/ftmpi.pb-c.h"
+#include "control/results.h"
+#include "lighthouse/history.h"
+#include "lighthouse/lighthouse.h"
+#include "lighthouse/liveness.h"
+#include "lighthouse/quorum.h"
+#include "lighthouse/waiters.h"
+
+#define LH_KILL_TIMEOUT_MS 5000
+#define LH_KILLS_MAX 16 /* kill RPCs in flight at most (one thread each) */
+#define LH_COMPACT_MAX_RANKS 4096 /* group ranks a compact reply lists at most */
+#define LH_COMPACT_MAX_IDS 64 /* compact replies name the members up to this many */
+
+struct fin_entry;
+
+/* One packed LighthouseQuorumResponse shared by every waiter it answers
+ * (released when the last send is done). */
+struct shared_reply {
+    int refs;
+    size_t len;
+    uint8_t data[];
+};
+
+struct fti_lighthouse {
+    struct event_base *base;
+    fti_lighthouse_opts_t opts;
+    fti_rpc_server_h rpc;
+    struct event *tick_ev;
+    struct event *eval_ev; /* activated by requests: one evaluation per loop batch */
+    struct waiters waiters;
+    fti_liveness_h live;  /* connections that speak for groups (loop thread) */
+    bool closing;         /* destroy runs: connection closes kill nobody */
+    int64_t next_summary_ms;
+    uint64_t summary_failures, summary_quorums; /* at the last summary line */
+
+    pthread_mutex_t mu; /* guards everything below */
+    fti_lh_history_t history;
+    fti_quorum_state_h st;
+    int64_t quorum_created_wall; /* wall ms of the current quorum */
+    char reason[FTI_QREASON_MAX];
+    uint64_t quorums_issued, heartbeats, quorum_requests;
+    fti_rpc_stats_t rpc_stats; /* refreshed on the loop thread */
+    uint64_t hist[FTI_LH_HIST_BUCKETS];
+    double hist_sum_ms;
+    uint64_t hist_count;
+    int64_t round_first_req_ms; /* first request since the last quorum, -1 none */
+    int64_t round_last_req_ms;
+    /* groups that finalized, sorted (strcmp) for binary search; at most
+     * opts.max_finalized, the oldest (lowest seq) evicted first */
+    struct fin_entry *finalized;
+    size_t n_finalized, cap_finalized;
+    uint64_t fin_seq; /* finalizes so far */
+};
+
+/* An issued quorum as protobuf structs (pointing into q), with what its
+ * replies need: built once per quorum, released with view_clear. */
+struct quorum_view {
+    const fti_quorum_t *q;
+    Ftmpi__QuorumMember *pm;
+    Ftmpi__QuorumMember **pp;
+    Ftmpi__Quorum pq;
+    int64_t dropped;             /* compact replies: failures survived */
+    bool idx_tried;
+    fti_results_index_h idx;     /* compact replies; NULL until needed or on no memory */
+    bool full_tried;
+    struct shared_reply *full;   /* the full reply; NULL until needed or on no memory */
+    char **ids;                  /* member ids for compact replies (<= LH_COMPACT_MAX_IDS) */
+};
+
+/* Drops a reference of a shared reply (the last one frees it). */
+void fti_lh_reply_release(void *arg);
+/* FT_ERR_NO_MEMORY leaves v cleared. */
+int fti_lh_view_init(struct quorum_view *v, const fti_quorum_t *q, int64_t created_wall,
+                     int64_t dropped);
+void fti_lh_view_clear(struct quorum_view *v);
+/* The full reply (member list), packed once per view; NULL on no memory. */
+struct shared_reply *fti_lh_view_full(struct quorum_view *v);
+/* replica_id's compact reply (its own results); NULL with *rc_p set on
+ * an error. */
+struct shared_reply *fti_lh_view_compact(struct quorum_view *v, const char *replica_id,
+                                         bool init_sync, bool want_ids, int *rc_p);
+
+#endif
