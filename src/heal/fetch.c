@@ -15,6 +15,7 @@
 
 #include "ftmpi_errors.h"
 #include "heal/heal_int.h"
+#include "heal/stripe.h"
 #include "base/log.h"
 #include "control/proto/ftmpi.pb-c.h"
 #include "base/util.h"
@@ -23,7 +24,7 @@
 #define HEAL_MANAGER_MAX_REPLY (64u << 10)
 
 /* Maps a failure of the source onto the codes heal reports. */
-static int heal_code(int rc)
+int fti_heal_code(int rc)
 {
     switch (rc) {
     case FT_SUCCESS:
@@ -73,7 +74,7 @@ static int heal_address(const char *src_manager, int group_rank, const fti_heal_
  * exactly once, under its name and with its length, and nothing else.  A
  * repeated name is refused (else one registered buffer would never be
  * copied while the step advances).  Mutex held. */
-static int heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, const char *src)
+int fti_heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, const char *src)
 {
     if (m->n_buffers != h->n) {
         FTI_ERROR("heal: %s has %zu buffers registered, this rank %zu", src, m->n_buffers, h->n);
@@ -130,20 +131,6 @@ static int heal_sums(fti_rpc_client_h c, int64_t step, int64_t deadline_ms,
 }
 
 /* ---- staging ------------------------------------------------------------ */
-
-/* One buffer of a heal: the registered buffer it is for, the staging
- * memory its bytes stream into and what is known of its checksum pieces
- * (stage_alloc, released by stage_free). */
-struct heal_stage {
-    struct heal_buf *b;
-    unsigned char *data; /* b->len bytes; NULL when b->len == 0 */
-    bool mapped;         /* data is an anonymous mapping, else malloc'ed */
-    bool direct;         /* data is b->user itself (opts->direct): not ours */
-    size_t n_pieces;     /* pieces of FTI_HEAL_SUM_BYTES (the last shorter) */
-    uint64_t *chain;     /* the chained sum after each piece, computed here */
-    bool *ok;            /* each piece verified */
-    uint64_t sum;        /* of the whole buffer, computed here */
-};
 
 /* Staging buffers from this size on are mapped, and their pages populated
  * by a thread of their own ahead of the fetch (stage_populate): faulting
@@ -259,34 +246,6 @@ static int heal_install(struct fti_heal *h, const struct heal_stage *stage, size
     return FT_SUCCESS;
 }
 
-/* ---- striped fetching ----------------------------------------------------
- *
- * The state is cut into ranges of opts->chunk_bytes (per buffer, in
- * registration order).  One thread per source opens it (heal address,
- * connection, metadata: in parallel, while this thread maps the staging
- * memory) and then takes the first range nobody has, fetches it, and
- * takes the next: the sources share the ranges by their speed.  A source
- * that fails (closed connection, deadline, error reply) is dropped and its
- * range goes back for the others.  A frontier thread sums each buffer's
- * pieces in order as their ranges arrive (as the whole-buffer sums were
- * verified while streaming from one source).  Once every range is in, each
- * source's checksums (HealBuffer.piece_sums) are asked for; the sources
- * must agree (one that does not is dropped, logged once), and a piece
- * whose sum does not match is fetched again from another source, until
- * every piece verified or no source is left to try. */
-
-enum { R_TODO, R_BUSY, R_DONE };
-
-struct stripe_range {
-    size_t buf;     /* index into the stage */
-    size_t off, len;
-    int state;      /* R_*, under the stripe's mutex */
-    int src;        /* the source that delivered it (R_DONE) */
-    uint32_t tried; /* sources it failed with, a bit each */
-    int pin;        /* only this source may fetch it, -1: any */
-    size_t landed;  /* R_BUSY: its bytes in place so far (fetch_landed) */
-};
-
 /* A fetch reports its progress every this many bytes, and the fetching
  * thread sums them while they are still in its cache (frontier_advance).
  * Measured here (tests/bench/bench_heal, one source, 1 GiB, XXH3): summing
@@ -295,55 +254,6 @@ struct stripe_range {
  * raw TCP); steps of 4 MiB, 1 MiB: 536, 500 ms; 256, 128, 64 KiB: 421,
  * 400, 414 ms. */
 #define HEAL_LAND_STEP ((size_t)128 << 10)
-
-struct stripe;
-
-struct stripe_src {
-    struct stripe *sp;
-    int idx;
-    const char *manager;
-    char addr[FTI_ADDRESS_SIZE];
-    fti_rpc_client_h c;
-    Ftmpi__HealMetadataResponse *m;    /* its metadata */
-    Ftmpi__HealMetadataResponse *sums; /* its checksums (== m when not deferred) */
-    bool dead;                         /* under the stripe's mutex */
-    int rc;                            /* why it is dead */
-    uint64_t bytes;
-    pthread_t tid;
-    bool joinable;
-};
-
-struct stripe {
-    struct fti_heal *h;
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* any range's state, ready, stop */
-    struct heal_stage *stage;
-    size_t n_stage;
-    struct stripe_range *r;
-    size_t n_r;
-    int busy;   /* ranges in flight */
-    bool ready; /* the staging memory is there */
-    bool closed;   /* direct: stage_alloc closed serving (was_open: it had been open) */
-    bool was_open;
-    bool touched;  /* direct: a fetch into registered memory started */
-    bool stop;  /* no fetching: staging failed, or the fetch did */
-    bool sums_phase; /* first round: each source sends its checksums after */
-    int group_rank;
-    int64_t step, deadline_ms;
-    const fti_heal_opts_t *opts;
-    struct stripe_src *src;
-    int n_src;
-    int refetched; /* pieces that failed their checksum */
-    size_t pop_upto; /* ranges below this index have their pages (SIZE_MAX: all) */
-    /* the frontier: where the in-order sums of the first round are
-     * (frontier_advance), under the mutex but for the summing itself */
-    struct {
-        size_t buf, pos, k, ri; /* stage, bytes summed, piece, the range holding pos */
-        XXH3_state_t *xs;       /* piece k so far (ranges_make; freed by stripe_free) */
-        bool busy;              /* a thread is summing */
-        bool done;              /* every piece summed */
-    } fr;
-};
 
 /* Drops source w (mutex held); the caller logged why. */
 static void src_dead_locked(struct stripe_src *w, int rc)
@@ -359,7 +269,7 @@ static void src_dead_locked(struct stripe_src *w, int rc)
     pthread_cond_broadcast(&sp->cv);
 }
 
-static void src_dead(struct stripe_src *w, int rc)
+void fti_heal_src_dead(struct stripe_src *w, int rc)
 {
     pthread_mutex_lock(&w->sp->mu);
     src_dead_locked(w, rc);
@@ -400,7 +310,7 @@ static int src_open(struct stripe *sp, struct stripe_src *w)
     }
     /* registrations happen on the application thread, which waits for us */
     pthread_mutex_lock(&sp->h->mu);
-    rc = heal_check(sp->h, w->m, w->addr);
+    rc = fti_heal_check(sp->h, w->m, w->addr);
     pthread_mutex_unlock(&sp->h->mu);
     if (rc == FT_SUCCESS && !w->m->sums_deferred)
         w->sums = w->m; /* the checksums came with the metadata */
@@ -536,7 +446,7 @@ static void *src_main(void *arg)
     if (ask) {
         int rc = heal_sums(w->c, sp->step, sp->deadline_ms, &w->sums);
         if (rc != FT_SUCCESS)
-            src_dead(w, rc);
+            fti_heal_src_dead(w, rc);
     }
     return NULL;
 }
@@ -698,7 +608,6 @@ static int ranges_make(struct stripe *sp, size_t chunk)
     return FT_SUCCESS;
 }
 
-static int stripe_code(const struct stripe *sp);
 
 /* Starts a round: a thread per live source (the first round also opens
  * them); stripe_join waits for them.  With no source left, the code of
@@ -713,11 +622,11 @@ static int stripe_round(struct stripe *sp)
         live++;
         w->joinable = pthread_create(&w->tid, NULL, src_main, w) == 0;
         if (!w->joinable)
-            src_dead(w, FT_ERR_NO_MEMORY);
+            fti_heal_src_dead(w, FT_ERR_NO_MEMORY);
         started += w->joinable;
     }
     if (live == 0)
-        return stripe_code(sp);
+        return fti_heal_stripe_code(sp);
     return started > 0 ? FT_SUCCESS : FT_ERR_NO_MEMORY;
 }
 
@@ -728,213 +637,6 @@ static void stripe_join(struct stripe *sp)
             pthread_join(sp->src[j].tid, NULL);
         sp->src[j].joinable = false;
     }
-}
-
-/* ---- verifying the stripes --------------------------------------------- */
-
-/* Source w's checksum entry of buffer `name`, NULL when missing. */
-static const Ftmpi__HealBuffer *sums_of(const struct stripe_src *w, const char *name)
-{
-    for (size_t j = 0; j < w->sums->n_buffers; j++) {
-        const Ftmpi__HealBuffer *b = w->sums->buffers[j];
-        if (b != NULL && b->name != NULL && strcmp(b->name, name) == 0)
-            return b;
-    }
-    return NULL;
-}
-
-/* Whether sources a and b sent the same checksums for every buffer. */
-static bool sums_agree(const struct stripe *sp, const struct stripe_src *a,
-                       const struct stripe_src *b)
-{
-    for (size_t i = 0; i < sp->n_stage; i++) {
-        const Ftmpi__HealBuffer *x = sums_of(a, sp->stage[i].b->name);
-        const Ftmpi__HealBuffer *y = sums_of(b, sp->stage[i].b->name);
-        if (x->checksum != y->checksum || x->n_piece_sums != y->n_piece_sums ||
-            (x->n_piece_sums > 0 &&
-             memcmp(x->piece_sums, y->piece_sums, x->n_piece_sums * sizeof(uint64_t)) != 0))
-            return false;
-    }
-    return true;
-}
-
-/* Puts every range of buffer i overlapping [lo, hi) back to do, and its
- * pieces as not verified: pinned to source pin, or (pin < 0) marked as
- * failed with the source that delivered it.  Only while no source thread
- * runs. */
-static void ranges_redo(struct stripe *sp, size_t i, size_t lo, size_t hi, int pin)
-{
-    struct heal_stage *s = &sp->stage[i];
-    for (size_t j = 0; j < sp->n_r; j++) {
-        struct stripe_range *r = &sp->r[j];
-        if (r->buf != i || r->off >= hi || r->off + r->len <= lo || r->state != R_DONE)
-            continue;
-        r->state = R_TODO;
-        r->landed = 0;
-        if (pin < 0)
-            r->tried |= 1u << r->src;
-        r->pin = pin;
-        for (size_t k = r->off / FTI_HEAL_SUM_BYTES; k * FTI_HEAL_SUM_BYTES < r->off + r->len; k++)
-            s->ok[k] = false;
-    }
-}
-
-/* Whether every range of buffer i overlapping [lo, hi) is in. */
-static bool ranges_in(const struct stripe *sp, size_t i, size_t lo, size_t hi)
-{
-    for (size_t j = 0; j < sp->n_r; j++) {
-        const struct stripe_range *r = &sp->r[j];
-        if (r->buf == i && r->off < hi && r->off + r->len > lo && r->state != R_DONE)
-            return false;
-    }
-    return true;
-}
-
-/* The reference checksums: of the live sources that sent theirs (and
- * whose lists match the registrations), the one most others agree with
- * (the earliest on a tie); the others are dropped, their ranges to do
- * again.  NULL when no source is left. */
-static struct stripe_src *sums_reference(struct stripe *sp)
-{
-    struct stripe_src *ref = NULL;
-    int best = -1;
-    for (int a = 0; a < sp->n_src; a++) {
-        struct stripe_src *w = &sp->src[a];
-        if (w->dead || w->sums == NULL)
-            continue;
-        pthread_mutex_lock(&sp->h->mu);
-        int rc = w->sums == w->m ? FT_SUCCESS : heal_check(sp->h, w->sums, w->addr);
-        pthread_mutex_unlock(&sp->h->mu);
-        if (rc != FT_SUCCESS) {
-            src_dead(w, FT_ERR_PROC_FAILED);
-            continue;
-        }
-        int votes = 0;
-        for (int b = 0; b < sp->n_src; b++)
-            votes += !sp->src[b].dead && sp->src[b].sums != NULL && sums_agree(sp, w, &sp->src[b]);
-        if (votes > best) {
-            best = votes;
-            ref = w;
-        }
-    }
-    for (int a = 0; ref != NULL && a < sp->n_src; a++) {
-        struct stripe_src *w = &sp->src[a];
-        if (w->dead || w->sums == NULL || sums_agree(sp, ref, w))
-            continue;
-        FTI_ERROR("heal: %s sent other checksums of step %" PRId64 " than %s; dropped as a source",
-                  w->addr, sp->step, ref->addr);
-        src_dead(w, FT_ERR_CHECKSUM);
-        for (size_t j = 0; j < sp->n_r; j++)
-            if (sp->r[j].state == R_DONE && sp->r[j].src == a)
-                ranges_redo(sp, sp->r[j].buf, sp->r[j].off, sp->r[j].off + sp->r[j].len, -1);
-    }
-    return ref;
-}
-
-/* The source that sent every range of buffer i overlapping [lo, hi), -1
- * when several did (ranges not aligned to the pieces). */
-static int piece_owner(const struct stripe *sp, size_t i, size_t lo, size_t hi)
-{
-    int owner = -1;
-    for (size_t j = 0; j < sp->n_r; j++) {
-        const struct stripe_range *r = &sp->r[j];
-        if (r->buf != i || r->off >= hi || r->off + r->len <= lo)
-            continue;
-        if (owner >= 0 && r->src != owner)
-            return -1;
-        owner = r->src;
-    }
-    return owner;
-}
-
-/* Verifies the pieces of stage s not verified yet against the reference
- * sums rb: by the frontier's chain (first round) or piece by piece (seeded
- * with the reference's sum of the piece before).  A piece that fails
- * drops its source when one source sent all of it, and is fetched again
- * whole from one live source (logged once each time).  Returns the pieces that
- * failed; FT_ERR_CHECKSUM (logged) when the source gives no piece sums
- * (one that predates them) and the whole buffer fails. */
-static int verify_stage(struct stripe *sp, size_t i, const Ftmpi__HealBuffer *rb, bool chain_ok,
-                        int *bad_p)
-{
-    struct heal_stage *s = &sp->stage[i];
-    if (rb->n_piece_sums == 0 || s->n_pieces == 0) {
-        if (s->sum != rb->checksum) {
-            FTI_ERROR("heal: buffer '%s' fails its checksum (%016" PRIx64 " != %016" PRIx64 ")",
-                      s->b->name, s->sum, rb->checksum);
-            return FT_ERR_CHECKSUM;
-        }
-        return FT_SUCCESS;
-    }
-    if (rb->n_piece_sums != s->n_pieces) {
-        FTI_WARN("heal: %zu piece sums for the %zu pieces of '%s'", rb->n_piece_sums, s->n_pieces,
-                 s->b->name);
-        return FT_ERR_PROC_FAILED;
-    }
-    for (size_t k = 0; k < s->n_pieces; k++) {
-        size_t lo = k * FTI_HEAL_SUM_BYTES, n = FTI_MIN(FTI_HEAL_SUM_BYTES, s->b->len - lo);
-        if (s->ok[k] || !ranges_in(sp, i, lo, lo + n))
-            continue;
-        uint64_t seed = k > 0 ? rb->piece_sums[k - 1] : 0;
-        if (chain_ok && s->chain[k] == rb->piece_sums[k] && (k == 0 || s->chain[k - 1] == seed)) {
-            s->ok[k] = true;
-            continue;
-        }
-        if (fti_heal_sum(s->data + lo, n, seed) == rb->piece_sums[k]) {
-            s->ok[k] = true;
-            continue;
-        }
-        int owner = piece_owner(sp, i, lo, lo + n);
-        FTI_WARN("heal: piece %zu of '%s' [%zu, +%zu) from %s fails its checksum; fetching it "
-                 "again from another source",
-                 k, s->b->name, lo, n, owner >= 0 ? sp->src[owner].addr : "several sources");
-        if (owner >= 0) /* it alone sent the piece: it sends bad bytes */
-            src_dead(&sp->src[owner], FT_ERR_CHECKSUM);
-        /* the piece again from one source, so that a failure names it */
-        int pin = -1;
-        for (int j = 0; pin < 0 && j < sp->n_src; j++)
-            if (!sp->src[j].dead)
-                pin = j;
-        ranges_redo(sp, i, lo, lo + n, pin);
-        (*bad_p)++;
-        sp->refetched++;
-    }
-    return FT_SUCCESS;
-}
-
-/* Verifies the staged copy against the reference checksums; *bad_p: the
- * pieces to fetch again. */
-static int stripe_verify(struct stripe *sp, bool chain_ok, int *bad_p)
-{
-    *bad_p = 0;
-    struct stripe_src *ref = sums_reference(sp);
-    if (ref == NULL)
-        return FT_ERR_PROC_FAILED;
-    for (size_t i = 0; i < sp->n_stage; i++) {
-        int rc = verify_stage(sp, i, sums_of(ref, sp->stage[i].b->name), chain_ok, bad_p);
-        if (rc != FT_SUCCESS)
-            return rc;
-    }
-    return FT_SUCCESS;
-}
-
-/* The code of a failed heal: the gravest reason a source gave. */
-static int stripe_code(const struct stripe *sp)
-{
-    static const int order[] = {FT_ERR_NO_MEMORY, FT_ERR_ARG, FT_ERR_CHECKSUM, FT_ERR_TIMEOUT};
-    for (size_t o = 0; o < FTI_ARRAY_SIZE(order); o++)
-        for (int j = 0; j < sp->n_src; j++)
-            if (sp->src[j].dead && heal_code(sp->src[j].rc) == order[o])
-                return order[o];
-    return FT_ERR_PROC_FAILED;
-}
-
-static bool all_done(const struct stripe *sp)
-{
-    for (size_t j = 0; j < sp->n_r; j++)
-        if (sp->r[j].state != R_DONE)
-            return false;
-    return true;
 }
 
 /* ---- the heal ------------------------------------------------------------ */
@@ -974,12 +676,12 @@ static int stripe_first(struct stripe *sp, size_t chunk)
     pthread_cond_broadcast(&sp->cv);
     pthread_mutex_unlock(&sp->mu);
     stripe_join(sp);
-    if (rc == FT_SUCCESS && !all_done(sp)) {
+    if (rc == FT_SUCCESS && !fti_heal_stripe_all_done(sp)) {
         pthread_mutex_lock(&sp->mu);
         sp->stop = true;
         pthread_cond_broadcast(&sp->cv);
         pthread_mutex_unlock(&sp->mu);
-        rc = stripe_code(sp);
+        rc = fti_heal_stripe_code(sp);
     }
     if (frontier)
         pthread_join(ftid, NULL);
@@ -995,15 +697,15 @@ static int stripe_fetch(struct stripe *sp, size_t chunk)
     int bad = 0;
     int rc = stripe_first(sp, chunk);
     if (rc == FT_SUCCESS)
-        rc = stripe_verify(sp, true, &bad);
+        rc = fti_heal_stripe_verify(sp, true, &bad);
     sp->sums_phase = false;
-    while (rc == FT_SUCCESS && !all_done(sp)) {
+    while (rc == FT_SUCCESS && !fti_heal_stripe_all_done(sp)) {
         rc = stripe_round(sp);
         stripe_join(sp);
-        if (rc == FT_SUCCESS && !all_done(sp))
-            rc = stripe_code(sp);
+        if (rc == FT_SUCCESS && !fti_heal_stripe_all_done(sp))
+            rc = fti_heal_stripe_code(sp);
         if (rc == FT_SUCCESS)
-            rc = stripe_verify(sp, false, &bad);
+            rc = fti_heal_stripe_verify(sp, false, &bad);
     }
     return rc;
 }
@@ -1095,7 +797,7 @@ int fti_heal_stage_multi(fti_heal_h h, const char *const *src_managers, int n_sr
         sp.stage = NULL;
     }
     stripe_free(&sp);
-    rc = heal_code(rc);
+    rc = fti_heal_code(rc);
     st.ms = fti_now_ms() - t0;
     if (rc == FT_SUCCESS) {
         FTI_DEBUG("heal: step %" PRId64 " staged from %d of %d sources (%s first): %" PRIu64

@@ -1,0 +1,124 @@
+/*
+ * heal/stripe.h - a striped fetch's state, internal to heal/fetch.c (the
+ * fetching threads, the frontier, the rounds) and heal/verify.c (checking
+ * every piece against the source that sent it, fetching again what fails).
+ * Threads: the fields say which mutex guards them.
+ */
+#ifndef FTI_HEAL_STRIPE_H
+#define FTI_HEAL_STRIPE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <xxhash.h>
+
+#include "base/rpc.h"
+#include "control/proto/ftmpi.pb-c.h"
+#include "heal/heal_int.h"
+
+/* One buffer of a heal: the registered buffer it is for, the staging
+ * memory its bytes stream into and what is known of its checksum pieces
+ * (stage_alloc, released by stage_free). */
+struct heal_stage {
+    struct heal_buf *b;
+    unsigned char *data; /* b->len bytes; NULL when b->len == 0 */
+    bool mapped;         /* data is an anonymous mapping, else malloc'ed */
+    bool direct;         /* data is b->user itself (opts->direct): not ours */
+    size_t n_pieces;     /* pieces of FTI_HEAL_SUM_BYTES (the last shorter) */
+    uint64_t *chain;     /* the chained sum after each piece, computed here */
+    bool *ok;            /* each piece verified */
+    uint64_t sum;        /* of the whole buffer, computed here */
+};
+
+/* ---- striped fetching ----------------------------------------------------
+ *
+ * The state is cut into ranges of opts->chunk_bytes (per buffer, in
+ * registration order).  One thread per source opens it (heal address,
+ * connection, metadata: in parallel, while this thread maps the staging
+ * memory) and then takes the first range nobody has, fetches it, and
+ * takes the next: the sources share the ranges by their speed.  A source
+ * that fails (closed connection, deadline, error reply) is dropped and its
+ * range goes back for the others.  A frontier thread sums each buffer's
+ * pieces in order as their ranges arrive (as the whole-buffer sums were
+ * verified while streaming from one source).  Once every range is in, each
+ * source's checksums (HealBuffer.piece_sums) are asked for; the sources
+ * must agree (one that does not is dropped, logged once), and a piece
+ * whose sum does not match is fetched again from another source, until
+ * every piece verified or no source is left to try. */
+
+enum { R_TODO, R_BUSY, R_DONE };
+
+struct stripe_range {
+    size_t buf;     /* index into the stage */
+    size_t off, len;
+    int state;      /* R_*, under the stripe's mutex */
+    int src;        /* the source that delivered it (R_DONE) */
+    uint32_t tried; /* sources it failed with, a bit each */
+    int pin;        /* only this source may fetch it, -1: any */
+    size_t landed;  /* R_BUSY: its bytes in place so far (fetch_landed) */
+};
+
+struct stripe;
+
+struct stripe_src {
+    struct stripe *sp;
+    int idx;
+    const char *manager;
+    char addr[FTI_ADDRESS_SIZE];
+    fti_rpc_client_h c;
+    Ftmpi__HealMetadataResponse *m;    /* its metadata */
+    Ftmpi__HealMetadataResponse *sums; /* its checksums (== m when not deferred) */
+    bool dead;                         /* under the stripe's mutex */
+    int rc;                            /* why it is dead */
+    uint64_t bytes;
+    pthread_t tid;
+    bool joinable;
+};
+
+struct stripe {
+    struct fti_heal *h;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* any range's state, ready, stop */
+    struct heal_stage *stage;
+    size_t n_stage;
+    struct stripe_range *r;
+    size_t n_r;
+    int busy;   /* ranges in flight */
+    bool ready; /* the staging memory is there */
+    bool closed;   /* direct: stage_alloc closed serving (was_open: it had been open) */
+    bool was_open;
+    bool touched;  /* direct: a fetch into registered memory started */
+    bool stop;  /* no fetching: staging failed, or the fetch did */
+    bool sums_phase; /* first round: each source sends its checksums after */
+    int group_rank;
+    int64_t step, deadline_ms;
+    const fti_heal_opts_t *opts;
+    struct stripe_src *src;
+    int n_src;
+    int refetched; /* pieces that failed their checksum */
+    size_t pop_upto; /* ranges below this index have their pages (SIZE_MAX: all) */
+    /* the frontier: where the in-order sums of the first round are
+     * (frontier_advance), under the mutex but for the summing itself */
+    struct {
+        size_t buf, pos, k, ri; /* stage, bytes summed, piece, the range holding pos */
+        XXH3_state_t *xs;       /* piece k so far (ranges_make; freed by stripe_free) */
+        bool busy;              /* a thread is summing */
+        bool done;              /* every piece summed */
+    } fr;
+};
+
+/* verify.c: checks every piece (chain_ok: the first round's in-order sums
+ * hold); FT_SUCCESS, or *bad_p pieces were put back to be fetched again. */
+int fti_heal_stripe_verify(struct stripe *sp, bool chain_ok, int *bad_p);
+/* verify.c: the code the stripe ends with (a live source's, else the
+ * first dead one's); whether every range is in. */
+int fti_heal_stripe_code(const struct stripe *sp);
+bool fti_heal_stripe_all_done(const struct stripe *sp);
+/* fetch.c: a source's metadata against this rank's registrations; drops a
+ * source (logged by the caller); a source's failure as heal reports it. */
+int fti_heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, const char *src);
+void fti_heal_src_dead(struct stripe_src *w, int rc);
+int fti_heal_code(int rc);
+
+#endif
