@@ -79,7 +79,7 @@ struct fti_step {
     bool lost;                      /* mode B: this group lost a rank */
     char member_data[16];           /* mode B: QuorumMember.data (first world rank) */
     size_t member_data_len;
-    bool shim;                      /* libftmpi_pmpi: every world rank a group of one (mode/dropin.c) */
+    bool shim;                      /* the drop-in: every world rank a group of one (mode/dropin.c) */
 
     /* asynchronous progress (ft.c, progress.h) */
     fti_progress_h progress;        /* threaded when async_allreduce */

@@ -149,7 +149,8 @@ static int parse_field(fti_config_t *cfg, const fti_config_field_t *f, const cha
         for (size_t i = 0; ok && i < n; i++)
             ok = isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '_';
         if (!ok) {
-            snprintf(err, errlen, "%s='%.40s': expected a name of at most %zu letters, digits, '-' or '_'",
+            snprintf(err, errlen,
+                     "%s='%.40s': expected a name of at most %zu letters, digits, '-' or '_'",
                      f->name, s, f->size - 1);
             return FT_ERR_CONFIG;
         }

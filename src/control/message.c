@@ -74,7 +74,8 @@ int fti_rpc_call_msg(fti_rpc_client_h c, uint16_t method, const ProtobufCMessage
     ProtobufCMessage *m = fti_rpc_unpack(rdesc, reply, rlen);
     free(reply);
     if (m == NULL) {
-        FTI_WARN("rpc %s method %u: reply does not decode as %s", fti_rpc_client_address(c), method, rdesc->name);
+        FTI_WARN("rpc %s method %u: reply does not decode as %s", fti_rpc_client_address(c),
+                 method, rdesc->name);
         return FT_ERR_BAD_MESSAGE;
     }
     *resp_p = m;
