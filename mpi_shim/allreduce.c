@@ -321,12 +321,12 @@ static int hand_over(bool behind, void *recvbuf, size_t bytes)
 
 static void abort_job(const char *lost, int why)
 {
-    FTI_ERROR("libftmpi_pmpi: MPI_Allreduce failed (%s): %s%s lost; aborting the job "
-              "(FTMPI_SHIM_ON_FAILURE=abort, the default under MPI_ERRORS_ARE_FATAL)",
-              FT_Error_string(why), lost[0] ? "world rank(s) " : "",
-              lost[0] ? lost : "an unknown rank (the survivors could not re-form; world rank "
-                               "0, the lighthouse's, may be the one)");
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    (void)lost; /* the watchdog's list names them (watch.c) */
+    char text[128];
+    snprintf(text, sizeof(text), "had %s in", FT_Error_string(why));
+    fti_shim_end_job("MPI_Allreduce (FTMPI_SHIM_ON_FAILURE=abort, the default under "
+                     "MPI_ERRORS_ARE_FATAL)",
+                     text);
 }
 
 /* After a failed protected call (why): re-form, then what the failure mode
@@ -338,6 +338,8 @@ static int failed_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     size_t bytes = (size_t)count * fti_dtype_size(dt);
     char lost[SHIM_LOST_TEXT];
     sh.failed = true;
+    if (mode == FTI_SHIM_ABORT)
+        abort_job("", why); /* no re-form: it could wait for a quorum */
     for (int attempt = 0; attempt < SHIM_MAX_REFORMS; attempt++) {
         uint64_t min = 0, max = 0;
         int rc = reform(lost, sizeof(lost), &min, &max);
@@ -454,6 +456,8 @@ int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     if (sh.broken)
         return sh.err_code;
     int mode = fti_shim_cfg.on_failure == FTI_SHIM_ABORT ? FTI_SHIM_ABORT : failure_mode(comm);
+    if (mode != FTI_SHIM_ABORT)
+        fti_shim_call_kind(FTI_CALL_REDOABLE); /* the watchdog leaves the redo to this file */
     if (!sh.failed && fti_shim_fast_open())
         return fast_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, mode);
     int rc = FT_Allreduce(sendbuf, recvbuf, count, datatype, op, FT_COMM_REPLICAS);

@@ -31,6 +31,8 @@
 
 /* tries before the first sched_yield of ours (see the top) */
 #define FAST_QUIET_TRIES 64u
+/* how often a call waiting for its request looks at the detector */
+#define FAST_SLICE_MS 50
 
 static struct {
     MPI_Comm comm;              /* MPI_COMM_NULL: never made, or closed */
@@ -65,7 +67,6 @@ bool fti_shim_fast_open(void)
 int fti_shim_fast_allreduce(const void *sendbuf, void *recvbuf, int count,
                             MPI_Datatype datatype, MPI_Op op, size_t out_bytes)
 {
-    int64_t deadline = fti_now_ms() + fti_shim_cfg.timeout_ms;
     MPI_Request req = MPI_REQUEST_NULL;
     int rc = PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, fast.comm, &req);
     if (rc != MPI_SUCCESS) {
@@ -76,14 +77,20 @@ int fti_shim_fast_allreduce(const void *sendbuf, void *recvbuf, int count,
         fast.closed = true;
         return FT_ERR_MPI;
     }
-    rc = fti_mpi_poll(&req, 1, deadline, FAST_QUIET_TRIES);
+    /* no deadline: a rank computing long before its call is no failure;
+     * the watchdog's detector says when a rank is lost (watch.c) */
+    do {
+        rc = fti_mpi_poll(&req, 1, fti_now_ms() + FAST_SLICE_MS, FAST_QUIET_TRIES);
+    } while (rc == FT_ERR_TIMEOUT && fti_shim_watch_n_lost() == 0);
+    if (rc == FT_ERR_TIMEOUT)
+        rc = FT_ERR_PROC_FAILED;
     if (rc == FT_SUCCESS) {
         fast.calls++;
         return FT_SUCCESS;
     }
     FTI_WARN("libftmpi_pmpi: MPI_Allreduce on the failure-free path %s; its request is left to "
              "MPI and every later call takes the fault-tolerant path",
-             rc == FT_ERR_TIMEOUT ? "missed its deadline (FTMPI_TIMEOUT_MS)" : "got an error");
+             fti_shim_watch_n_lost() > 0 ? "lost a rank" : "got an error");
     fast.closed = true;
     fast.abandoned++;
     fast.abandoned_bytes += out_bytes;

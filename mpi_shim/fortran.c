@@ -58,9 +58,11 @@ void fti_shimf_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint
         rc = PMPI_Allreduce(s, r, (int)*count, t, o, c);
     } else {
         fti_shim_fortran_calls++;
+        fti_shim_enter("MPI_Allreduce", FTI_CALL_BLOCKING);
         fti_shim_busy = 1;
         rc = fti_shim_Allreduce(s, r, (int)*count, t, o, c);
         fti_shim_busy = 0;
+        fti_shim_leave();
     }
     if (ierr != NULL) /* optional in mpi_f08 */
         *ierr = (MPI_Fint)rc;

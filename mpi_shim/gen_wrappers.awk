@@ -29,6 +29,11 @@ BEGIN {
 
 FILENAME ~ /wrappers\.txt$/ {
     line = $0
+    kind = ""
+    if ($1 == "watch" || $1 == "poll" || $1 == "watchc") {
+        kind = $1
+        line = trim(substr(line, length($1) + 2))
+    }
     open = index(line, "(")
     head = trim(substr(line, 1, open - 1))
     params = substr(line, open + 1)
@@ -37,10 +42,38 @@ FILENAME ~ /wrappers\.txt$/ {
     rtype = trim(substr(head, 1, length(head) - length(name)))
     short = name; sub(/^MPI_/, "", short)
     args = argnames(params)
+    mark = kind == "poll" ? "FTI_CALL_POLL" : "FTI_CALL_BLOCKING"
     printf "FTI_SHIM_EXPORT %s %s(%s)\n{\n", rtype, name, params
     printf "    if (!fti_shim_on || fti_shim_busy)\n        return P%s(%s);\n", name, args
-    printf "    fti_shim_busy = 1;\n    %s rc = fti_shim_%s(%s);\n", rtype, short, args
-    printf "    fti_shim_busy = 0;\n    return rc;\n}\n\n"
+    printf "    fti_shim_enter(\"%s\", %s);\n", name, mark
+    if (kind == "") {
+        printf "    fti_shim_busy = 1;\n    %s rc = fti_shim_%s(%s);\n", rtype, short, args
+        printf "    fti_shim_busy = 0;\n"
+    } else {
+        printf "    %s rc = P%s(%s);\n", rtype, name, args
+    }
+    printf "    fti_shim_leave();\n    return rc;\n}\n\n"
+    if (kind == "watch" || kind == "poll") {
+        n = split(params, parts, ",") + 1
+        lname = tolower(short)
+        fparams = ""; fargs = ""
+        for (i = 1; i <= n; i++) {
+            fparams = fparams (i > 1 ? ", " : "") "void *a" i
+            fargs = fargs (i > 1 ? ", " : "") "a" i
+        }
+        printf "extern void pmpi_%s_(%s) __attribute__((weak));\n", lname, fparams
+        nsyms = split("mpi_" lname " mpi_" lname "_ mpi_" lname "__ MPI_" toupper(lname) \
+                      " ompi_" lname "_f", syms, " ")
+        for (i = 1; i <= nsyms; i++) {
+            printf "FTI_SHIM_EXPORT void %s(%s)\n{\n", syms[i], fparams
+            printf "    if (pmpi_%s_ == NULL)\n        return;\n", lname
+            printf "    int on = fti_shim_on && !fti_shim_busy;\n"
+            printf "    if (on)\n        fti_shim_enter(\"%s\", %s);\n", name, mark
+            printf "    pmpi_%s_(%s);\n", lname, fargs
+            printf "    if (on)\n        fti_shim_leave();\n}\n"
+        }
+        print ""
+    }
     next
 }
 

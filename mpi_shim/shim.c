@@ -51,6 +51,20 @@ static void announce(const fti_config_t *cfg, int rc)
 
 /* Runs inside the shim (fti_shim_busy set): the library's own MPI calls
  * go to PMPI_. */
+static int sh_rank(void)
+{
+    int r = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+
+static int sh_size(void)
+{
+    int n = 1;
+    PMPI_Comm_size(MPI_COMM_WORLD, &n);
+    return n;
+}
+
 static int setup(void)
 {
     fti_config_t cfg;
@@ -75,6 +89,9 @@ static int setup(void)
     int all = rc;
     if (PMPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
         all = FT_ERR_MPI;
+    if (all == FT_SUCCESS) /* collective; without it the job runs unwatched (logged) */
+        (void)fti_shim_watch_start(sh_rank(), sh_size(), cfg.bind_host, cfg.lighthouse[0] == '\0',
+                                   cfg.timeout_ms, cfg.heartbeat_ms, cfg.connect_timeout_ms);
     if (all != FT_SUCCESS) {
         int wr = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
@@ -100,6 +117,17 @@ static int after_init(int rc)
 
 static int shim_finalize(void)
 {
+    bool watched = fti_shim_on && !fti_shim_busy;
+    if (watched) {
+        /* a rank lost while this one finalizes still ends the job (the
+         * survivors' fence may never complete), later under return and
+         * continue, which let the program reach MPI_Finalize after a loss */
+        fti_shim_enter("MPI_Finalize", fti_shim_cfg.on_failure == FTI_SHIM_RETURN ||
+                                                fti_shim_cfg.on_failure == FTI_SHIM_CONTINUE
+                                            ? FTI_CALL_REDOABLE
+                                            : FTI_CALL_BLOCKING);
+        fti_shim_watch_bye();
+    }
     if (fti_shim_on && !fti_shim_busy) {
         fti_shim_busy = 1;
         struct fti_shim_stats n;
@@ -122,7 +150,12 @@ static int shim_finalize(void)
         fti_shim_on = 0;
         fti_shim_busy = 0;
     }
-    return PMPI_Finalize();
+    int rc = PMPI_Finalize();
+    if (watched) {
+        fti_shim_leave();
+        fti_shim_watch_stop();
+    }
+    return rc;
 }
 
 FTI_SHIM_EXPORT int MPI_Init(int *argc, char ***argv)

@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "watch.h"
+
 #define FTI_SHIM_EXPORT __attribute__((visibility("default")))
 
 extern int fti_shim_on;

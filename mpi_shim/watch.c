@@ -1,0 +1,446 @@
+/*
+ * watch.c - libftmpi_pmpi's watchdog (see watch.h; DESIGN section 10, "No
+ * hang anywhere"; issue 28).
+ *
+ * The detector.  World rank 0 runs a hub on the watchdog thread; every
+ * other rank's watchdog thread holds one TCP connection to it (the
+ * address is broadcast in MPI_Init, bound on FTMPI_BIND_HOST like the
+ * lighthouse).  Both ends send an 8-byte ping every FTMPI_HEARTBEAT_MS
+ * from their thread, so a rank computing for hours between MPI calls still
+ * pings.  The hub knows a rank lost when its connection closes without a
+ * goodbye (the process died: at once) or when it sent nothing for
+ * FTMPI_TIMEOUT_MS (stopped, or its node lost), and tells every other
+ * rank; a rank knows rank 0 lost the same way from the hub's side.  A
+ * rank that reached MPI_Finalize says goodbye first: its leaving is no
+ * loss.  The lighthouse's own liveness (connection close, heartbeats)
+ * works the same way but answers nothing back to the ranks; this hub is
+ * the part of it every rank can hear, and it runs with an external
+ * lighthouse too (rank 0 is then still its hub: a loss after rank 0's is
+ * not seen).
+ *
+ * The rules.  Nothing happens while every rank lives.  Once a rank is
+ * known lost, a rank whose program is inside a marked MPI call (or keeps
+ * polling, watch.h) that has not returned for FTMPI_TIMEOUT_MS since it
+ * was entered ends the job (fti_shim_end_job); a protected call that the
+ * shim redoes over the survivors (return, continue) gets
+ * SHIM_REDO_FACTOR times that plus SHIM_REDO_MARGIN_MS, unless rank 0 with
+ * the job's own lighthouse is lost (nothing can redo it then).
+ *
+ * Ending the job: one error line naming the lost world ranks and the call,
+ * then _exit(FTI_SHIM_EXIT_STATUS) from the watchdog thread (MPI is not
+ * called: the application thread is inside it).  Under plain mpirun the
+ * first non-zero exit makes mpirun end every rank (a stopped one
+ * included) and return that status.  Under `mpirun --enable-recovery`
+ * (Open MPI sets OMPI_MCA_orte_enable_recovery in the ranks' environment)
+ * mpirun ignores the ranks' exits and returns 0 once they all ended, or
+ * waits forever for a stopped rank; MPI_Abort under that flag returns 0
+ * too.  The rank then sends SIGTERM to its parent when the parent is Open
+ * MPI's launcher (mpirun, orterun, mpiexec or an orted, by its
+ * /proc/PID/comm): mpirun then ends every rank and returns 1.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "watch.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "ftmpi_errors.h"
+#include "log.h"
+#include "net.h"
+#include "sizes.h"
+#include "util.h"
+
+/* The status of every rank the shim ends (plain mpirun returns it). */
+#define FTI_SHIM_EXIT_STATUS 70
+#define SHIM_REDO_FACTOR 3
+#define SHIM_REDO_MARGIN_MS 5000
+#define SHIM_MIN_SILENCE_MS 1000
+#define SHIM_LOST_TEXT 512
+
+enum { F_HELLO = 1, F_PING = 2, F_BYE = 3, F_LOST = 4 };
+enum { P_NONE, P_LIVE, P_BYE, P_LOST };
+enum { WHY_DEAD = 1, WHY_SILENT = 2 };
+
+struct frame {
+    uint32_t type, value;
+};
+
+struct conn {
+    int fd;
+    int state;
+    int rank;          /* -1 until its hello (hub side) */
+    int64_t heard;
+    unsigned char buf[sizeof(struct frame)];
+    size_t got;
+};
+
+struct fti_shim_calls fti_shim_calls;
+
+static struct {
+    int rank, size;
+    int timeout_ms, period_ms, silence_ms;
+    bool own_lh, recovery;
+    struct conn hub;           /* ranks > 0: the connection to the hub */
+    bool hub_left;             /* rank 0 said goodbye */
+    int lfd;                   /* rank 0: listening */
+    struct conn *peers;        /* rank 0: accepted connections, size of them */
+    int n_peers;
+    _Atomic unsigned char *lost; /* per world rank: WHY_* once lost */
+    atomic_int n_lost;
+    pthread_t thread;
+    bool running;
+    atomic_int stop, bye;
+    bool bye_sent;
+    uint64_t seen_seq;         /* the watchdog's view of the program's calls */
+    int64_t blocked_since;
+} w = {.hub = {.fd = -1}, .lfd = -1};
+
+int fti_shim_watch_n_lost(void)
+{
+    return atomic_load_explicit(&w.n_lost, memory_order_acquire);
+}
+
+bool fti_shim_watch_is_lost(int r)
+{
+    return w.lost != NULL && r >= 0 && r < w.size && atomic_load(&w.lost[r]) != 0;
+}
+
+/* "2, 5" into ranks; "2: its process ended; 5: unresponsive" into why */
+static void lost_text(char *ranks, char *why, size_t len)
+{
+    ranks[0] = why[0] = '\0';
+    for (int r = 0; w.lost != NULL && r < w.size; r++) {
+        unsigned char k = atomic_load(&w.lost[r]);
+        size_t a = strlen(ranks), b = strlen(why);
+        if (k == 0 || a + 16 >= len || b + 80 >= len)
+            continue;
+        snprintf(ranks + a, len - a, "%s%d", a ? ", " : "", r);
+        snprintf(why + b, len - b, "%s%d: %s", b ? "; " : "", r,
+                 k == WHY_DEAD ? "its process ended (connection closed)"
+                               : "unresponsive (silent for FTMPI_TIMEOUT_MS)");
+    }
+}
+
+/* Under --enable-recovery: mpirun (or the node's orted) is told to end the
+ * job (see the top). */
+static void end_launcher(void)
+{
+    pid_t pp = getppid();
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pp);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    if (fgets(comm, sizeof(comm), f) == NULL)
+        comm[0] = '\0';
+    fclose(f);
+    comm[strcspn(comm, "\n")] = '\0';
+    static const char *const launchers[] = {"mpirun", "orterun", "mpiexec", "orted"};
+    for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++)
+        if (strcmp(comm, launchers[i]) == 0)
+            (void)kill(pp, SIGTERM);
+}
+
+void fti_shim_end_job(const char *call, const char *why)
+{
+    static atomic_int once;
+    if (atomic_exchange(&once, 1) != 0)
+        for (;;)
+            pause(); /* the other thread ends the process */
+    char lost[SHIM_LOST_TEXT], how[SHIM_LOST_TEXT];
+    lost_text(lost, how, sizeof(lost));
+    FTI_ERROR("libftmpi_pmpi: world rank(s) %s lost; aborting the job: world rank %d %s %s "
+              "[%s] (exit status %d%s)",
+              lost[0] ? lost : "an unknown rank", w.rank, why, call,
+              how[0] ? how : "the survivors could not re-form", FTI_SHIM_EXIT_STATUS,
+              w.recovery ? "; mpirun --enable-recovery is sent SIGTERM and returns 1" : "");
+    fflush(stderr);
+    if (w.recovery)
+        end_launcher();
+    _exit(FTI_SHIM_EXIT_STATUS);
+}
+
+/* The watchdog's look at the program (see the top). */
+static void judge(int64_t now)
+{
+    int depth = atomic_load_explicit(&fti_shim_calls.depth, memory_order_relaxed);
+    int kind = atomic_load_explicit(&fti_shim_calls.kind, memory_order_relaxed);
+    uint64_t seq = atomic_load_explicit(&fti_shim_calls.seq, memory_order_relaxed);
+    if (depth <= 0 && kind != FTI_CALL_POLL) {
+        w.blocked_since = -1;
+        return;
+    }
+    if (seq != w.seen_seq || w.blocked_since < 0) {
+        w.seen_seq = seq;
+        w.blocked_since = now;
+    }
+    if (fti_shim_watch_n_lost() == 0)
+        return;
+    int64_t limit = w.timeout_ms;
+    if (kind == FTI_CALL_REDOABLE && !(w.own_lh && fti_shim_watch_is_lost(0)))
+        limit = (int64_t)SHIM_REDO_FACTOR * w.timeout_ms + SHIM_REDO_MARGIN_MS;
+    if (now - w.blocked_since < limit)
+        return;
+    const char *name = atomic_load_explicit(&fti_shim_calls.name, memory_order_relaxed);
+    char why[96];
+    snprintf(why, sizeof(why), "was blocked for %lld ms in",
+             (long long)(now - w.blocked_since));
+    fti_shim_end_job(name != NULL ? name : "an MPI call", why);
+}
+
+static void send_frame(int fd, uint32_t type, uint32_t value)
+{
+    struct frame f = {type, value};
+    if (fd >= 0) /* a full buffer (a stopped peer) loses the frame: fine */
+        (void)send(fd, &f, sizeof(f), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+static void close_conn(struct conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->got = 0;
+}
+
+static void mark_lost(int r, int why)
+{
+    if (r < 0 || r >= w.size || r == w.rank || atomic_load(&w.lost[r]) != 0)
+        return;
+    atomic_store(&w.lost[r], (unsigned char)why);
+    atomic_fetch_add_explicit(&w.n_lost, 1, memory_order_release);
+    if (w.rank != 0)
+        return;
+    for (int i = 0; i < w.n_peers; i++) {
+        if (w.peers[i].rank == r)
+            close_conn(&w.peers[i]);
+        else if (w.peers[i].fd >= 0)
+            send_frame(w.peers[i].fd, F_LOST, (uint32_t)r | (uint32_t)why << 24);
+    }
+}
+
+/* Reads what c has; calls on(c, frame) per frame.  False once it closed. */
+static bool read_frames(struct conn *c, void (*on)(struct conn *, const struct frame *))
+{
+    for (;;) {
+        ssize_t n = recv(c->fd, c->buf + c->got, sizeof(c->buf) - c->got, MSG_DONTWAIT);
+        if (n == 0)
+            return false;
+        if (n < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+        c->got += (size_t)n;
+        if (c->got == sizeof(c->buf)) {
+            struct frame f;
+            memcpy(&f, c->buf, sizeof(f));
+            c->got = 0;
+            on(c, &f);
+            if (c->fd < 0)
+                return true;
+        }
+    }
+}
+
+static void hub_frame(struct conn *c, const struct frame *f)
+{
+    if (f->type == F_HELLO && c->rank < 0 && (int)f->value > 0 && (int)f->value < w.size) {
+        c->rank = (int)f->value;
+        c->state = P_LIVE;
+    } else if (f->type == F_BYE) {
+        c->state = P_BYE;
+    }
+}
+
+static void rank_frame(struct conn *c, const struct frame *f)
+{
+    (void)c;
+    if (f->type == F_LOST)
+        mark_lost((int)(f->value & 0xffffffu), (int)(f->value >> 24));
+    else if (f->type == F_BYE)
+        w.hub_left = true;
+}
+
+static void hub_step(int64_t now, bool ping)
+{
+    struct pollfd *p = calloc((size_t)w.n_peers + 1, sizeof(*p));
+    if (p == NULL)
+        return;
+    p[0].fd = w.lfd;
+    p[0].events = POLLIN;
+    for (int i = 0; i < w.n_peers; i++) {
+        p[i + 1].fd = w.peers[i].fd;
+        p[i + 1].events = POLLIN;
+    }
+    int n = poll(p, (nfds_t)w.n_peers + 1, w.period_ms);
+    now = fti_now_ms();
+    if (n > 0 && (p[0].revents & POLLIN)) {
+        int fd;
+        while (w.n_peers < w.size && (fd = accept(w.lfd, NULL, NULL)) >= 0) {
+            (void)fti_sock_tune(fd);
+            w.peers[w.n_peers++] = (struct conn){.fd = fd, .rank = -1, .heard = now};
+        }
+    }
+    for (int i = 0; n > 0 && i < w.n_peers; i++) {
+        struct conn *c = &w.peers[i];
+        if (c->fd < 0 || p[i + 1].revents == 0 || c->fd != p[i + 1].fd)
+            continue;
+        c->heard = now;
+        if (!read_frames(c, hub_frame)) {
+            int r = c->rank, state = c->state;
+            close_conn(c);
+            if (state == P_LIVE)
+                mark_lost(r, WHY_DEAD);
+        }
+    }
+    free(p);
+    for (int i = 0; i < w.n_peers; i++) {
+        struct conn *c = &w.peers[i];
+        if (c->fd >= 0 && c->state == P_LIVE && now - c->heard > w.silence_ms)
+            mark_lost(c->rank, WHY_SILENT);
+        else if (ping && c->fd >= 0)
+            send_frame(c->fd, F_PING, 0);
+    }
+}
+
+static void rank_step(int64_t now, bool ping)
+{
+    struct conn *c = &w.hub;
+    if (c->fd < 0) {
+        fti_sleep_ms(w.period_ms);
+        return;
+    }
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    int n = poll(&p, 1, w.period_ms);
+    now = fti_now_ms();
+    if (n > 0) {
+        c->heard = now;
+        if (!read_frames(c, rank_frame)) {
+            close_conn(c);
+            if (!w.hub_left)
+                mark_lost(0, WHY_DEAD);
+            return;
+        }
+    }
+    if (w.hub_left) {
+        close_conn(c);
+        return;
+    }
+    if (now - c->heard > w.silence_ms) {
+        close_conn(c);
+        mark_lost(0, WHY_SILENT);
+        return;
+    }
+    if (atomic_load(&w.bye) && !w.bye_sent) {
+        send_frame(c->fd, F_BYE, 0);
+        w.bye_sent = true;
+    }
+    if (ping)
+        send_frame(c->fd, F_PING, 0);
+}
+
+static void *watch_main(void *arg)
+{
+    (void)arg;
+    int64_t next_ping = 0;
+    while (!atomic_load(&w.stop)) {
+        int64_t now = fti_now_ms();
+        bool ping = now >= next_ping;
+        if (ping)
+            next_ping = now + w.period_ms;
+        if (w.rank == 0)
+            hub_step(now, ping);
+        else
+            rank_step(now, ping);
+        judge(fti_now_ms());
+    }
+    return NULL;
+}
+
+int fti_shim_watch_start(int rank, int size, const char *bind_host, bool own_lh,
+                         int timeout_ms, int heartbeat_ms, int connect_timeout_ms)
+{
+    w.rank = rank;
+    w.size = size;
+    w.own_lh = own_lh;
+    w.timeout_ms = timeout_ms;
+    w.silence_ms = FTI_MAX(timeout_ms, SHIM_MIN_SILENCE_MS);
+    w.period_ms = FTI_MAX(1, FTI_MIN(heartbeat_ms, w.silence_ms / 4));
+    w.blocked_since = -1;
+    /* Open MPI's own setting, read to learn the launch line (see the top):
+     * not an FTMPI_* setting */
+    const char *rec = getenv("OMPI_MCA_orte_enable_recovery");
+    w.recovery = rec != NULL && (strcmp(rec, "1") == 0 || strcmp(rec, "true") == 0);
+    w.lost = calloc((size_t)size, sizeof(*w.lost));
+    int rc = w.lost != NULL ? FT_SUCCESS : FT_ERR_NO_MEMORY;
+    char addr[FTI_ADDRESS_SIZE] = "";
+    if (rc == FT_SUCCESS && rank == 0) {
+        char bind[FTI_ADDRESS_SIZE];
+        w.peers = calloc((size_t)size, sizeof(*w.peers));
+        rc = w.peers == NULL ? FT_ERR_NO_MEMORY
+                             : fti_addr_any_port(bind, sizeof(bind), bind_host);
+        if (rc == FT_SUCCESS)
+            rc = fti_tcp_listen(bind, size < 4096 ? size + 16 : 4096, &w.lfd);
+        if (rc == FT_SUCCESS)
+            rc = fti_sock_name(w.lfd, addr, sizeof(addr));
+        if (rc != FT_SUCCESS)
+            addr[0] = '\0';
+    }
+    if (PMPI_Bcast(addr, (int)sizeof(addr), MPI_CHAR, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+        addr[0] = '\0';
+    addr[sizeof(addr) - 1] = '\0';
+    if (rc == FT_SUCCESS && addr[0] == '\0')
+        rc = FT_ERR_CONFIG;
+    if (rc == FT_SUCCESS && rank != 0) {
+        int64_t deadline = fti_now_ms() + connect_timeout_ms;
+        rc = fti_tcp_connect(addr, deadline, &w.hub.fd);
+        struct frame hello = {F_HELLO, (uint32_t)rank};
+        if (rc == FT_SUCCESS)
+            rc = fti_write_full(w.hub.fd, &hello, sizeof(hello), deadline);
+        w.hub.heard = fti_now_ms();
+    }
+    if (rc == FT_SUCCESS && pthread_create(&w.thread, NULL, watch_main, NULL) != 0)
+        rc = FT_ERR_SYSTEM;
+    if (rc != FT_SUCCESS) {
+        FTI_ERROR("libftmpi_pmpi: world rank %d runs without its watchdog (%s): a lost rank "
+                  "may leave it blocked",
+                  rank, FT_Error_string(rc));
+        close_conn(&w.hub);
+        return rc;
+    }
+    w.running = true;
+    FTI_INFO("libftmpi_pmpi: watchdog on (hub %s, ping every %d ms, silence limit %d ms)", addr,
+             w.period_ms, w.silence_ms);
+    return FT_SUCCESS;
+}
+
+void fti_shim_watch_bye(void)
+{
+    atomic_store(&w.bye, 1);
+}
+
+void fti_shim_watch_stop(void)
+{
+    if (!w.running)
+        return;
+    atomic_store(&w.stop, 1);
+    pthread_join(w.thread, NULL);
+    w.running = false;
+    if (w.rank != 0 && w.hub.fd >= 0 && !w.bye_sent)
+        send_frame(w.hub.fd, F_BYE, 0);
+    close_conn(&w.hub);
+    for (int i = 0; i < w.n_peers; i++) {
+        send_frame(w.peers[i].fd, F_BYE, 0);
+        close_conn(&w.peers[i]);
+    }
+    if (w.lfd >= 0)
+        close(w.lfd);
+    w.lfd = -1;
+}

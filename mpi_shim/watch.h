@@ -1,0 +1,73 @@
+/*
+ * watch.h - libftmpi_pmpi's watchdog: no hang anywhere (DESIGN section 10;
+ * issue 28).  See watch.c for the detector and the rules that end a job.
+ *
+ * The generated wrappers (wrappers.txt: `watch` and `poll` lines) and the
+ * hand-written ones mark every blocking MPI call: fti_shim_enter(name,
+ * kind) before the PMPI_ call, fti_shim_leave() after it.  Polling calls
+ * (MPI_Test*, MPI_Iprobe ...) count as one call for as long as the program
+ * only polls: a rank spinning in MPI_Test on a request of a dead rank is
+ * blocked like one in MPI_Wait.  The marks are two relaxed atomic stores
+ * and an increment, no clock read; the watchdog thread times them.
+ */
+#ifndef FTI_SHIM_WATCH_H
+#define FTI_SHIM_WATCH_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What a call is to the watchdog. */
+enum fti_shim_call_kind {
+    FTI_CALL_BLOCKING,  /* ends the job once a rank is lost and it blocks */
+    FTI_CALL_POLL,      /* MPI_Test*, MPI_Iprobe: polling counts as blocked */
+    FTI_CALL_REDOABLE   /* a protected call the shim redoes (return, continue) */
+};
+
+struct fti_shim_calls {
+    atomic_int depth;            /* threads inside a marked call */
+    atomic_uint_fast64_t seq;    /* moves on every new call (not on a repeated poll) */
+    _Atomic(const char *) name;  /* the call entered last */
+    atomic_int kind;             /* enum fti_shim_call_kind of that call */
+};
+extern struct fti_shim_calls fti_shim_calls;
+
+static inline void fti_shim_enter(const char *name, int kind)
+{
+    if (kind != FTI_CALL_POLL ||
+        atomic_load_explicit(&fti_shim_calls.kind, memory_order_relaxed) != FTI_CALL_POLL) {
+        atomic_store_explicit(&fti_shim_calls.name, name, memory_order_relaxed);
+        atomic_store_explicit(&fti_shim_calls.kind, kind, memory_order_relaxed);
+        atomic_fetch_add_explicit(&fti_shim_calls.seq, 1, memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(&fti_shim_calls.depth, 1, memory_order_relaxed);
+}
+
+static inline void fti_shim_leave(void)
+{
+    atomic_fetch_sub_explicit(&fti_shim_calls.depth, 1, memory_order_relaxed);
+}
+
+/* A protected call that turns out not to be redone (abort) says so. */
+static inline void fti_shim_call_kind(int kind)
+{
+    atomic_store_explicit(&fti_shim_calls.kind, kind, memory_order_relaxed);
+}
+
+/* In MPI_Init (collective, every rank, the shim busy): the detector's
+ * connections and the watchdog thread.  FT_ code; on an error the job runs
+ * unwatched (logged). */
+int fti_shim_watch_start(int rank, int size, const char *bind_host, bool own_lh,
+                         int timeout_ms, int heartbeat_ms, int connect_timeout_ms);
+/* In MPI_Finalize: this rank leaves (its connection closing is no death);
+ * stop after PMPI_Finalize returned. */
+void fti_shim_watch_bye(void);
+void fti_shim_watch_stop(void);
+/* Ranks known lost so far (any thread); whether world rank r is one. */
+int fti_shim_watch_n_lost(void);
+bool fti_shim_watch_is_lost(int r);
+/* Ends the job: one line naming the lost ranks and call, then a non-zero
+ * exit status with either launch line (watch.c).  Never returns. */
+void fti_shim_end_job(const char *call, const char *why) __attribute__((noreturn));
+
+#endif
