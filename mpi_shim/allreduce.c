@@ -86,6 +86,7 @@ static struct {
     void *spare;            /* the fast path's output (return, continue), swapped with last */
     size_t spare_cap;
     uint64_t n_protected, n_passed, n_slow;
+    uint64_t n_other;       /* protected MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allgather */
 } sh;
 
 int fti_shim_start(void)
@@ -115,6 +116,7 @@ void fti_shim_stats(struct fti_shim_stats *stats_p)
     stats_p->passed = sh.n_passed;
     stats_p->fortran = fti_shim_fortran_calls;
     stats_p->slow = sh.n_slow;
+    stats_p->other = sh.n_other;
     fti_shim_fast_counts(&stats_p->fast, &stats_p->abandoned, &stats_p->abandoned_bytes);
 }
 
@@ -323,10 +325,9 @@ static void abort_job(const char *lost, int why)
 {
     (void)lost; /* the watchdog's list names them (watch.c) */
     char text[128];
-    snprintf(text, sizeof(text), "had %s in", FT_Error_string(why));
-    fti_shim_end_job("MPI_Allreduce (FTMPI_SHIM_ON_FAILURE=abort, the default under "
-                     "MPI_ERRORS_ARE_FATAL)",
-                     text);
+    const char *call = atomic_load(&fti_shim_calls.name);
+    snprintf(text, sizeof(text), "had %s (FTMPI_SHIM_ON_FAILURE=abort) in", FT_Error_string(why));
+    fti_shim_end_job(call != NULL ? call : "MPI_Allreduce", text);
 }
 
 /* After a failed protected call (why): re-form, then what the failure mode
@@ -437,21 +438,102 @@ static int fast_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     return MPI_SUCCESS;
 }
 
+static bool predefined_op(MPI_Op op)
+{
+    return strcmp(op_name(op), "a user-defined op") != 0;
+}
+
+/* Re-forms once after a failed call that is not redone (return): the
+ * later protected calls then run over the survivors. */
+static int reform_only(int why)
+{
+    char lost[SHIM_LOST_TEXT];
+    uint64_t min = 0, max = 0;
+    sh.failed = true;
+    int rc = reform(lost, sizeof(lost), &min, &max);
+    if (rc != FT_SUCCESS) {
+        FTI_ERROR("libftmpi_pmpi: re-forming after a failed call failed (%s; the call had %s): "
+                  "every later protected call returns an error",
+                  FT_Error_string(rc), FT_Error_string(why));
+        sh.broken = true;
+    } else if (lost[0] != '\0') {
+        FTI_WARN("libftmpi_pmpi: world rank(s) %s lost; later protected calls run over %d of %d "
+                 "ranks",
+                 lost, sh.survivors, sh.size);
+    }
+    return sh.err_code;
+}
+
+/* A protected collective the data plane cannot redo (a datatype and op it
+ * does not reduce, MPI_Bcast, MPI_Reduce, MPI_Allgather): the fast path
+ * only, run by start() on the fast communicator (errors returned) and
+ * polled against the detector.  Once a rank is lost: abort ends the job,
+ * return gives the error (this call and every later one of its kind),
+ * continue ends the job (nothing can redo it over the survivors). */
+int fti_shim_fast_only(const char *what, MPI_Comm comm, int (*start)(void *ctx, MPI_Comm fast,
+                                                                       MPI_Request *req),
+                       void *ctx)
+{
+    int mode = fti_shim_cfg.on_failure == FTI_SHIM_ABORT ? FTI_SHIM_ABORT : failure_mode(comm);
+    if (mode == FTI_SHIM_RETURN)
+        fti_shim_call_kind(FTI_CALL_REDOABLE);
+    int rc = FT_ERR_PROC_FAILED;
+    if (!sh.failed && !sh.broken && fti_shim_fast_open()) {
+        rc = fti_shim_fast_run(start, ctx);
+        if (rc == FT_SUCCESS) {
+            if (strcmp(what, "MPI_Allreduce") == 0)
+                sh.n_protected++;
+            else
+                sh.n_other++;
+            return MPI_SUCCESS;
+        }
+    }
+    if (mode == FTI_SHIM_RETURN)
+        return sh.failed ? sh.err_code : reform_only(rc);
+    char text[160];
+    snprintf(text, sizeof(text), "could not complete (%s: %s) nor redo",
+             mode == FTI_SHIM_ABORT ? "FTMPI_SHIM_ON_FAILURE=abort" : "continue redoes only "
+                                                                      "MPI_Allreduce and MPI_Barrier",
+             FT_Error_string(rc));
+    fti_shim_end_job(what, text);
+}
+
+struct iallreduce_args {
+    const void *sendbuf;
+    void *recvbuf;
+    int count;
+    MPI_Datatype datatype;
+    MPI_Op op;
+};
+
+static int start_iallreduce(void *ctx, MPI_Comm fast, MPI_Request *req)
+{
+    struct iallreduce_args *a = ctx;
+    return PMPI_Iallreduce(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op, fast, req);
+}
+
 int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                        MPI_Op op, MPI_Comm comm)
 {
     enum fti_dtype dt;
     enum fti_op fop;
-    bool world = fti_shim_world_like(comm);
+    int order = fti_shim_world_order(comm);
+    bool world = order != FTI_WORLD_NOT;
     if (world)
         datatype = c_type(datatype);
-    if (!world || count < 0 ||
-        fti_reduction_from_mpi(datatype, op, MPI_OP_NULL, &dt, &fop) != FT_SUCCESS ||
+    if (!world || count < 0 || (order == FTI_WORLD_REORDERED && !predefined_op(op)) ||
         (count > 0 && (recvbuf == NULL || sendbuf == NULL))) {
         if (world)
             note_unprotected(datatype, op);
         sh.n_passed++;
+        fti_shim_note_passed("MPI_Allreduce", comm);
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    }
+    if (fti_reduction_from_mpi(datatype, op, MPI_OP_NULL, &dt, &fop) != FT_SUCCESS) {
+        /* any other pair MPI allows (MPI_CHAR, MPI_LAND, MPI_MAXLOC, a user
+         * op ...): MPI's own reduction on the fast path, not redone */
+        struct iallreduce_args a = {sendbuf, recvbuf, count, datatype, op};
+        return fti_shim_fast_only("MPI_Allreduce", comm, start_iallreduce, &a);
     }
     if (sh.broken)
         return sh.err_code;
@@ -464,4 +546,23 @@ int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     if (rc == FT_SUCCESS)
         return finish_ok(recvbuf, count, dt, fop, mode, false);
     return failed_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, rc);
+}
+
+/* MPI_Barrier on a communicator spanning the world: a protected
+ * MPI_Allreduce of one int (MAX), so that continue redoes it over the
+ * survivors and return gives the error like MPI_Allreduce. */
+int fti_shim_Barrier(MPI_Comm comm)
+{
+    if (!fti_shim_world_like(comm)) {
+        fti_shim_note_passed("MPI_Barrier", comm);
+        return PMPI_Barrier(comm);
+    }
+    int one = 1;
+    uint64_t before = sh.n_protected;
+    int rc = fti_shim_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_MAX, comm);
+    if (sh.n_protected > before) { /* counted as a barrier */
+        sh.n_protected--;
+        sh.n_other++;
+    }
+    return rc;
 }

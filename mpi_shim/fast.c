@@ -64,15 +64,16 @@ bool fti_shim_fast_open(void)
     return fast.comm != MPI_COMM_NULL && !fast.closed;
 }
 
-int fti_shim_fast_allreduce(const void *sendbuf, void *recvbuf, int count,
-                            MPI_Datatype datatype, MPI_Op op, size_t out_bytes)
+int fti_shim_fast_run(int (*start)(void *ctx, MPI_Comm fast, MPI_Request *req), void *ctx)
 {
     MPI_Request req = MPI_REQUEST_NULL;
-    int rc = PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, fast.comm, &req);
+    int rc = start(ctx, fast.comm, &req);
     if (rc != MPI_SUCCESS) {
-        /* nothing started on this rank: the others' calls miss their
-         * deadline and every rank takes the fault-tolerant path */
-        FTI_WARN("libftmpi_pmpi: MPI_Iallreduce on the failure-free path failed (MPI error %d)",
+        /* nothing started on this rank (bad arguments, as native MPI
+         * would have refused them): the others wait as they would under
+         * MPI; this rank's later calls take the fault-tolerant path */
+        FTI_WARN("libftmpi_pmpi: a collective on the failure-free path did not start (MPI "
+                 "error %d)",
                  rc);
         fast.closed = true;
         return FT_ERR_MPI;
@@ -88,12 +89,35 @@ int fti_shim_fast_allreduce(const void *sendbuf, void *recvbuf, int count,
         fast.calls++;
         return FT_SUCCESS;
     }
-    FTI_WARN("libftmpi_pmpi: MPI_Allreduce on the failure-free path %s; its request is left to "
+    FTI_WARN("libftmpi_pmpi: a collective on the failure-free path %s; its request is left to "
              "MPI and every later call takes the fault-tolerant path",
              fti_shim_watch_n_lost() > 0 ? "lost a rank" : "got an error");
     fast.closed = true;
     fast.abandoned++;
-    fast.abandoned_bytes += out_bytes;
+    return rc;
+}
+
+struct fast_ar {
+    const void *sendbuf;
+    void *recvbuf;
+    int count;
+    MPI_Datatype datatype;
+    MPI_Op op;
+};
+
+static int start_ar(void *ctx, MPI_Comm comm, MPI_Request *req)
+{
+    struct fast_ar *a = ctx;
+    return PMPI_Iallreduce(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op, comm, req);
+}
+
+int fti_shim_fast_allreduce(const void *sendbuf, void *recvbuf, int count,
+                            MPI_Datatype datatype, MPI_Op op, size_t out_bytes)
+{
+    struct fast_ar a = {sendbuf, recvbuf, count, datatype, op};
+    int rc = fti_shim_fast_run(start_ar, &a);
+    if (rc != FT_SUCCESS && rc != FT_ERR_MPI)
+        fast.abandoned_bytes += out_bytes;
     return rc;
 }
 

@@ -30,7 +30,7 @@ BEGIN {
 FILENAME ~ /wrappers\.txt$/ {
     line = $0
     kind = ""
-    if ($1 == "watch" || $1 == "poll" || $1 == "watchc") {
+    if ($1 == "watch" || $1 == "poll" || $1 == "watchc" || $1 == "shimf") {
         kind = $1
         line = trim(substr(line, length($1) + 2))
     }
@@ -46,14 +46,16 @@ FILENAME ~ /wrappers\.txt$/ {
     printf "FTI_SHIM_EXPORT %s %s(%s)\n{\n", rtype, name, params
     printf "    if (!fti_shim_on || fti_shim_busy)\n        return P%s(%s);\n", name, args
     printf "    fti_shim_enter(\"%s\", %s);\n", name, mark
-    if (kind == "") {
+    if (kind == "" || kind == "shimf") {
         printf "    fti_shim_busy = 1;\n    %s rc = fti_shim_%s(%s);\n", rtype, short, args
         printf "    fti_shim_busy = 0;\n"
     } else {
+        printf "    fti_shim_note_passed(\"%s\", %s);\n", name, \
+            (params ~ /MPI_Comm comm[,)]|MPI_Comm comm$/ ? "comm" : "MPI_COMM_NULL")
         printf "    %s rc = P%s(%s);\n", rtype, name, args
     }
     printf "    fti_shim_leave();\n    return rc;\n}\n\n"
-    if (kind == "watch" || kind == "poll") {
+    if (kind == "watch" || kind == "poll" || kind == "shimf") {
         n = split(params, parts, ",") + 1
         lname = tolower(short)
         fparams = ""; fargs = ""
@@ -68,7 +70,8 @@ FILENAME ~ /wrappers\.txt$/ {
             printf "FTI_SHIM_EXPORT void %s(%s)\n{\n", syms[i], fparams
             printf "    if (pmpi_%s_ == NULL)\n        return;\n", lname
             printf "    int on = fti_shim_on && !fti_shim_busy;\n"
-            printf "    if (on)\n        fti_shim_enter(\"%s\", %s);\n", name, mark
+            printf "    if (on) {\n        fti_shim_enter(\"%s\", %s);\n", name, mark
+            printf "        fti_shim_note_passed(\"%s\", MPI_COMM_NULL);\n    }\n", name
             printf "    pmpi_%s_(%s);\n", lname, fargs
             printf "    if (on)\n        fti_shim_leave();\n}\n"
         }

@@ -42,9 +42,26 @@ int fti_shim_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
 int fti_shim_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm);
 int fti_shim_Comm_free(MPI_Comm *comm);
 
-/* Whether comm is MPI_COMM_WORLD or a duplicate of it made through the
- * shim (comms.c). */
+/* Whether comm's group is the whole world (comms.c): in the world's rank
+ * order (MPI_COMM_WORLD, a duplicate, a split with key = world rank), in
+ * another order (a split with another key), or not. */
+enum { FTI_WORLD_NOT, FTI_WORLD_REORDERED, FTI_WORLD_SAME_ORDER };
+int fti_shim_world_order(MPI_Comm comm);
 bool fti_shim_world_like(MPI_Comm comm);
+
+/* Calls that went to MPI unprotected, per kind, for MPI_Finalize's lines
+ * (wrappers.c counts the generated ones; allreduce.c its own). */
+void fti_shim_note_passed(const char *name, MPI_Comm comm);
+void fti_shim_report_passed(void);
+
+/* MPI_Barrier, MPI_Bcast, MPI_Reduce and MPI_Allgather on a communicator
+ * spanning the world (collectives.c; see allreduce.c for the rules). */
+int fti_shim_Barrier(MPI_Comm comm);
+int fti_shim_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int fti_shim_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                    MPI_Op op, int root, MPI_Comm comm);
+int fti_shim_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 
 /* allreduce.c: after FT_Init, opens the first step (a collective over
  * the world: the first quorum); returns an FT_ code. */
@@ -53,6 +70,7 @@ int fti_shim_start(void);
 struct fti_shim_stats {
     uint64_t protected_calls;   /* completed protected calls (both paths) */
     uint64_t passed;            /* calls that went straight to MPI */
+    uint64_t other;             /* protected MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allgather */
     uint64_t fortran;           /* calls made from Fortran */
     uint64_t fast;              /* protected calls completed on the fast path */
     uint64_t slow;              /* ... on the fault-tolerant path (after a failure) */
@@ -78,6 +96,15 @@ int fti_shim_fast_start(void);
 bool fti_shim_fast_open(void);
 int fti_shim_fast_allreduce(const void *sendbuf, void *recvbuf, int count,
                             MPI_Datatype datatype, MPI_Op op, size_t out_bytes);
+/* fast.c: runs the collective start() begins on the fast communicator
+ * (the world's ranks in the world's order), polled until it completes or
+ * a rank is known lost: FT_SUCCESS, FT_ERR_PROC_FAILED (the request left
+ * to MPI: the path is closed) or FT_ERR_MPI (did not start). */
+int fti_shim_fast_run(int (*start)(void *ctx, MPI_Comm fast, MPI_Request *req), void *ctx);
+/* allreduce.c: a protected collective that is not redone (see there);
+ * returns an MPI code, or ends the job. */
+int fti_shim_fast_only(const char *what, MPI_Comm comm,
+                       int (*start)(void *ctx, MPI_Comm fast, MPI_Request *req), void *ctx);
 void fti_shim_fast_counts(uint64_t *calls_p, uint64_t *abandoned_p, uint64_t *bytes_p);
 void fti_shim_fast_stop(void);
 /* allreduce.c: whether a rank was lost (MPI_Finalize skips its fence). */

@@ -65,6 +65,8 @@
 #define SHIM_REDO_MARGIN_MS 5000
 #define SHIM_MIN_SILENCE_MS 1000
 #define SHIM_LOST_TEXT 512
+/* what mpirun gets to forward the rank's last line before SIGTERM */
+#define SHIM_FORWARD_MS 500
 
 enum { F_HELLO = 1, F_PING = 2, F_BYE = 3, F_LOST = 4 };
 enum { P_NONE, P_LIVE, P_BYE, P_LOST };
@@ -164,8 +166,11 @@ void fti_shim_end_job(const char *call, const char *why)
               how[0] ? how : "the survivors could not re-form", FTI_SHIM_EXIT_STATUS,
               w.recovery ? "; mpirun --enable-recovery is sent SIGTERM and returns 1" : "");
     fflush(stderr);
-    if (w.recovery)
+    if (w.recovery) {
+        /* mpirun forwards the line above: it must not die first */
+        fti_sleep_ms(SHIM_FORWARD_MS);
         end_launcher();
+    }
     _exit(FTI_SHIM_EXIT_STATUS);
 }
 

@@ -13,7 +13,8 @@
  *            tests' FTMPI_TIMEOUT_MS): the job must not end.
  * SHIM_P_ITERS (default 200) iterations, SHIM_P_SLEEP_MS (default 5) of
  * sleep in each.  SHIM_P_DIE=R:I makes world rank R SIGKILL itself before
- * iteration I; SHIM_P_STOP=R:I makes it SIGSTOP itself.
+ * iteration I; SHIM_P_STOP=R:I makes it SIGSTOP itself; either first prints
+ * "patterns fault rank=R at_ms=T" (T: the wall clock in ms).
  * Prints "patterns started" (rank 0) and, at the end,
  * "patterns MODE rank=R iters=N value=V" with V the same on every rank.
  */
@@ -63,10 +64,14 @@ int main(int argc, char **argv)
         u[i] = rank + i * 0.001;
     int left = (rank + size - 1) % size, right = (rank + 1) % size;
     for (int it = 0; it < iters; it++) {
-        if (rank == die_rank && it == die_at)
-            raise(SIGKILL);
-        if (rank == stop_rank && it == stop_at)
-            raise(SIGSTOP);
+        if ((rank == die_rank && it == die_at) || (rank == stop_rank && it == stop_at)) {
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            printf("patterns fault rank=%d at_ms=%lld\n", rank,
+                   (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+            fflush(stdout);
+            raise(rank == die_rank && it == die_at ? SIGKILL : SIGSTOP);
+        }
         if (strcmp(mode, "halo") == 0 || strcmp(mode, "testloop") == 0) {
             MPI_Request rq[4];
             if (it % 2 == 0 || strcmp(mode, "testloop") == 0) {
