@@ -1,7 +1,10 @@
 /*
  * shim_check.c - an unmodified MPI program (no FT_ call) for the drop-in's
- * tests (S1): MPI_Allreduce on MPI_COMM_WORLD and on a duplicate of it, of
- * every datatype and op the shim protects and some it passes to MPI, in
+ * tests (S1): MPI_Allreduce on MPI_COMM_WORLD, on a duplicate of it, on a
+ * communicator split from it with one color and the ranks reversed, and on
+ * one made by MPI_Comm_create of the world's group, of every datatype and
+ * op the data plane reduces and some that only MPI does (MPI_SHORT,
+ * MPI_CHAR, MPI_LAND), in
  * place and with separate buffers, counts 0, 1, odd and large
  * (SHIM_CHECK_LARGE elements, default 1 Mi), and two huge calls
  * (SHIM_CHECK_HUGE elements, default 16 Mi, 0 for none: a float sum with
@@ -73,7 +76,8 @@ CHECK_TYPE(long, MPI_LONG)
 CHECK_TYPE(int32_t, MPI_INT32_T)
 CHECK_TYPE(int64_t, MPI_INT64_T)
 CHECK_TYPE(uint64_t, MPI_UINT64_T)    /* sums and products: they wrap alike */
-CHECK_TYPE(short, MPI_SHORT)          /* not protected: straight to MPI */
+CHECK_TYPE(short, MPI_SHORT)          /* MPI's own reduction on the fast path */
+CHECK_TYPE(char, MPI_CHAR)            /* the same */
 
 int main(int argc, char **argv)
 {
@@ -83,11 +87,16 @@ int main(int argc, char **argv)
     const char *large = getenv("SHIM_CHECK_LARGE");
     long counts[] = {0, 1, 7, 1001, large ? atol(large) : 1L << 20};
     MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
-    MPI_Comm dup;
-    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
-    for (int c = 0; c < 2; c++) {
-        MPI_Comm comm = c ? dup : MPI_COMM_WORLD;
-        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+    MPI_Comm comms[4] = {MPI_COMM_WORLD, MPI_COMM_NULL, MPI_COMM_NULL, MPI_COMM_NULL};
+    MPI_Group world_group;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
+    MPI_Comm_split(MPI_COMM_WORLD, 7, size - rank, &comms[2]);
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Comm_create(MPI_COMM_WORLD, world_group, &comms[3]);
+    MPI_Group_free(&world_group);
+    for (int c = 0; c < 4; c++) {
+        MPI_Comm comm = comms[c];
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]) - (c >= 2); k++)
             for (int o = 0; o < 4; o++)
                 for (int ip = 0; ip < 2; ip++) {
                     long n = counts[k];
@@ -103,9 +112,21 @@ int main(int argc, char **argv)
                         check_uint64_t(comm, n, ops[o], ip);
                     if (ops[o] == MPI_SUM && n < 1000)
                         check_short(comm, n, ops[o], ip);
+                    if ((ops[o] == MPI_MAX || ops[o] == MPI_MIN) && n < 1000)
+                        check_char(comm, n, ops[o], ip);
                 }
     }
-    MPI_Comm_free(&dup);
+    for (int c = 1; c < 4; c++)
+        MPI_Comm_free(&comms[c]);
+    {   /* a logical op on ints: MPI only */
+        int t = rank != 1, all = -1;
+        MPI_Allreduce(&t, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+        checks++;
+        if (all != (size == 1)) {
+            fprintf(stderr, "shim_check: rank %d: MPI_LAND gave %d\n", rank, all);
+            bad = 1;
+        }
+    }
     const char *huge = getenv("SHIM_CHECK_HUGE");
     long n_huge = huge ? atol(huge) : 16L << 20;
     if (n_huge > 0) {
