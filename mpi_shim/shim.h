@@ -18,6 +18,7 @@
 
 #include <mpi.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "watch.h"
