@@ -5,6 +5,8 @@
  * separate buffers, sizes 8 B to MAX_BYTES (x4 each step, MAX_BYTES last); each size warms
  * up, then times enough calls for about 0.2 s (at least 3).  World rank 0
  * prints "bytes usec_per_call" per size: the slowest rank's mean.
+ * BENCH_SHIM_BARRIER=1: an MPI_Barrier after each timed MPI_Allreduce (a
+ * loop of a widely used latency benchmark; the time is of both calls).
  *
  *   bench_shim [MAX_BYTES (default 64 MiB)]
  */
@@ -20,6 +22,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     long max_bytes = argc > 1 ? atol(argv[1]) : 64L << 20;
+    int barrier = getenv("BENCH_SHIM_BARRIER") != NULL && atoi(getenv("BENCH_SHIM_BARRIER")) != 0;
     size_t max_n = (size_t)max_bytes / sizeof(double);
     double *s = malloc((max_n + 1) * sizeof(double)), *r = malloc((max_n + 1) * sizeof(double));
     if (s == NULL || r == NULL) {
@@ -42,8 +45,11 @@ int main(int argc, char **argv)
         iters = iters < 3 ? 3 : iters > 2000 ? 2000 : iters;
         MPI_Barrier(MPI_COMM_WORLD);
         t = MPI_Wtime();
-        for (int i = 0; i < iters; i++)
+        for (int i = 0; i < iters; i++) {
             MPI_Allreduce(s, r, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            if (barrier)
+                MPI_Barrier(MPI_COMM_WORLD);
+        }
         t = (MPI_Wtime() - t) / iters;
         MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (rank == 0)
