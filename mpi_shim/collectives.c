@@ -12,7 +12,7 @@
  * communicator's order), and any call on another communicator, goes
  * straight to MPI, watched (watch.h).  MPI_Barrier is in allreduce.c.
  */
-#include "shim.h"
+#include "mpi_shim/shim.h"
 
 struct bcast_args {
     void *buf;

@@ -15,7 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "log.h"
+#include "base/log.h"
 
 static MPI_Comm *dups;
 static int n_dups, cap_dups;

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "watch.h"
+#include "mpi_shim/watch.h"
 
 #define FTI_SHIM_EXPORT __attribute__((visibility("default")))
 

@@ -39,7 +39,7 @@
  * /proc/PID/comm): mpirun then ends every rank and returns 1.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "watch.h"
+#include "mpi_shim/watch.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -54,10 +54,10 @@
 #include <mpi.h>
 
 #include "ftmpi_errors.h"
-#include "log.h"
-#include "net.h"
-#include "sizes.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "base/sizes.h"
+#include "base/util.h"
 
 /* The status of every rank the shim ends (plain mpirun returns it). */
 #define FTI_SHIM_EXIT_STATUS 70
