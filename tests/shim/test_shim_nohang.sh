@@ -17,6 +17,8 @@
 #  - the same SIGSTOP under FTMPI_SHIM_ON_FAILURE=continue for the halo
 #    exchange: the allreduce is redone but the next exchange cannot be, and
 #    the line names the call (MPI_Waitall);
+#  - world rank 0 (the watchdog hub, the lighthouse) SIGKILLed and SIGSTOPped
+#    under --enable-recovery: the same;
 #  - a long compute phase on one rank (3 phases of 2.5 s with
 #    FTMPI_TIMEOUT_MS=1000): the job ends normally, nothing is lost.
 . "$top_srcdir/tests/integration/common.sh"
@@ -86,17 +88,18 @@ for prog in "halo" "testloop" "barrier" "split" "F"; do
 done
 
 # ---- faults: every job ends, non-zero, naming rank 2
+VICTIM=2
 # LOG FAULT LAUNCH MODE: the checks on one faulted run
 check_fault() {
     _log=$1
     [ $RC -ne 0 ] || { cat "$_log"; die "$_log: exit status 0 after a lost rank"; }
     ! file_has "$_log" '^patterns [a-z_]* rank=[0-9]+ iters=' || { cat "$_log"; die "$_log: a rank finished"; }
-    if ! file_has "$_log" 'world rank\(s\) 2 lost; aborting the job: world rank [0-9]+ .* in MPI_'; then
+    if ! file_has "$_log" "world rank\\(s\\) $VICTIM lost; aborting the job: world rank [0-9]+ .* in MPI_"; then
         # a SIGKILL under plain mpirun: Open MPI may end the job first
-        [ "$2" = DIE ] && [ "$3" = plain ] && file_has "$_log" 'process rank 2 .*exited on signal 9' ||
-            { cat "$_log"; die "$_log: no line naming world rank 2 and the call"; }
+        [ "$2" = DIE ] && [ "$3" = plain ] && file_has "$_log" "process rank $VICTIM .*exited on signal 9" ||
+            { cat "$_log"; die "$_log: no line naming world rank $VICTIM and the call"; }
     fi
-    _at=$(sed -n 's/^patterns fault rank=2 at_ms=\([0-9]*\).*/\1/p' "$_log" | head -n 1)
+    _at=$(sed -n "s/^patterns fault rank=$VICTIM at_ms=\\([0-9]*\\).*/\\1/p" "$_log" | head -n 1)
     if [ -n "$_at" ]; then
         _ms=$((END_MS - _at))
         [ $_ms -le $((FTMPI_TIMEOUT_MS + 2000 + SLACK_MS)) ] ||
@@ -132,6 +135,15 @@ job "$log" recovery "$PRELOAD" "$PAT" halo
 check_fault "$log" STOP recovery
 file_has "$log" 'world rank\(s\) 2 lost; aborting the job: world rank [0-9]+ was blocked for [0-9]+ ms in MPI_(Waitall|Sendrecv)' ||
     { cat "$log"; die "continue: the line does not name the halo exchange"; }
+
+# ---- world rank 0 lost: the hub and the lighthouse with it
+VICTIM=0
+for fault in DIE STOP; do
+    log="$TEST_TMPDIR/halo_rank0_${fault}_recovery.log"
+    EXTRA="-x SHIM_P_$fault=0:40"
+    job "$log" recovery "$PRELOAD" "$PAT" halo
+    check_fault "$log" $fault recovery
+done
 
 # ---- a long compute phase on a live rank is no failure
 log="$TEST_TMPDIR/compute.log"
