@@ -6,7 +6,9 @@
 # color; tests/shim/shim_halo_f.f90: a Fortran halo exchange + allreduce +
 # barrier), 4 ranks:
 #  - failure-free with and without LD_PRELOAD=libftmpi_pmpi.so: the same
-#    results, bit for bit, and exit status 0;
+#    results, bit for bit, and exit status 0; world rank 0 says at
+#    MPI_Finalize which kinds of call went to MPI unprotected (warn level on
+#    a communicator spanning the world), none of the split communicator's;
 #  - world rank 2 SIGKILLs itself, and separately SIGSTOPs itself, mid-run,
 #    under plain mpirun and under mpirun --enable-recovery
 #    (FTMPI_SHIM_ON_FAILURE=abort, the default): the job ends with a
@@ -86,6 +88,15 @@ for prog in "halo" "testloop" "barrier" "split" "F"; do
         { results "$TEST_TMPDIR/ff_native_$prog.log"; results "$TEST_TMPDIR/ff_shim_$prog.log"; die "$prog: results differ under the shim"; }
     echo "failure-free $prog: $(results "$TEST_TMPDIR/ff_shim_$prog.log" | head -n 1 | sed 's/.*value=//'), the same with and without the shim"
 done
+# MPI_Finalize's lines (world rank 0): a kind of call that went to MPI
+# unprotected, at warn level on a communicator spanning the world
+l="$TEST_TMPDIR/ff_shim_halo.log"
+file_has "$l" 'ftmpi warn .*libftmpi_pmpi: 200 MPI_Sendrecv call\(s\) went to MPI unprotected, on a communicator spanning the world' ||
+    { cat "$l"; die "halo: no warn line about MPI_Sendrecv"; }
+file_has "$l" 'ftmpi info .*libftmpi_pmpi: 100 MPI_Waitall call\(s\) went to MPI unprotected \(' ||
+    { cat "$l"; die "halo: no info line about MPI_Waitall"; }
+! file_has "$TEST_TMPDIR/ff_shim_split.log" 'MPI_(Allreduce|Bcast) call\(s\) went to MPI unprotected' ||
+    die "split: the allreduce or bcast on the split communicator went unprotected"
 
 # ---- faults: every job ends, non-zero, naming rank 2
 VICTIM=2
