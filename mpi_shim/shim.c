@@ -159,6 +159,7 @@ static int shim_finalize(void)
     if (watched) {
         fti_shim_leave();
         fti_shim_watch_stop();
+        fti_shim_watch_end_if_silent();
     }
     return rc;
 }

@@ -37,6 +37,12 @@
  * too.  The rank then sends SIGTERM to its parent when the parent is Open
  * MPI's launcher (mpirun, orterun, mpiexec or an orted, by its
  * /proc/PID/comm): mpirun then ends every rank and returns 1.
+ *
+ * Survivors that finish (return, continue: every call they made after the
+ * loss was protected) while a lost rank was unresponsive, not dead: that
+ * rank may still be there, stopped, and mpirun would wait for it forever.
+ * MPI_Finalize then makes the process end the job the same way at its
+ * exit (atexit, after the program's output), status 70.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "mpi_shim/watch.h"
@@ -424,6 +430,34 @@ int fti_shim_watch_start(int rank, int size, const char *bind_host, bool own_lh,
     FTI_INFO("libftmpi_pmpi: watchdog on (hub %s, ping every %d ms, silence limit %d ms)", addr,
              w.period_ms, w.silence_ms);
     return FT_SUCCESS;
+}
+
+/* atexit: the program's output is out (fflush), then the job ends as
+ * fti_shim_end_job does, so that mpirun does not wait for the stopped rank */
+static void end_at_exit(void)
+{
+    fflush(NULL);
+    char lost[SHIM_LOST_TEXT], how[SHIM_LOST_TEXT];
+    lost_text(lost, how, sizeof(lost));
+    FTI_ERROR("libftmpi_pmpi: world rank(s) %s lost and maybe still there [%s]: world rank %d "
+              "ends the job at its exit, or mpirun would wait for them (exit status %d%s)",
+              lost, how, w.rank, FTI_SHIM_EXIT_STATUS,
+              w.recovery ? "; mpirun --enable-recovery is sent SIGTERM and returns 1" : "");
+    fflush(stderr);
+    if (w.recovery) {
+        fti_sleep_ms(SHIM_FORWARD_MS);
+        end_launcher();
+    }
+    _exit(FTI_SHIM_EXIT_STATUS);
+}
+
+void fti_shim_watch_end_if_silent(void)
+{
+    bool silent = false;
+    for (int r = 0; w.lost != NULL && r < w.size; r++)
+        silent = silent || atomic_load(&w.lost[r]) == WHY_SILENT;
+    if (silent && atexit(end_at_exit) != 0)
+        end_at_exit();
 }
 
 void fti_shim_watch_bye(void)

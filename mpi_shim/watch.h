@@ -63,6 +63,9 @@ int fti_shim_watch_start(int rank, int size, const char *bind_host, bool own_lh,
  * stop after PMPI_Finalize returned. */
 void fti_shim_watch_bye(void);
 void fti_shim_watch_stop(void);
+/* After PMPI_Finalize: when a lost rank was unresponsive (it may still be
+ * there, stopped), the process ends the job at its exit (watch.c). */
+void fti_shim_watch_end_if_silent(void);
 /* Ranks known lost so far (any thread); whether world rank r is one. */
 int fti_shim_watch_n_lost(void);
 bool fti_shim_watch_is_lost(int r);

@@ -19,6 +19,9 @@
 #  - the same SIGSTOP under FTMPI_SHIM_ON_FAILURE=continue for the halo
 #    exchange: the allreduce is redone but the next exchange cannot be, and
 #    the line names the call (MPI_Waitall);
+#  - continue with a program whose calls are all protected (allreduce,
+#    barrier), rank 2 SIGSTOPped: the survivors finish, then the job ends
+#    with a non-zero status (mpirun would wait for the stopped rank);
 #  - world rank 0 (the watchdog hub, the lighthouse) SIGKILLed and SIGSTOPped
 #    under --enable-recovery: the same;
 #  - a long compute phase on one rank (3 phases of 2.5 s with
@@ -146,6 +149,18 @@ job "$log" recovery "$PRELOAD" "$PAT" halo
 check_fault "$log" STOP recovery
 file_has "$log" 'world rank\(s\) 2 lost; aborting the job: world rank [0-9]+ was blocked for [0-9]+ ms in MPI_(Waitall|Sendrecv)' ||
     { cat "$log"; die "continue: the line does not name the halo exchange"; }
+
+# ---- continue, every call protected: the survivors finish, then the job
+# ends (non-zero) instead of mpirun waiting for the stopped rank
+for launch in plain recovery; do
+    log="$TEST_TMPDIR/barrier_STOP_continue_$launch.log"
+    EXTRA="-x SHIM_P_STOP=2:40 -x FTMPI_SHIM_ON_FAILURE=continue"
+    job "$log" $launch "$PRELOAD" "$PAT" barrier
+    [ $RC -ne 0 ] || { cat "$log"; die "$log: exit status 0 with a stopped rank"; }
+    [ "$(results "$log" | wc -l)" -eq $((NP - 1)) ] || { cat "$log"; die "$log: $((NP - 1)) survivors should finish"; }
+    file_has "$log" 'world rank\(s\) 2 lost and maybe still there' || { cat "$log"; die "$log: no line naming rank 2"; }
+    echo "barrier_STOP_continue_$launch: $((NP - 1)) survivors finished, status $RC"
+done
 
 # ---- world rank 0 lost: the hub and the lighthouse with it
 VICTIM=0
