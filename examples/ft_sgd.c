@@ -65,7 +65,8 @@
  *     if committed: w -= step size * gradient
  * Any FT_ error just means the step did not commit: the loop goes on with
  * the next FT_Quorum (that is the point of the library), except
- * FT_ERR_GROUP_LOST (mode B: this group lost a rank), which ends the loop.
+ * FT_ERR_GROUP_LOST (mode B: this group lost a rank) and FT_ERR_KILLED (an
+ * operator killed the group from the lighthouse), which end the loop.
  * A spare group (FT_Comm_rank >= FT_Comm_size) computes no gradient: the
  * library contributes nothing for it anyway.  Every rank runs
  * the same sequence of calls whatever happened, so the group's MPI
@@ -77,6 +78,7 @@
  *     step N loss X quorum Q participants P    every --print-every steps
  *     step N failed: ERROR (where)         a step that did not commit
  *     group lost at step N: WHY            mode B: this group lost a rank
+ *     killed at step N: WHY                the lighthouse killed the group
  *     final loss X
  *     steps committed N (here H, attempts A)
  *     failures survived K
@@ -114,7 +116,7 @@
  *
  * Exit status: 0 after --steps committed steps; 2 when FT_Init (or a bad
  * flag) fails; 3 when --max-attempts ran out first; 4 when the group was
- * lost (mode B).  Note that mpirun --enable-recovery (Open MPI 4.1) exits
+ * lost (mode B); 5 when the lighthouse killed the group.  Note that mpirun --enable-recovery (Open MPI 4.1) exits
  * 0 whatever its ranks' statuses: read the output.
  */
 #include <errno.h>
@@ -189,6 +191,7 @@ struct app {
     long attempts, commits_here, quorum_failures;
     int lost;   /* the group lost a rank: leave */
     int64_t outer_target; /* --localsgd / --diloco: FT_Step() at the end */
+    int killed; /* FT_ERR_KILLED: the lighthouse killed the group; leave */
     int g_busy; /* g belongs to an abandoned MPI request: never free it */
     FT_Outer outer; /* --localsgd / --diloco (ft_sgd_outer.c) */
 };
@@ -788,6 +791,11 @@ static int step_quorum(struct app *a, struct step *s)
         printf("group lost at step %" PRId64 ": %s (quorum)\n", s->step, FT_Error_string(s->qrc));
         return 1;
     }
+    if (s->qrc == FT_ERR_KILLED) {
+        printf("killed at step %" PRId64 ": %s\n", s->step, FT_Error_string(s->qrc));
+        a->killed = 1;
+        return 1;
+    }
     return 0;
 }
 
@@ -986,7 +994,11 @@ static int dump(const struct app *a)
 static int finish(const struct app *a)
 {
     int exit_code = 0;
-    if (a->lost) {
+    if (a->killed) {
+        fprintf(stderr, "ft_sgd: rank %d of group %s leaves: the lighthouse killed the group\n",
+                a->rank, a->replica_id);
+        exit_code = 5;
+    } else if (a->lost) {
         fprintf(stderr, "ft_sgd: rank %d of group %s leaves: the group lost a rank\n", a->rank,
                 a->replica_id);
         exit_code = 4;

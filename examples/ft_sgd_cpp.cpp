@@ -69,10 +69,12 @@ double loss(const std::vector<float> &w)
     return s / static_cast<double>(w.size());
 }
 
-// One attempt at the current step; true when it committed.
-bool step(std::vector<float> &w, std::vector<float> &grad, MPI_Comm group, int rank)
+// One attempt at the current step; true when it committed.  *killed: the
+// lighthouse killed this group (FT_ERR_KILLED): leave the loop.
+bool step(std::vector<float> &w, std::vector<float> &grad, MPI_Comm group, int rank, bool *killed)
 {
     int rc = FT_Quorum(0);
+    *killed = rc == FT_ERR_KILLED;
     if (rc != FT_SUCCESS) {
         std::printf("step %" PRId64 " quorum failed: %s\n", FT_Step(), FT_Error_string(rc));
         return false;
@@ -125,8 +127,9 @@ int main(int argc, char **argv)
     if (rank == 0)
         std::printf("initial loss %.6f replica %s\n", loss(w), id);
     long failures = 0;
-    while (FT_Step() < o.steps && failures < 1000) {
-        if (!step(w, grad, group, rank)) {
+    bool killed = false;
+    while (FT_Step() < o.steps && failures < 1000 && !killed) {
+        if (!step(w, grad, group, rank, &killed)) {
             failures++;
             continue;
         }
@@ -139,5 +142,5 @@ int main(int argc, char **argv)
                 FT_Step(), fnv1a64(w.data(), w.size() * sizeof(float)));
     FT_Finalize();
     MPI_Finalize();
-    return FT_Step() >= o.steps ? 0 : 1;
+    return killed ? 5 : FT_Step() >= o.steps ? 0 : 1;
 }

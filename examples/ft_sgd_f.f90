@@ -14,6 +14,7 @@ program ft_sgd_f
     integer(c_int64_t) :: steps, s
     integer(c_int) :: rc, rc2, committed, rank
     integer :: i, failures, sleep_ms, nlen
+    logical :: killed
     character(len=32) :: arg
     character(kind=c_char, len=64) :: id
 
@@ -45,8 +46,14 @@ program ft_sgd_f
     if (rank == 0) write (*, '(a,f10.6,a,a)') 'initial loss ', loss(w), ' replica ', id(1:nlen)
 
     failures = 0
+    killed = .false.
     do while (ft_step() < steps .and. failures < 1000)
         rc = ft_quorum(0)
+        if (rc == FT_ERR_KILLED) then
+            write (*, '(a)') 'the lighthouse killed this group: leaving'
+            killed = .true.
+            exit
+        end if
         if (rc /= FT_SUCCESS) then
             failures = failures + 1
             cycle
@@ -71,6 +78,7 @@ program ft_sgd_f
     call ftmpi_f_print_final(c_loc(w), int(8 * n, c_size_t))
     s = ft_step()
     rc = ftmpi_f_finalize()
+    if (killed) stop 5
     if (s < steps) stop 1
 
 contains

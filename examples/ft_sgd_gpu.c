@@ -34,11 +34,15 @@ static int cuda_ok(cudaError_t e, const char *what)
     return 0;
 }
 
-/* One attempt at the step; 1 when it committed (w then updated). */
+/* One attempt at the step; 1 when it committed (w then updated), -1 when
+ * the lighthouse killed the group (FT_ERR_KILLED: leave). */
 static int step(float *w, float *host_grad, float *dev_grad, float *dev_w, MPI_Comm group,
                 int rank)
 {
-    if (FT_Quorum(0) != FT_SUCCESS)
+    int qrc = FT_Quorum(0);
+    if (qrc == FT_ERR_KILLED)
+        return -1;
+    if (qrc != FT_SUCCESS)
         return 0;
     int64_t s = FT_Step();
     for (int i = 0; i < N; i++) /* stands in for a kernel writing dev_grad */
@@ -85,9 +89,14 @@ int main(int argc, char **argv)
              cuda_ok(cudaMalloc((void **)&dev_grad, sizeof(float) * N), "cudaMalloc") &&
              cuda_ok(cudaMalloc((void **)&dev_w, sizeof(float) * N), "cudaMalloc");
     FT_State_register("w", w, sizeof(w));
-    for (long failures = 0; ok && FT_Step() < steps && failures < 1000;)
-        if (!step(w, host_grad, dev_grad, dev_w, group, rank))
-            failures++;
+    int killed = 0;
+    for (long failures = 0; ok && !killed && FT_Step() < steps && failures < 1000;) {
+        int r = step(w, host_grad, dev_grad, dev_w, group, rank);
+        killed = r < 0;
+        failures += r == 0;
+    }
+    if (killed)
+        fprintf(stderr, "ft_sgd_gpu: the lighthouse killed this group: leaving\n");
     uint64_t h = 1469598103934665603ULL;
     const unsigned char *b = (const unsigned char *)w;
     for (size_t i = 0; i < sizeof(w); i++)
@@ -102,5 +111,5 @@ int main(int argc, char **argv)
     cudaFreeHost(host_grad);
     FT_Finalize();
     MPI_Finalize();
-    return done ? 0 : 1;
+    return killed ? 5 : done ? 0 : 1;
 }

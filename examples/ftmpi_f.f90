@@ -15,7 +15,7 @@ module ftmpi_f
     implicit none
     private :: c_int, c_int64_t, c_size_t, c_ptr, c_char
 
-    integer(c_int), parameter :: FT_SUCCESS = 0
+    integer(c_int), parameter :: FT_SUCCESS = 0, FT_ERR_KILLED = -28
     integer(c_int), parameter :: FTF_REAL = 1, FTF_DOUBLE = 2
     integer(c_int), parameter :: FTF_SUM = 1, FTF_AVG = 2, FTF_MAX = 3, FTF_MIN = 4
 

@@ -17,7 +17,7 @@
 #define SPAN_MAX_MS (15 * 60 * 1000) /* the drawings show at most this */
 
 static const char *const ev_colors[FTI_LH_EV_KINDS] = {
-    "#3465a4", "#4e9a06", "#cc0000", "#f57900", "#75507b", "#06989a", "#8f5902", "#888888"};
+    "#3465a4", "#4e9a06", "#cc0000", "#f57900", "#75507b", "#06989a", "#8f5902", "#888888", "#5c3566"};
 
 void fti_lh_html_escape(struct evbuffer *b, const char *s)
 {

@@ -8,7 +8,7 @@
 #include "base/util.h"
 
 static const char *const event_names[FTI_LH_EV_KINDS] = {
-    "quorum", "joined", "dead", "timeout", "restarted", "heal", "commit_failed", "finalized"};
+    "quorum", "joined", "dead", "timeout", "restarted", "heal", "commit_failed", "finalized", "killed"};
 
 const char *fti_lh_event_name(int kind)
 {
@@ -183,7 +183,7 @@ void fti_lh_history_report(fti_lh_history_t *h, int64_t wall, const char *replic
 void fti_lh_history_gone(fti_lh_history_t *h, int64_t wall, const char *replica_id, int kind)
 {
     int state = kind == FTI_LH_EV_FINALIZED   ? FTI_LH_G_FINALIZED
-                : kind == FTI_LH_EV_DEAD_CLOSED ? FTI_LH_G_DEAD
+                : kind == FTI_LH_EV_DEAD_CLOSED || kind == FTI_LH_EV_KILLED ? FTI_LH_G_DEAD
                                                 : FTI_LH_G_SILENT;
     bool added;
     fti_lh_gstats_t *g = group_get(h, wall, replica_id, &added);

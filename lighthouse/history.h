@@ -33,6 +33,7 @@ typedef enum {
     FTI_LH_EV_HEAL,          /* the group reported a heal; value = bytes */
     FTI_LH_EV_COMMIT_FAILED, /* the group reported failed commits; value = how many */
     FTI_LH_EV_FINALIZED,     /* the group left (FT_Finalize) */
+    FTI_LH_EV_KILLED,        /* an operator killed the group (dashboard) */
     FTI_LH_EV_KINDS
 } fti_lh_event_kind_t;
 

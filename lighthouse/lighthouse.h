@@ -107,8 +107,12 @@ int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *
 void fti_lighthouse_destroy(fti_lighthouse_h lh);
 const char *fti_lighthouse_address(fti_lighthouse_h lh);
 
-/* Forwards a Kill to the manager of replica_id (non-blocking: the RPC runs
- * in a short-lived thread).  FT_ERR_NOT_FOUND if the group is unknown. */
+/* Kills replica_id: from now on the lighthouse counts it neither healthy
+ * nor a member and refuses its heartbeats and quorum requests with
+ * FT_ERR_KILLED until a new incarnation of it asks (killed.h); its
+ * waiting quorum calls end with FT_ERR_KILLED; a Kill is forwarded to its
+ * manager (non-blocking: the RPC runs in a short-lived thread).  Loop
+ * thread.  FT_ERR_NOT_FOUND if the group is unknown. */
 int fti_lighthouse_kill(fti_lighthouse_h lh, const char *replica_id, const char *msg);
 
 /* How a group stands (mode B: the lighthouse rank serves until no group
@@ -153,6 +157,7 @@ typedef struct fti_lh_member_view {
     bool waiting;              /* asked for a quorum not yet issued */
     bool healthy;              /* heartbeat within the timeout */
     bool dead;                 /* its connections closed (dropped at once) */
+    bool killed;               /* killed by an operator (killed.h): never healthy */
 } fti_lh_member_view_t;
 
 struct fti_lh_history;

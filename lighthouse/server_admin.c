@@ -77,15 +77,32 @@ int fti_lighthouse_kill(fti_lighthouse_h lh, const char *replica_id, const char 
     pthread_mutex_lock(&lh->mu);
     const fti_quorum_t *prev = fti_quorum_prev(lh->st);
     long k = prev ? fti_quorum_member_index(prev, replica_id) : -1;
-    if (fti_quorum_group_find(lh->st, replica_id, fti_now_ms(), &v) == FT_SUCCESS && v.member)
+    uint64_t inc = 0;
+    bool known = fti_quorum_group_find(lh->st, replica_id, fti_now_ms(), &v) == FT_SUCCESS;
+    if (known && v.member) {
         fti_strlcpy(j->address, v.member->address, sizeof(j->address));
-    else if (k >= 0)
+        inc = v.member->incarnation;
+    } else if (k >= 0 && !fti_lh_killed_has(&lh->killed, replica_id)) {
         fti_strlcpy(j->address, prev->members[k].address, sizeof(j->address));
+        inc = prev->members[k].incarnation;
+    }
+    /* from now on the group is neither healthy nor a member, whatever its
+     * processes still send (killed.h); the others need not wait for it */
+    if (j->address[0] != '\0') {
+        fti_lh_killed_add(&lh->killed, replica_id, inc);
+        (void)fti_quorum_remove(lh->st, replica_id);
+        fti_lh_history_gone(&lh->history, fti_wall_ms(), replica_id, FTI_LH_EV_KILLED);
+    }
     pthread_mutex_unlock(&lh->mu);
     if (j->address[0] == '\0') {
         free(j);
         return FT_ERR_NOT_FOUND;
     }
+    FTI_WARN("%s killed (%s): dropped from the quorum at once; its calls are refused until a "
+             "new incarnation of it asks",
+             replica_id, msg ? msg : "by the lighthouse");
+    fti_lh_waiters_end(lh, replica_id, FT_ERR_KILLED, KILLED_MSG);
+    event_active(lh->eval_ev, EV_TIMEOUT, 0);
     fti_strlcpy(j->replica_id, replica_id, sizeof(j->replica_id));
     fti_strlcpy(j->msg, msg ? msg : "killed by the lighthouse", sizeof(j->msg));
     FTI_INFO("sending kill to %s at %s: %s", j->replica_id, j->address, j->msg);
@@ -154,7 +171,8 @@ int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
         fti_lh_member_view_t *mv = &s->members[s->n_members++];
         fti_qgroup_view_t v;
         view_fill(mv, &prev->members[i], prev->members[i].replica_id);
-        mv->in_quorum = true;
+        mv->killed = fti_lh_killed_has(&lh->killed, mv->replica_id);
+        mv->in_quorum = !mv->killed;
         mv->behind = prev->members[i].step < s->max_step;
         mv->heartbeat_age_ms = -1;
         if (fti_quorum_group_find(lh->st, mv->replica_id, now, &v) == FT_SUCCESS) {

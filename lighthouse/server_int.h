@@ -17,6 +17,7 @@
 #include "lighthouse/lighthouse.h"
 #include "lighthouse/liveness.h"
 #include "lighthouse/quorum.h"
+#include "lighthouse/killed.h"
 #include "lighthouse/waiters.h"
 
 #define LH_KILL_TIMEOUT_MS 5000
@@ -63,7 +64,14 @@ struct fti_lighthouse {
     struct fin_entry *finalized;
     size_t n_finalized, cap_finalized;
     uint64_t fin_seq; /* finalizes so far */
+    fti_lh_killed_t killed; /* incarnations killed by an operator (killed.h) */
 };
+
+/* The reply to a killed group's calls (killed.h). */
+#define KILLED_MSG "this group was killed from the lighthouse; a restarted group may join again"
+
+/* Ends every waiting quorum call of id with rc and msg (loop thread). */
+void fti_lh_waiters_end(struct fti_lighthouse *lh, const char *id, int rc, const char *msg);
 
 /* An issued quorum as protobuf structs (pointing into q), with what its
  * replies need: built once per quorum, released with view_clear. */

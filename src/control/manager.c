@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +36,7 @@ struct fti_manager {
     int left;      /* fti_manager_leave ran */
     int leave_rc;
     fti_lighthouse_report_t report; /* under mu */
+    _Atomic int killed; /* the lighthouse answered FT_ERR_KILLED */
 };
 
 static void *heartbeat_thread(void *arg)
@@ -48,6 +50,12 @@ static void *heartbeat_thread(void *arg)
         pthread_mutex_unlock(&m->mu);
         int rc = fti_lighthouse_heartbeat_report(m->hb_client, m->replica_id, &rep,
                                                  m->hb_timeout_ms);
+        if (rc == FT_ERR_KILLED) { /* no more heartbeats: the group is to end */
+            atomic_store(&m->killed, 1);
+            FTI_WARN("manager: the lighthouse says %s was killed; heartbeats stop", m->replica_id);
+            pthread_mutex_lock(&m->mu);
+            break;
+        }
         if (rc != FT_SUCCESS && !failing)
             FTI_WARN("manager: heartbeat to the lighthouse failed: %s (retrying every %d ms)",
                      FT_Error_string(rc), m->heartbeat_ms);
@@ -237,7 +245,7 @@ int fti_manager_round(fti_manager_h m, const fti_quorum_ask_t *asks, int n,
         return FT_ERR_ARG;
     bool shrink = false;
     int64_t step = fold_asks(asks, n, &shrink);
-    if (killed(r->server))
+    if (killed(r->server) || atomic_load(&m->killed))
         return FT_ERR_KILLED;
 
     Ftmpi__QuorumMember me = FTMPI__QUORUM_MEMBER__INIT;
@@ -252,6 +260,8 @@ int fti_manager_round(fti_manager_h m, const fti_quorum_ask_t *asks, int n,
     me.data.data = (uint8_t *)r->data;
     me.data.len = r->data_len;
     int rc = fti_manager_quorum(m, &me, r->compact, r->init_sync, r->timeout_ms, &q);
+    if (rc == FT_ERR_KILLED)
+        atomic_store(&m->killed, 1);
     if (rc != FT_SUCCESS)
         return rc;
     if (killed(r->server)) {
