@@ -2,6 +2,7 @@
 #include "device.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,12 @@ int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf,
 
 void fti_device_release(void)
 {
+}
+
+int fti_device_usable(char *why, size_t len)
+{
+    snprintf(why, len, "this build has no CUDA");
+    return FT_ERR_UNSUPPORTED;
 }
 
 int fti_device_heal_copy(const void *buf, size_t len, fti_heal_copy_t *copy_p)
@@ -63,6 +70,22 @@ static void count_devices(void)
     have_devices = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
     if (!have_devices)
         (void)cudaGetLastError();
+}
+
+int fti_device_usable(char *why, size_t len)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "no usable CUDA device: %s", cudaGetErrorString(e));
+        (void)cudaGetLastError();
+        return FT_ERR_UNSUPPORTED;
+    }
+    if (n < 1) {
+        snprintf(why, len, "no CUDA device on this node");
+        return FT_ERR_UNSUPPORTED;
+    }
+    return FT_SUCCESS;
 }
 
 bool fti_device_ptr(const void *p)

@@ -42,6 +42,12 @@ int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf,
  * (logged). */
 int fti_device_heal_copy(const void *buf, size_t len, fti_heal_copy_t *copy_p);
 
+/* Whether this process can use a CUDA device (a device backend needs
+ * one): FT_SUCCESS, or FT_ERR_UNSUPPORTED with why (len bytes) saying what
+ * is missing (no CUDA in this build, the driver's or runtime's error, no
+ * device). */
+int fti_device_usable(char *why, size_t len);
+
 /* Frees the device slice and staging (FT_Finalize, and after an error). */
 void fti_device_release(void);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/auth.h"
+#include "device.h"
 #include "ftmpi.h"
 #include "control/lighthouse_client.h"
 #include "base/log.h"
@@ -52,6 +53,7 @@ static int init_config(struct fti_step *s)
         return FT_ERR_CONFIG;
     }
     fti_log_init("ftmpi", s->cfg.log_level);
+    (void)fti_config_warn_unknown();
     if (strcmp(s->cfg.bind_host, "hostname") == 0) {
         /* multi-node jobs: each rank binds and advertises its node's name */
         char host[sizeof(s->cfg.bind_host)];
@@ -65,7 +67,17 @@ static int init_config(struct fti_step *s)
     warn_exposed(s->cfg.bind_host);
     if (s->shim)
         return fti_shim_resolve(s);
-    return fti_mode_resolve(&s->cfg, &s->mode_b, &s->backend);
+    rc = fti_mode_resolve(&s->cfg, &s->mode_b, &s->backend);
+    if (rc == FT_SUCCESS && (s->backend->needs & FTI_COMM_NEEDS_DEVICE)) {
+        char why[256] = "";
+        if (fti_device_usable(why, sizeof(why)) != FT_SUCCESS) {
+            FTI_ERROR("FTMPI_BACKEND=%s cannot run on this node: %s (it reduces CUDA device "
+                      "memory with NCCL; use FTMPI_BACKEND=tcp here, or run where a GPU is)",
+                      s->backend->name, why);
+            return FT_ERR_CONFIG;
+        }
+    }
+    return rc;
 }
 
 /* The smallest (worst) code over comm; every rank learns it.  A blocking

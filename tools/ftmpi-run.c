@@ -779,6 +779,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     fti_log_init("ftmpi-run", a.o.quiet ? FTI_LOG_ERROR : cfg.log_level);
+    (void)fti_config_warn_unknown();
     fti_log_set_replica_id(a.o.replica_id);
 
     if (a.o.events_path != NULL) {

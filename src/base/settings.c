@@ -3,7 +3,9 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,4 +238,86 @@ void fti_config_format(const fti_config_t *cfg, const fti_config_field_t *f, cha
     default:
         snprintf(buf, len, "?");
     }
+}
+
+/* ---- unknown names -------------------------------------------------------- */
+
+/* FTMPI_* names that are no settings of the library but are read by the
+ * project's scripts, build and tests: never warned about. */
+static const char *const other_names[] = {
+    "FTMPI_BIN", "FTMPI_BUILD_DIR", "FTMPI_DASHBOARD_SHOT", "FTMPI_EXPORT", "FTMPI_MPI_LIBRARY",
+    "FTMPI_MPI_STANDARD", "FTMPI_RPATH", "FTMPI_SANITIZERS", "FTMPI_WERROR", "FTMPI_PORT", NULL};
+static const char *const other_prefixes[] = {"FTMPI_TEST_", "FTMPI_HAVE_", NULL};
+
+/* Levenshtein distance of a and b (at most 63 characters of each count). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    enum { MAXL = 64 };
+    size_t la = strnlen(a, MAXL - 1), lb = strnlen(b, MAXL - 1);
+    size_t prev[MAXL], cur[MAXL];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, (lb + 1) * sizeof(prev[0]));
+    }
+    return prev[lb];
+}
+
+const char *fti_config_nearest(const char *name)
+{
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX;
+    for (const fti_config_field_t *f = fti_config_table; name && f->name; f++) {
+        size_t d = edit_distance(name, f->name);
+        if (d < best_d) {
+            best_d = d;
+            best = f->name;
+        }
+    }
+    return best;
+}
+
+bool fti_config_known(const char *name)
+{
+    for (const fti_config_field_t *f = fti_config_table; f->name; f++)
+        if (strcmp(name, f->name) == 0)
+            return true;
+    for (size_t i = 0; other_names[i]; i++)
+        if (strcmp(name, other_names[i]) == 0)
+            return true;
+    for (size_t i = 0; other_prefixes[i]; i++)
+        if (strncmp(name, other_prefixes[i], strlen(other_prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
+extern char **environ;
+
+int fti_config_warn_unknown(void)
+{
+    static atomic_flag done = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set(&done))
+        return 0;
+    int n = 0;
+    for (char **e = environ; e && *e; e++) {
+        char name[FTI_PATH_SIZE];
+        size_t len = strcspn(*e, "=");
+        if (strncmp(*e, "FTMPI_", 6) != 0 || len >= sizeof(name))
+            continue;
+        memcpy(name, *e, len);
+        name[len] = '\0';
+        if (fti_config_known(name))
+            continue;
+        FTI_WARN("%s is not a libftmpi setting and is ignored; did you mean %s? (ftmpi-info "
+                 "lists them all)",
+                 name, fti_config_nearest(name));
+        n++;
+    }
+    return n;
 }

@@ -8,6 +8,7 @@
 #ifndef FTI_SETTINGS_H
 #define FTI_SETTINGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -88,6 +89,22 @@ int fti_config_load(fti_config_t *cfg, char *err, size_t errlen);
 /* Same, but values come from get(name, arg) instead of getenv (tests). */
 int fti_config_load_from(fti_config_t *cfg, const char *(*get)(const char *, void *), void *arg,
                          char *err, size_t errlen);
+
+/* The known name nearest to name (Levenshtein distance over the table's
+ * names), for "did you mean" messages. */
+const char *fti_config_nearest(const char *name);
+
+/* Whether name (an FTMPI_* variable name, without "=value") is a setting of
+ * the table or a name the project's scripts and tests use (FTMPI_BIN,
+ * FTMPI_TEST_*, ...). */
+bool fti_config_known(const char *name);
+
+/* Warns (FTI_WARN, once per process) about every FTMPI_* variable of the
+ * environment that is no known name, with the nearest setting: a
+ * misspelled FTMPI_LOG_LEVL or FTMPI_TIMEOUT would otherwise be ignored
+ * without a word.  Returns how many it warned about (0 after the first
+ * call). */
+int fti_config_warn_unknown(void);
 
 /* Formats the current value of field f of cfg into buf. */
 void fti_config_format(const fti_config_t *cfg, const fti_config_field_t *f, char *buf,

@@ -75,7 +75,7 @@ e2e_lighthouse_start() {
     E2E_LH_PID=$!
     register_pid "$E2E_LH_PID"
     _lh_started() { [ "$(count_lines "$_log" 'listening on')" -gt "$_before" ]; }
-    wait_until 10 _lh_started || e2e_fail "the lighthouse did not start"
+    wait_until 60 _lh_started || e2e_fail "the lighthouse did not start in 60 s"
     _line=$(grep 'listening on' "$_log" | tail -n 1)
     E2E_LH_PORT=$(echo "$_line" | sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\) .*/\1/p')
     E2E_LH_HTTP=$(echo "$_line" | sed -n 's/.*(http \([^)]*\)).*/\1/p')
@@ -157,6 +157,30 @@ e2e_signal_group() {
     done
     e2e_log "group $1: SIG$2 to mpirun $_m and ranks" $_r
 }
+
+# e2e_hold_groups "ID..." SECS COND [ARGS...]: freezes the groups (SIGSTOP)
+# until COND ARGS holds (at most SECS), then continues them: a scenario that
+# needs something (a late group's start) to happen before the others go on
+# waits on it instead of racing them.  The lighthouse's heartbeat timeout
+# must outlast the hold (E2E_HB_TIMEOUT_MS), or the frozen groups drop out.
+e2e_hold_groups() {
+    _hold_ids=$1
+    _hold_s=$2
+    shift 2
+    for _hid in $_hold_ids; do
+        e2e_signal_group "$_hid" STOP
+    done
+    wait_until "$_hold_s" "$@"
+    _hold_rc=$?
+    for _hid in $_hold_ids; do
+        e2e_signal_group "$_hid" CONT
+    done
+    [ "$_hold_rc" -eq 0 ] || e2e_fail "held $_hold_ids for $_hold_s s: '$*' never held"
+}
+
+# e2e_inited ID: the group's (latest) process said FT_Init is done, so its
+# manager heartbeats: the lighthouse counts it from now on.
+e2e_inited() { file_has "$TEST_TMPDIR/$1.err" "FT_Init: replica $1,"; }
 
 # e2e_kill_group ID: SIGKILL to the group (as a node failure would).
 e2e_kill_group() { e2e_signal_group "$1" KILL; }

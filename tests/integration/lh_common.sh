@@ -33,9 +33,9 @@ start_lighthouse() {
     "$LH" --bind 127.0.0.1:0 "$@" >"$TEST_TMPDIR/$_n.out" 2>"$TEST_TMPDIR/$_n.err" </dev/null &
     LH_PID=$!
     register_pid $LH_PID
-    if ! wait_until 10 file_has "$TEST_TMPDIR/$_n.out" '^ftmpi-lighthouse listening on '; then
+    if ! wait_until 60 file_has "$TEST_TMPDIR/$_n.out" '^ftmpi-lighthouse listening on '; then
         cat "$TEST_TMPDIR/$_n.err" >&2
-        die "lighthouse $_n did not print its listening line within 10 s"
+        die "lighthouse $_n did not print its listening line within 60 s"
     fi
     LH_ADDR=$(sed -n 's/^ftmpi-lighthouse listening on \([^ ]*\) .*/\1/p' "$TEST_TMPDIR/$_n.out")
     LH_HTTP=$(sed -n 's/^ftmpi-lighthouse listening on .*(http \([^ )]*:[0-9]*\))$/\1/p' \

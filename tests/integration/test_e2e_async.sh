@@ -22,11 +22,15 @@ _async_step_ge() {
 }
 
 # 1. results, several buckets, async quorum, a late group healing
-e2e_lighthouse_start 3
+# a3 must join while the others train: they are held (SIGSTOP) until a3
+# finished FT_Init, and the lighthouse waits for every healthy group (join
+# and heartbeat timeouts of 10 min, longer than the hold)
+E2E_HB_TIMEOUT_MS=600000 E2E_JOIN_TIMEOUT_MS=600000 e2e_lighthouse_start 3
 e2e_groups_start "a0 a1 a2" 1 --steps 12 --buckets 6 --elems 2097152 --sleep-ms 200
-wait_until 60 _async_step_ge a0 3 || e2e_fail "a0 did not reach step 3"
+wait_until 120 _async_step_ge a0 3 || e2e_fail "a0 did not reach step 3"
 e2e_group_start a3 1 --steps 12 --buckets 6 --elems 2097152 --sleep-ms 200
-e2e_wait_agents 180 a0 a1 a2 a3
+e2e_hold_groups "a0 a1 a2" 120 e2e_inited a3
+e2e_wait_agents 300 a0 a1 a2 a3
 for id in a0 a1 a2 a3; do
     grep -q '^PASS' "$TEST_TMPDIR/$id.out" || e2e_fail "group $id: no PASS line"
     e2e_log "$id: $(tail -n 1 "$TEST_TMPDIR/$id.out")"
@@ -41,7 +45,7 @@ kill -KILL "$E2E_LH_PID" 2>/dev/null
 # 2. a group killed with requests in flight
 e2e_lighthouse_start 2
 e2e_groups_start "k0 k1 k2" 1 --steps 10 --buckets 6 --elems 2097152 --sleep-ms 50 --victim k2 --kill-step 3
-e2e_wait_agents 180 k0 k1
+e2e_wait_agents 300 k0 k1
 for id in k0 k1; do
     grep -q '^PASS' "$TEST_TMPDIR/$id.out" || e2e_fail "group $id: no PASS line"
     grep '^FAILSTEP' "$TEST_TMPDIR/$id.out" >/dev/null || e2e_fail "group $id: no failed step"

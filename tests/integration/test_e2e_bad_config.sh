@@ -27,4 +27,32 @@ check_bad FTMPI_BACKEND carrier-pigeon
 check_bad FTMPI_INIT_SYNC maybe
 check_bad FTMPI_LOG_LEVEL loud
 check_bad FTMPI_CHUNK_BYTES 12q
+# a backend that cannot run on this node: FT_Init refuses it, naming the
+# backend and why (where a GPU and NCCL are present nccl runs: skipped)
+out=$TEST_TMPDIR/nccl.out
+FTMPI_BACKEND=nccl timeout -s KILL 30 "$MPIRUN" -np 1 --bind-to none "$E2E_SGD_BIN" --steps 1 \
+    >"$out" 2>&1 </dev/null
+rc=$?
+if grep -q 'FTMPI_BACKEND=nccl cannot run on this node: ' "$out" ||
+    grep -q 'FTMPI_BACKEND=nccl: no such backend in this build' "$out"; then
+    [ $rc -eq 2 ] || { cat "$out" >&2; die "FTMPI_BACKEND=nccl refused, but exit status $rc, want 2"; }
+    echo "ok: FTMPI_BACKEND=nccl refused: $(grep 'FTMPI_BACKEND=nccl' "$out" | head -n 1)"
+elif grep -q 'FT_Init: .*backend nccl' "$out"; then
+    echo "note: nccl runs on this node (a GPU is here): its refusal is not tested"
+else
+    cat "$out" >&2
+    die "FTMPI_BACKEND=nccl neither refused with a reason nor started (exit $rc)"
+fi
+
+# misspelled names: warned about once each, with the nearest setting
+out=$TEST_TMPDIR/misspelled.out
+FTMPI_LOG_LEVL=debug FTMPI_TIMEOUT=5 FTMPI_BIN=/nowhere timeout -s KILL 30 "$MPIRUN" -np 1 \
+    --bind-to none "$E2E_SGD_BIN" --steps 1 >"$out" 2>&1 </dev/null
+for pair in FTMPI_LOG_LEVL:FTMPI_LOG_LEVEL FTMPI_TIMEOUT:FTMPI_TIMEOUT_MS; do
+    bad=${pair%%:*} good=${pair#*:}
+    n=$(grep -c "$bad is not a libftmpi setting and is ignored; did you mean $good?" "$out")
+    [ "$n" -eq 1 ] || { cat "$out" >&2; die "$bad: $n warnings naming $good, want 1"; }
+done
+! grep -q 'FTMPI_BIN is not' "$out" || { cat "$out" >&2; die "FTMPI_BIN (a script's name) was warned about"; }
+echo "ok: misspelled names warned about: $(grep -c 'is not a libftmpi setting' "$out")"
 echo "PASS ($TEST_NAME)"

@@ -10,6 +10,10 @@
 #     installs g1's flipped bytes, so all groups that finish together hold
 #     bitwise the same state;
 #   - some heal of the job did catch g1's bytes ("fails its checksum").
+# No race with the clock: g0..g2 are held (SIGSTOP) from step 3 until g3
+# finished FT_Init, and the lighthouse waits for every healthy group
+# (join timeout 10 min; heartbeat timeout 10 min so the held groups stay
+# healthy), so g3 heals in a quorum where g0, g1 and g2 are up to date.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
 : "${E2E_HEAL_FEATURES:=16777216}"
@@ -18,6 +22,8 @@ export FTMPI_TIMEOUT_MS
 need_test_hooks # g1 serves flipped bytes (FTMPI_TEST_HEAL_CORRUPT)
 args="--features $E2E_HEAL_FEATURES --batch 2 --samples 64 --eval 4 --lr 0.05 --steps 14 --print-every 1"
 
+E2E_HB_TIMEOUT_MS=600000
+E2E_JOIN_TIMEOUT_MS=600000
 e2e_lighthouse_start 1
 e2e_group_start g0 1 $args
 FTMPI_TEST_HEAL_CORRUPT='weights:*'
@@ -25,9 +31,11 @@ export FTMPI_TEST_HEAL_CORRUPT
 e2e_group_start g1 1 $args
 unset FTMPI_TEST_HEAL_CORRUPT
 e2e_group_start g2 1 $args
-e2e_wait_step g2 3 60
+_at3() { for _g in g0 g1 g2; do _e2e_step_ge $_g 3 || return 1; done; }
+wait_until 120 _at3 || e2e_fail "g0..g2 did not reach step 3 in 120 s"
 e2e_group_start g3 1 $args
-e2e_wait_agents 120 g0 g1 g2 g3
+e2e_hold_groups "g0 g1 g2" 120 e2e_inited g3
+e2e_wait_agents 300 g0 g1 g2 g3
 
 grep -h 'healed step\|fails its checksum' "$TEST_TMPDIR"/g*.err >&2
 grep -q 'healed step' "$TEST_TMPDIR/g3.err" || e2e_fail "g3 never healed"

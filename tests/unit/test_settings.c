@@ -474,6 +474,21 @@ static void test_format_round_trip(void **state)
     assert_string_equal(small, "[::");
 }
 
+/* the nearest known name of a misspelling; script names are known */
+static void test_nearest(void **state)
+{
+    (void)state;
+    assert_string_equal(fti_config_nearest("FTMPI_LOG_LEVL"), "FTMPI_LOG_LEVEL");
+    assert_string_equal(fti_config_nearest("FTMPI_TIMEOUT"), "FTMPI_TIMEOUT_MS");
+    assert_string_equal(fti_config_nearest("FTMPI_LIGTHOUSE"), "FTMPI_LIGHTHOUSE");
+    assert_string_equal(fti_config_nearest("FTMPI_LOG_LEVEL"), "FTMPI_LOG_LEVEL");
+    assert_true(fti_config_known("FTMPI_LOG_LEVEL"));
+    assert_true(fti_config_known("FTMPI_BIN"));
+    assert_true(fti_config_known("FTMPI_TEST_HEAL_CORRUPT"));
+    assert_false(fti_config_known("FTMPI_LOG_LEVL"));
+    assert_false(fti_config_known("FTMPI_"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -490,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_untouched_on_error),
         cmocka_unit_test(test_environment),
         cmocka_unit_test(test_format_round_trip),
+        cmocka_unit_test(test_nearest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
