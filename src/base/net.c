@@ -67,6 +67,14 @@ int fti_addr_split(const char *addr, char *host, size_t hostlen, int *port_p)
     return FT_SUCCESS;
 }
 
+/* This thread's last connect or resolve failure, with the address. */
+static _Thread_local char last_error[FTI_ADDRESS_SIZE + 128];
+
+const char *fti_net_last_error(void)
+{
+    return last_error;
+}
+
 int fti_addr_resolve(const char *addr, struct sockaddr_storage *sa_p, socklen_t *salen_p)
 {
     char host[FTI_ADDRESS_SIZE], port_s[NET_PORT_STR];
@@ -83,6 +91,8 @@ int fti_addr_resolve(const char *addr, struct sockaddr_storage *sa_p, socklen_t 
     int rc = getaddrinfo(host, port_s, &hints, &res);
     if (rc != 0 || res == NULL) {
         FTI_DEBUG("cannot resolve '%s': %s", addr, gai_strerror(rc));
+        snprintf(last_error, sizeof(last_error), "%s: cannot resolve '%s': %s", addr, host,
+                 rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
         return FT_ERR_ARG;
     }
     memcpy(sa_p, res->ai_addr, res->ai_addrlen);
@@ -206,6 +216,7 @@ int fti_tcp_connect_start(const char *addr, int *fd_p, int *pending_p)
         if (errno != EINPROGRESS && errno != EINTR) {
             FTI_DEBUG("connect %s: %m", addr); /* keeps errno */
             int err = errno;
+            snprintf(last_error, sizeof(last_error), "%s: %s", addr, strerror(err));
             close(fd);
             errno = err;
             return FT_ERR_CONNECT;
@@ -234,6 +245,7 @@ int fti_tcp_connect(const char *addr, int64_t deadline_ms, int *fd_p)
         if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0 || err != 0) {
             errno = err;
             FTI_DEBUG("connect %s: %m", addr);
+            snprintf(last_error, sizeof(last_error), "%s: %s", addr, strerror(err));
             close(fd);
             return FT_ERR_CONNECT;
         }

@@ -24,6 +24,11 @@ int fti_addr_split(const char *addr, char *host, size_t hostlen, int *port_p);
 /* Resolves addr into *sa_p / *salen_p (first result). */
 int fti_addr_resolve(const char *addr, struct sockaddr_storage *sa_p, socklen_t *salen_p);
 
+/* The calling thread's last failure to resolve or connect, naming the
+ * address and the resolver's or the system's error ("host:1: Connection
+ * refused"); "" if none.  For messages (FTI_WARN ... %s). */
+const char *fti_net_last_error(void);
+
 /* Listens on addr ("host:port", port 0 = ephemeral), non-blocking,
  * SO_REUSEADDR.  *fd_p is closed with close(). */
 int fti_tcp_listen(const char *addr, int backlog, int *fd_p);

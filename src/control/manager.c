@@ -14,6 +14,7 @@
 #include "ftmpi_errors.h"
 #include "control/lighthouse_client.h"
 #include "base/log.h"
+#include "base/net.h"
 #include "control/results.h"
 #include "base/sizes.h"
 #include "base/util.h"
@@ -57,8 +58,9 @@ static void *heartbeat_thread(void *arg)
             break;
         }
         if (rc != FT_SUCCESS && !failing)
-            FTI_WARN("manager: heartbeat to the lighthouse failed: %s (retrying every %d ms)",
-                     FT_Error_string(rc), m->heartbeat_ms);
+            FTI_WARN("manager: heartbeat to the lighthouse failed: %s%s%s (retrying every %d ms)",
+                     FT_Error_string(rc), rc == FT_ERR_CONNECT ? ": " : "",
+                     rc == FT_ERR_CONNECT ? fti_net_last_error() : "", m->heartbeat_ms);
         else if (rc == FT_SUCCESS && failing)
             FTI_INFO("manager: heartbeats reach the lighthouse again");
         failing = rc != FT_SUCCESS;
@@ -198,9 +200,10 @@ static int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, bo
         if (rc != FT_ERR_CONNECT && rc != FT_ERR_PROC_FAILED)
             break;
         if (tries == 1)
-            FTI_WARN("manager: lighthouse unreachable (%s); asking again until the quorum "
-                     "timeout",
-                     FT_Error_string(rc));
+            FTI_WARN("manager: lighthouse unreachable (%s%s%s); asking again every %d ms until "
+                     "the quorum timeout",
+                     FT_Error_string(rc), rc == FT_ERR_CONNECT ? ": " : "",
+                     rc == FT_ERR_CONNECT ? fti_net_last_error() : "", MANAGER_RETRY_MS);
         if (fti_ms_left(deadline) <= MANAGER_RETRY_MS) {
             rc = FT_ERR_TIMEOUT;
             break;

@@ -55,4 +55,18 @@ for pair in FTMPI_LOG_LEVL:FTMPI_LOG_LEVEL FTMPI_TIMEOUT:FTMPI_TIMEOUT_MS; do
 done
 ! grep -q 'FTMPI_BIN is not' "$out" || { cat "$out" >&2; die "FTMPI_BIN (a script's name) was warned about"; }
 echo "ok: misspelled names warned about: $(grep -c 'is not a libftmpi setting' "$out")"
+# a lighthouse that is down, a host name that does not resolve: the first
+# failure is a warning at once that names the address and the system's or
+# the resolver's error (one attempt at a step, a short quorum timeout)
+for lh in 127.0.0.1:1 no-such-host.invalid:29510; do
+    out=$TEST_TMPDIR/lh_down.out
+    FTMPI_LIGHTHOUSE=$lh FTMPI_QUORUM_TIMEOUT_MS=1000 timeout -s KILL 60 "$MPIRUN" -np 1 \
+        --bind-to none "$E2E_SGD_BIN" --steps 1 --max-attempts 1 >"$out" 2>&1 </dev/null
+    case $lh in
+    127.*) want="$lh: Connection refused" ;;
+    *) want="$lh: cannot resolve 'no-such-host.invalid': " ;;
+    esac
+    grep -q "warn.*lighthouse.*$want" "$out" || { cat "$out" >&2; die "FTMPI_LIGHTHOUSE=$lh: no warning naming '$want'"; }
+    echo "ok: FTMPI_LIGHTHOUSE=$lh: $(grep "$want" "$out" | head -n 1)"
+done
 echo "PASS ($TEST_NAME)"
