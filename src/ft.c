@@ -110,6 +110,7 @@ FTMPI_EXPORT int FT_Init(int *argc, char ***argv)
         return rc;
     }
     st.initialized = true;
+    fti_step_agent_mark(&st);
     fti_heal_set_step(st.heal, 0, false);
     log_ctx_update();
     log_init();
@@ -120,6 +121,7 @@ FTMPI_EXPORT int FT_Finalize(void)
 {
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
+    fti_step_agent_unmark(&st); /* from now on this rank's end is no death */
     quorum_sync();
     /* every job run; requests not waited for keep their results */
     fti_progress_destroy(st.progress);

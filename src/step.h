@@ -100,6 +100,13 @@ int fti_step_setup(struct fti_step *s);
 /* Frees whatever fti_step_setup created (also after it failed). */
 void fti_step_teardown(struct fti_step *s);
 
+/* FTMPI_AGENT_DIR (ftmpi-run): creates <dir>/<pid> while the rank runs
+ * between FT_Init and FT_Finalize (mark), removes it (unmark), so the
+ * agent tells a rank that died from one that finished.  No-ops without
+ * the setting; failures are logged once and ignored. */
+void fti_step_agent_mark(const struct fti_step *s);
+void fti_step_agent_unmark(const struct fti_step *s);
+
 /* Tells the lighthouse that this group leaves (LIGHTHOUSE_FINALIZE): the
  * manager through its client, any other rank (mode B: its manager may be
  * the rank that died) through a client of its own. */

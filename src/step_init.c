@@ -5,6 +5,7 @@
  */
 #include "step.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,4 +363,36 @@ int fti_step_group_lost(struct fti_step *s, int why)
         fti_step_leave(s);
     }
     return FT_ERR_GROUP_LOST;
+}
+
+/* ---- ftmpi-run's rank marks ---------------------------------------------- */
+
+static void agent_path(const struct fti_step *s, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%ld", s->cfg.agent_dir, (long)getpid());
+}
+
+void fti_step_agent_mark(const struct fti_step *s)
+{
+    char path[FTI_PATH_SIZE + 32];
+    if (s->cfg.agent_dir[0] == '\0')
+        return;
+    agent_path(s, path, sizeof(path));
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        FTI_WARN("FTMPI_AGENT_DIR: cannot create %s: %m (ftmpi-run will notice this rank's "
+                 "death only through its command)",
+                 path);
+        return;
+    }
+    close(fd);
+}
+
+void fti_step_agent_unmark(const struct fti_step *s)
+{
+    char path[FTI_PATH_SIZE + 32];
+    if (s->cfg.agent_dir[0] == '\0')
+        return;
+    agent_path(s, path, sizeof(path));
+    (void)unlink(path);
 }

@@ -3,7 +3,7 @@
  *
  *     ftmpi-run --replica-id ID [--max-restarts N] [--backoff-ms MS]
  *               [--max-backoff-ms MS] [--grace-ms MS] [--events FILE]
- *               [--quiet] -- command [args...]
+ *               [--no-rank-watch] [--quiet] -- command [args...]
  *
  * Runs one replica group's command (usually `mpirun -np R ./app`) in its own
  * process group with FTMPI_REPLICA_ID and FTMPI_RESTART_COUNT set, and starts
@@ -20,6 +20,12 @@
  * killed with SIGKILL before the next start -- at once after a failure, at
  * the end of the grace period after a stop signal.  The agent is a child
  * subreaper, so all of these stay its descendants.
+ *
+ * A rank that dies (on this node) is noticed by the agent itself
+ * (rank_watch.h): the group is ended and restarted at once, without waiting
+ * for mpirun to notice.  A command that cannot start its program (status
+ * 126/127, as sh and srun report it, or Open MPI's mpirun's 132 "unable to
+ * launch") is not restarted: it would fail the same way every time.
  *
  * If the agent itself is killed with SIGKILL, the command gets SIGTERM
  * (PR_SET_PDEATHSIG).
@@ -53,12 +59,15 @@
 #include "base/settings.h"
 #include "base/sizes.h"
 #include "base/util.h"
+#include "rank_watch.h"
 
 #define EXIT_USAGE 2
 #define EXIT_AGENT 1
 #define EXIT_CANNOT_EXEC 126 /* the command is there but cannot be executed (as sh does) */
 #define EXIT_NOT_FOUND 127   /* no such command (as sh does) */
+#define EXIT_MPIRUN_LAUNCH 132 /* Open MPI's mpirun: "unable to launch" the program */
 #define KILL_WAIT_MS 5000 /* after SIGKILL, how long to wait for the command's processes */
+#define RANK_WATCH_MS 20  /* how often the ranks' marks are looked at (rank_watch.h) */
 
 /* flag defaults (the usage text names them too) and limits */
 #define DEFAULT_MAX_RESTARTS 3
@@ -81,6 +90,7 @@ struct agent_opts {
     int max_backoff_ms;
     int grace_ms;
     int quiet;
+    int no_rank_watch;
     const char *events_path;
     char **argv; /* the command, NULL-terminated */
 };
@@ -100,6 +110,7 @@ struct agent {
     pid_t self;           /* the agent's pid */
     int stopping;         /* a stop signal arrived: forward, wait, never restart */
     int64_t deadline_ms;  /* while stopping: SIGKILL at this time */
+    int watching;         /* the ranks' marks are watched (rank_watch.h) */
 };
 
 /* ---- command line ---------------------------------------------------- */
@@ -123,6 +134,9 @@ static void usage(FILE *out)
             "                        before SIGKILL to the process group (default %d)\n"
             "  --events FILE         append one JSON line per event (start, exit, restart,\n"
             "                        giveup, stop) to FILE\n"
+            "  --no-rank-watch       notice a rank's death only when the command ends\n"
+            "                        (default: the ranks on this node are watched and the\n"
+            "                        group is ended and restarted as soon as one dies)\n"
             "  --quiet               log errors only (default: FTMPI_LOG_LEVEL, warn)\n"
             "  --help, --version\n"
             "\n"
@@ -238,6 +252,10 @@ static int parse_args(int argc, char **argv, struct agent_opts *o)
         if (strcmp(arg, "--version") == 0) {
             printf("%s (libftmpi) %s\n", prog, PACKAGE_VERSION);
             return -1;
+        }
+        if (strcmp(arg, "--no-rank-watch") == 0) {
+            o->no_rank_watch = 1;
+            continue;
         }
         if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) {
             o->quiet = 1;
@@ -357,6 +375,8 @@ static int start_child(struct agent *a)
         FTI_ERROR("pipe2: %m");
         return EXIT_AGENT;
     }
+    if (a->watching)
+        fti_rank_watch_clear(); /* marks of the last run's ranks */
     pid_t pid = fork();
     if (pid < 0) {
         FTI_ERROR("fork: %m");
@@ -671,6 +691,8 @@ static void supervise(struct agent *a)
         int timeout = a->stopping ? fti_ms_left(a->deadline_ms) : -1;
         if (a->child == 0)
             timeout = FTI_MIN(timeout, 50); /* no SIGCHLD from grandchildren: poll */
+        else if (a->watching && !a->stopping)
+            timeout = timeout < 0 ? RANK_WATCH_MS : FTI_MIN(timeout, RANK_WATCH_MS);
         int r = poll(&pfd, 1, timeout);
         if (r < 0 && errno != EINTR) {
             FTI_ERROR("poll: %m");
@@ -680,6 +702,16 @@ static void supervise(struct agent *a)
             int sig = drain_signals(a);
             if (sig > 0)
                 forward(a, sig);
+        }
+        pid_t dead = a->child != 0 && a->watching && !a->stopping ? fti_rank_watch_dead() : 0;
+        if (dead > 0) {
+            FTI_WARN("rank pid %ld ended without FT_Finalize: ending the group now (not waiting "
+                     "for the command to notice)",
+                     (long)dead);
+            event(a, "rank_died", dead, -1, 0, -1);
+            kill(-a->child, SIGKILL);
+            kill_tree(a);
+            return;
         }
         if (a->stopping && fti_ms_left(a->deadline_ms) == 0) {
             FTI_WARN("the command's processes still there after %d ms: SIGKILL", a->o.grace_ms);
@@ -728,6 +760,21 @@ static int backoff_for(const struct agent_opts *o, int k)
     return (int)FTI_MIN(ms, (int64_t)o->max_backoff_ms);
 }
 
+/* Whether the command's last status says its program could not be
+ * started at all: 126/127 (sh's and srun's "cannot execute" / "not
+ * found"), or 132 from Open MPI's mpirun ("unable to launch the specified
+ * application"). */
+static bool cannot_start(const struct agent *a)
+{
+    if (a->last_status == EXIT_CANNOT_EXEC || a->last_status == EXIT_NOT_FOUND)
+        return true;
+    const char *base = strrchr(a->o.argv[0], '/');
+    base = base ? base + 1 : a->o.argv[0];
+    return a->last_status == EXIT_MPIRUN_LAUNCH &&
+           (strcmp(base, "mpirun") == 0 || strcmp(base, "mpiexec") == 0 ||
+            strcmp(base, "orterun") == 0);
+}
+
 static int run(struct agent *a)
 {
     for (;;) {
@@ -739,6 +786,15 @@ static int run(struct agent *a)
             return 0;
         if (a->stopping)
             return a->last_status;
+        if (cannot_start(a)) {
+            FTI_ERROR("the command could not start its program (status %d%s): not restarting "
+                      "(it would fail the same way); check the program's path and that it is "
+                      "built",
+                      a->last_status,
+                      a->last_status == EXIT_MPIRUN_LAUNCH ? ", mpirun's 'unable to launch'" : "");
+            event(a, "giveup", a->last_pid, a->last_status, 0, -1);
+            return a->last_status;
+        }
         if (a->restarts >= a->o.max_restarts) {
             FTI_ERROR("giving up after %d restart%s: last status %d", a->restarts,
                       a->restarts == 1 ? "" : "s", a->last_status);
@@ -813,7 +869,10 @@ int main(int argc, char **argv)
         return EXIT_AGENT;
     }
 
+    a.watching = !a.o.no_rank_watch && fti_rank_watch_create() == 0;
     rc = run(&a);
+    if (a.watching)
+        fti_rank_watch_destroy();
     close(a.sfd);
     if (a.events_fd >= 0)
         close(a.events_fd);

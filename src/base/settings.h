@@ -45,6 +45,7 @@ typedef struct fti_config {
     int64_t chunk_bytes;        /* ring pipeline chunk */
     int64_t max_frame_bytes;    /* control-plane frame cap */
     int restart_count;          /* set by ftmpi-run */
+    char agent_dir[FTI_PATH_SIZE]; /* set by ftmpi-run: rank marks, "" = none */
     int lh_join_timeout_ms;     /* mode B: the in-process lighthouse's join timeout */
     int lh_heartbeat_timeout_ms;/* mode B: ... and heartbeat timeout */
     int lh_tick_ms;             /* mode B: ... and quorum tick */

@@ -1,0 +1,102 @@
+/* rank_watch.c - ftmpi-run's watch on its group's ranks (see rank_watch.h). */
+#include "rank_watch.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+
+static char dir[PATH_MAX] = "";
+
+int fti_rank_watch_create(void)
+{
+    const char *tmp = getenv("TMPDIR"); /* not an FTMPI_ setting: where temp files go */
+    snprintf(dir, sizeof(dir), "%s/ftmpi-run.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (mkdtemp(dir) == NULL) {
+        FTI_WARN("cannot create a folder for the ranks' marks (%s): %m; a rank's death is "
+                 "noticed only when the command ends",
+                 dir);
+        dir[0] = '\0';
+        return -1;
+    }
+    if (setenv("FTMPI_AGENT_DIR", dir, 1) != 0) {
+        FTI_WARN("setenv(FTMPI_AGENT_DIR): %m");
+        fti_rank_watch_destroy();
+        return -1;
+    }
+    return 0;
+}
+
+/* Calls f(name) for each mark; stops at the first nonzero return. */
+static long each_mark(long (*f)(const char *name))
+{
+    DIR *d = dir[0] ? opendir(dir) : NULL;
+    struct dirent *e;
+    long r = 0;
+    if (d == NULL)
+        return 0;
+    while (r == 0 && (e = readdir(d)) != NULL)
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9')
+            r = f(e->d_name);
+    closedir(d);
+    return r;
+}
+
+static long remove_mark(const char *name)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    (void)unlink(path);
+    return 0;
+}
+
+void fti_rank_watch_clear(void)
+{
+    (void)each_mark(remove_mark);
+}
+
+/* Whether pid is gone or a zombie. */
+static int gone(pid_t pid)
+{
+    char path[64], buf[512];
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* "pid (comm) state ..." */
+    return p != NULL && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static long dead_mark(const char *name)
+{
+    long pid = strtol(name, NULL, 10);
+    return pid > 0 && pid <= INT_MAX && gone((pid_t)pid) ? pid : 0;
+}
+
+pid_t fti_rank_watch_dead(void)
+{
+    return (pid_t)each_mark(dead_mark);
+}
+
+void fti_rank_watch_destroy(void)
+{
+    if (dir[0] == '\0')
+        return;
+    fti_rank_watch_clear();
+    (void)rmdir(dir);
+    dir[0] = '\0';
+}

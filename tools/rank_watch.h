@@ -1,0 +1,35 @@
+/*
+ * rank_watch.h - ftmpi-run's watch on its group's ranks (FTMPI_AGENT_DIR).
+ *
+ * The agent makes a private folder and passes it to the command as
+ * FTMPI_AGENT_DIR; every rank of the group (libftmpi, on this node) keeps a
+ * file named by its pid there from FT_Init to FT_Finalize.  A file whose
+ * process is gone (or a zombie) is a rank that died without FT_Finalize:
+ * the group is broken, and the agent ends and restarts it at once instead
+ * of waiting for mpirun to notice (about 2 s with Open MPI).  Ranks on
+ * other nodes (mpirun -x does not pass the folder there; it would not
+ * exist) are not watched: their deaths still reach the agent through
+ * mpirun's own exit.
+ *
+ * The agent's thread only.  pid reuse within one poll period is ignored.
+ */
+#ifndef FTI_RANK_WATCH_H
+#define FTI_RANK_WATCH_H
+
+#include <sys/types.h>
+
+/* Creates the folder (under $TMPDIR or /tmp) and sets FTMPI_AGENT_DIR in
+ * this process's environment (the command inherits it).  0, or -1 after
+ * a logged warning (then nothing is watched). */
+int fti_rank_watch_create(void);
+
+/* Forgets the marks of an earlier run (before each start). */
+void fti_rank_watch_clear(void);
+
+/* A rank that died without FT_Finalize: its pid, or 0 when none. */
+pid_t fti_rank_watch_dead(void);
+
+/* Removes the folder. */
+void fti_rank_watch_destroy(void);
+
+#endif
