@@ -29,7 +29,9 @@
 #    bridge (unlimited); 256 MiB (BENCH_QUICK: 64 MiB) from 1 and from 3
 #    rate-limited sources; target 3 sources >= 2.5x 1 source.  Root only;
 #    skipped with the reason when a namespace, veth, bridge or tbf fails.
-# BENCH_RECOVERY_PARTS (default "A B C D") picks the parts.
+# E. a rank's death under ftmpi-run, with and without its rank watch
+#    (issue 24), see the part below.
+# BENCH_RECOVERY_PARTS (default "A B C D E") picks the parts.
 . "$(dirname "$0")/bench_common.sh"
 bench_selected recovery || exit 0
 
@@ -47,7 +49,7 @@ if [ -n "$BENCH_QUICK" ]; then
     HEAL_SIZES=64m
 fi
 STEP_ARGS="--steps 100000000 --warmup 0 --sleep-ms 10 --grad-bytes 64k"
-: "${BENCH_RECOVERY_PARTS:=A B C D}"
+: "${BENCH_RECOVERY_PARTS:=A B C D E}"
 part() { case " $BENCH_RECOVERY_PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 STRIPE_REPS=5
 STRIPE_SIZES="64m 1g"
@@ -182,7 +184,79 @@ stop_lighthouse
 } | table_out recovery.txt
 fi
 done
-HB_MS=1000 # parts B-D
+HB_MS=1000 # parts B-E
+
+# ---- E. a rank's death under ftmpi-run (issue 24) -----------------------
+# 2 groups of 1 rank, each under ftmpi-run (--backoff-ms 0), lighthouse
+# --min-replicas 2 (= the number of groups: the survivor cannot commit
+# alone).  Per repetition (REPS): SIGKILL the rank of group 1, then
+#   kill -> its group commits again: to the first step the restarted group
+#            1 commits;
+#   kill -> survivors commit: to group 0's first commit with the restarted
+#            group 1.
+# Once with ftmpi-run --no-rank-watch (the agent waits for mpirun to end,
+# as before issue 24), once with the rank watch (the agent ends the group
+# as soon as the rank is gone).
+RUNAGENT=$top_builddir/ftmpi-run
+last_pid() { awk '$1 == "PID" { p = $2 } END { print p }' "$BT/$1"; }
+if part E && [ -x "$RUNAGENT" ]; then
+for WATCH in off on; do
+    note "E: 2 groups under ftmpi-run (rank watch $WATCH), kill the rank of group 1, $REPS times"
+    start_lighthouse "$BT/lhE$WATCH" --min-replicas 2 --heartbeat-timeout-ms $HB_MS \
+        --join-timeout-ms 5000 --quorum-tick-ms 50 || { status=1; break; }
+    flag=
+    [ "$WATCH" = off ] && flag=--no-rank-watch
+    for i in 0 1; do
+        bg_group "$BT/e$WATCH$i" env FTMPI_LIGHTHOUSE="$LH_ADDR" FTMPI_BACKEND=tcp \
+            FTMPI_BIND_HOST=127.0.0.1 timeout -s KILL 600 "$RUNAGENT" --replica-id "run$i" \
+            --max-restarts 100 --backoff-ms 0 $flag -- "$MPIRUN" --oversubscribe --bind-to none \
+            -np 1 "$PROG" $STEP_ARGS --state-bytes 1m
+        eval "pe$i=\$BG_PID"
+    done
+    : >"$BT/groupE$WATCH"
+    : >"$BT/survE$WATCH"
+    r=0
+    while [ $r -lt $REPS ]; do
+        if ! wait_match 60 "$BT/e${WATCH}0" "$FIRST_COMMIT" -v p=2 -v "t=$(now_us)" >/dev/null; then
+            note "E: the 2 groups did not commit together"
+            status=1
+            break
+        fi
+        pid=$(last_pid "e${WATCH}1")
+        tk=$(now_us)
+        kill -KILL "$pid"
+        # commits of the restarted group (a step in flight at the kill may
+        # still commit before the rank is gone: not counted)
+        if ti=$(wait_match 60 "$BT/e${WATCH}1" '$1 == "INIT" && $2 > t { print $2; exit }' -v "t=$tk") &&
+            tg=$(wait_match 60 "$BT/e${WATCH}1" "$FIRST_COMMIT" -v p=1 -v "t=$ti") &&
+            ts=$(wait_match 60 "$BT/e${WATCH}0" "$FIRST_COMMIT" -v p=2 -v "t=$ti"); then
+            ms_between "$tk" "$tg" >>"$BT/groupE$WATCH"
+            ms_between "$tk" "$ts" >>"$BT/survE$WATCH"
+        else
+            note "E: no commit after the kill"
+            tail -n 5 "$BT/e${WATCH}1" >&2
+            status=1
+            break
+        fi
+        r=$((r + 1))
+    done
+    kill_group "$pe0"
+    kill_group "$pe1"
+    stop_lighthouse
+done
+{
+    echo "# bench_recovery $(date -u +%Y-%m-%dT%H:%M:%SZ) $BENCH_MACHINE (at the start)"
+    echo "E. a rank's death under ftmpi-run: 2 groups of 1 rank, lighthouse --min-replicas 2, ftmpi-run --backoff-ms 0"
+    printf "%-44s %10s %10s %10s %4s\n" measure median_ms min_ms max_ms n
+    for WATCH in off on; do
+        set -- $(stats <"$BT/groupE$WATCH")
+        printf "%-44s %10.1f %10.1f %10.1f %4d\n" "SIGKILL of a rank -> its group commits (watch $WATCH)" "$1" "$2" "$3" "$4"
+        set -- $(stats <"$BT/survE$WATCH")
+        printf "%-44s %10.1f %10.1f %10.1f %4d\n" "  -> the survivors commit (watch $WATCH)" "$1" "$2" "$3" "$4"
+    done
+    echo
+} | table_out recovery.txt
+fi
 
 # ---- B. healing ---------------------------------------------------------
 rows=""
