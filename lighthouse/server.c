@@ -239,8 +239,9 @@ static void sweep_forgotten(struct fti_lighthouse *lh)
     }
 }
 
-/* "+a +b -c" membership change between the previous quorum and the members
- * of d (both sorted), for the log. */
+/* "+a +b -c ~d" membership change between the previous quorum and the
+ * members of d (both sorted), for the log: joined, left, and back as a new
+ * incarnation (a restarted group). */
 static void membership_change(const fti_quorum_t *prev, const fti_qdecision_t *d, char *buf,
                               size_t len)
 {
@@ -252,11 +253,15 @@ static void membership_change(const fti_quorum_t *prev, const fti_qdecision_t *d
                                   ? -1
                                   : strcmp(prev->members[i].replica_id, d->members[j].replica_id);
         const char *sign, *id;
-        if (c == 0) {
+        if (c == 0 && prev->members[i].incarnation == d->members[j].incarnation) {
             i++, j++;
             continue;
         }
-        if (c < 0) {
+        if (c == 0) { /* the same group back as a new process (restarted) */
+            sign = "~";
+            id = d->members[j].replica_id;
+            i++, j++;
+        } else if (c < 0) {
             sign = "-";
             id = prev->members[i++].replica_id;
         } else {

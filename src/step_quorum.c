@@ -367,10 +367,17 @@ int fti_step_heal(struct fti_step *s)
                   FT_Error_string(decision), s->step);
         return rc;
     }
-    FTI_INFO("healed step %" PRId64 " from %s (%s) and %d other source(s): %" PRIu64
-             " bytes in %" PRId64 " ms (install %" PRId64 " ms)",
-             s->res.max_step, s->res.recover_src_replica_id, hs.source,
-             hs.sources > 0 ? hs.sources - 1 : 0, hs.bytes, hs.ms, hs.install_ms);
+    /* a restarted group's first heal is said at the default level: the
+     * user sees that the restart worked and what it cost */
+    bool restarted = s->cfg.restart_count > 0 && s->heals == 0;
+    char why[64] = "";
+    if (restarted)
+        snprintf(why, sizeof(why), "restart %d of this group: ", s->cfg.restart_count);
+    FTI_LOG(restarted ? FTI_LOG_WARN : FTI_LOG_INFO,
+            "%shealed step %" PRId64 " from %s (%s) and %d other source(s): %" PRIu64
+            " bytes in %" PRId64 " ms (install %" PRId64 " ms)",
+            why, s->res.max_step, s->res.recover_src_replica_id, hs.source,
+            hs.sources > 0 ? hs.sources - 1 : 0, hs.bytes, hs.ms, hs.install_ms);
     s->step = s->res.max_step;
     s->fresh = false;
     s->heals++;

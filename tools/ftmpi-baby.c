@@ -286,6 +286,10 @@ int main(int argc, char **argv)
     struct stat st;
     int level = FTI_LOG_WARN;
     const char *cpus = NULL;
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        printf("ftmpi-baby (libftmpi) %s\n", PACKAGE_VERSION);
+        return 0;
+    }
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 < argc && !strcmp(argv[i], "--log-level"))
             level = fti_log_level_parse(argv[i + 1]);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ftmpi_config.h"
 #include "ftmpi_errors.h"
 #include "state/ckpt_io.h"
 
@@ -25,7 +26,7 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: ftmpi-ckpt ls|show|verify DIR\n"
+    fprintf(out, "Usage: ftmpi-ckpt ls|show|verify DIR | --version | --help\n"
                  "  DIR: FTMPI_CKPT_DIR (its checkpoints) or one step-<N> folder\n");
 }
 
@@ -141,6 +142,10 @@ static int run(const char *cmd, const char *dir)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        printf("ftmpi-ckpt (libftmpi) %s\n", PACKAGE_VERSION);
+        return 0;
+    }
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return 0;

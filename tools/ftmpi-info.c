@@ -18,7 +18,11 @@
  */
 #include "ftmpi_config.h"
 
+#include <event2/event.h>
 #include <hwloc.h>
+#include <openssl/crypto.h>
+#include <protobuf-c/protobuf-c.h>
+#include <xxhash.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,12 +46,15 @@ static const char *prog = "ftmpi-info";
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: %s [--topology | --env-markdown | --version | --help]\n"
+            "Usage: %s [--parsable | --topology | --env-markdown | --version | --help]\n"
             "\n"
             "Without options: prints the libftmpi version, how it was built (install\n"
             "prefix, configure arguments, the MPI library, the data-plane backends) and\n"
             "every FTMPI_* environment variable with its default and current value\n"
             "(exits 2, naming the variable, when a value is refused).\n"
+            "  --parsable       the build and the settings as key:value lines (as ompi_info\n"
+            "                   --parsable): version, git revision, build date, compiler,\n"
+            "                   flags, the MPI library and every dependency's version\n"
             "  --topology       print this node as hwloc sees it: packages, NUMA nodes, cores,\n"
             "                   PUs, this process's binding, GPUs and network devices with\n"
             "                   the PUs near them\n"
@@ -116,6 +123,47 @@ static void print_build(void)
            v / 100 % 100, v % 100, fti_nccl_can_shrink() ? "yes" : "no",
            fti_nccl_can_revoke() ? "yes" : "no");
 #endif
+}
+
+/* --parsable: one "key:value" line each, for scripts and bug reports. */
+static int print_parsable(void)
+{
+    fti_config_t cfg;
+    char err[512], self[FTI_PATH_SIZE];
+    if (fti_config_load(&cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return EXIT_USAGE;
+    }
+    self_path(self, sizeof(self));
+    printf("package:version:%s\n", PACKAGE_VERSION);
+    printf("package:git_revision:%s\n", FTMPI_GIT_REV);
+    printf("package:build_date:%s %s\n", __DATE__, __TIME__);
+    printf("build:prefix:%s\n", FTMPI_PREFIX);
+    printf("build:program:%s\n", self);
+    printf("build:configure:%s\n", FTMPI_CONFIGURE_ARGS);
+    printf("build:compiler:%s\n", FTMPI_CC);
+#ifdef __VERSION__
+    printf("build:compiler_version:%s\n", __VERSION__);
+#endif
+    printf("build:cflags:%s\n", FTMPI_CFLAGS);
+    printf("build:mpicc:%s\n", FTMPI_MPICC);
+    printf("build:backends:%s\n", FTMPI_BACKENDS_BUILT);
+    printf("dep:mpi:%s (MPI standard %s)\n", FTMPI_MPI_LIBRARY, FTMPI_MPI_STANDARD);
+    printf("dep:cuda:%s\n", FTMPI_CUDA_SUMMARY);
+    printf("dep:nccl:%s\n", FTMPI_NCCL_SUMMARY);
+    printf("dep:libevent:%s\n", event_get_version());
+    printf("dep:openssl:%s\n", OpenSSL_version(OPENSSL_VERSION));
+    printf("dep:protobuf-c:%s\n", protobuf_c_version());
+    unsigned xv = XXH_versionNumber();
+    printf("dep:xxhash:%u.%u.%u\n", xv / 10000, xv / 100 % 100, xv % 100);
+    unsigned hv = hwloc_get_api_version();
+    printf("dep:hwloc:%u.%u.%u\n", hv >> 16, (hv >> 8) & 0xff, hv & 0xff);
+    for (const fti_config_field_t *f = fti_config_table; f->name; f++) {
+        char raw[280];
+        fti_config_format(&cfg, f, raw, sizeof(raw));
+        printf("env:%s:%s\n", f->name, raw);
+    }
+    return fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* Text of a value for the table: strings quoted so that empty shows. */
@@ -381,6 +429,8 @@ int main(int argc, char **argv)
         print_markdown();
         return fflush(stdout) == 0 ? 0 : 1;
     }
+    if (argc == 2 && strcmp(argv[1], "--parsable") == 0)
+        return print_parsable();
     if (argc == 2 && strcmp(argv[1], "--topology") == 0)
         return print_topology();
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {

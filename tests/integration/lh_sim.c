@@ -75,6 +75,9 @@ struct group {
     fti_rpc_server_h mgr;
     char mgr_addr[128];
     uint64_t incarnation; /* --liveness: this process's, per group */
+    uint64_t rejoin_inc;  /* without --liveness: the quorum requests' incarnation
+                           * after a rejoin (a restarted group is a new one, which
+                           * a lighthouse that killed the old one admits) */
 };
 
 struct sim {
@@ -144,7 +147,7 @@ static void send_request(struct group *g)
     me.store_address = "";
     me.step = g->step;
     me.world_size = g->sim->world_size;
-    me.incarnation = g->incarnation;
+    me.incarnation = g->incarnation ? g->incarnation : g->rejoin_inc;
     req.requester = &me;
     if (send_msg(g, FTMPI__METHOD__LIGHTHOUSE_QUORUM, &req.base) == FT_SUCCESS) {
         g->waiting = true;
@@ -613,6 +616,7 @@ static void rejoin_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     g->down = false;
     g->step = 0;
+    g->rejoin_inc = ((uint64_t)getpid() << 32 | (uint64_t)fti_wall_ms() << 8) + 1;
     out(g->sim, "%s rejoins at step 0", g->id);
     (void)mgr_start(g);
     group_connect(g);

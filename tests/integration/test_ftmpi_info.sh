@@ -91,4 +91,19 @@ timeout 10 "$INFO" --version | grep -q "(libftmpi) $version\$" || die "--version
 timeout 10 "$INFO" --bogus >/dev/null 2>&1
 rc=$?
 [ $rc -eq 2 ] || die "--bogus: exit $rc, expected 2"
+# --parsable: key:value lines with the build and every dependency
+timeout 10 "$INFO" --parsable >"$T/parsable" 2>&1 || die "--parsable failed: $(cat "$T/parsable")"
+for key in package:version package:git_revision package:build_date build:compiler build:cflags \
+    dep:mpi dep:libevent dep:openssl dep:protobuf-c dep:xxhash dep:hwloc env:FTMPI_LOG_LEVEL; do
+    grep -q "^$key:." "$T/parsable" || die "--parsable has no $key: $(cat "$T/parsable")"
+done
+grep -q "^package:version:$version\$" "$T/parsable" || die "--parsable: wrong version"
+! grep -v '^[a-z-]*:[A-Za-z_0-9-]*:' "$T/parsable" | grep -q . ||
+    die "--parsable: lines not key:value: $(grep -v '^[a-z-]*:[A-Za-z_0-9-]*:' "$T/parsable" | head -3)"
+
+# --version on every tool: "<tool> (libftmpi) VERSION", exit 0
+for tool in ftmpi-info ftmpi-run ftmpi-lighthouse ftmpi-ckpt ftmpi-baby; do
+    out=$(timeout 10 "$top_builddir/$tool" --version 2>&1) || die "$tool --version: exit $?: $out"
+    [ "$out" = "$tool (libftmpi) $version" ] || die "$tool --version printed '$out'"
+done
 echo "PASS ($TEST_NAME)"

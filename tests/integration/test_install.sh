@@ -89,6 +89,12 @@ while read -r var dir; do
 done <"$T/modpaths"
 grep -q 'LD_LIBRARY_PATH' "$MOD" && grep -q '^[a-z_]*("LD_LIBRARY_PATH"' "$MOD" &&
     die "modulefile sets LD_LIBRARY_PATH (the rpath makes it unneeded)"
+# the Tcl modulefile beside it: the cookie, the same paths
+TCL=$P/share/modulefiles/ftmpi/$version
+[ -f "$TCL" ] || die "no Tcl modulefile $TCL"
+head -n 1 "$TCL" | grep -q '^#%Module' || die "$TCL lacks the #%Module cookie"
+sed -n 's/^prepend-path \([A-Z_]*\) "\(.*\)"$/\1 \2/p' "$TCL" >"$T/tclpaths"
+cmp -s "$T/modpaths" "$T/tclpaths" || die "the Tcl modulefile's paths differ from the Lua one's: $(cat "$T/tclpaths")"
 
 # ---- a program outside the tree ------------------------------------------
 mkdir -p "$T/app"

@@ -19,7 +19,7 @@ render() {
     [ -s "$2" ] || die "$(basename "$1") renders empty"
 }
 
-for page in ftmpi-lighthouse.1 ftmpi-run.1 ftmpi-info.1 ftmpi-ckpt.1 ftmpi.3; do
+for page in ftmpi-lighthouse.1 ftmpi-run.1 ftmpi-info.1 ftmpi-ckpt.1 ftmpi.3 libftmpi_pmpi.7; do
     [ -f "$M/$page" ] || die "no $M/$page"
     if command -v man >/dev/null 2>&1; then
         # man-db: --warnings=w passes -ww (every warning) to groff; any warning lands on stderr

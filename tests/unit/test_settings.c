@@ -24,8 +24,8 @@
 
 /* A fake environment: up to 32 NAME=value pairs. */
 typedef struct fake_env {
-    const char *name[32];
-    const char *value[32];
+    const char *name[64];
+    const char *value[64];
     int n;
 } fake_env_t;
 
@@ -422,7 +422,7 @@ static void test_format_round_trip(void **state)
 {
     (void)state;
     fake_env_t e = {.n = 0};
-    char vals[32][300];
+    char vals[64][300];
     for (const fti_config_field_t *f = fti_config_table; f->name; f++) {
         const char *v = NULL;
         switch (f->type) {
@@ -434,7 +434,7 @@ static void test_format_round_trip(void **state)
         case FTI_CFG_ENUM: v = f->choices[1] ? f->choices[1] : f->choices[0]; break;
         case FTI_CFG_LOGLEVEL: v = "DEBUG"; break;
         }
-        assert_true(e.n < 32);
+        assert_true(e.n < 64);
         e.name[e.n] = f->name;
         e.value[e.n++] = v;
     }
