@@ -387,6 +387,29 @@ static struct stripe_range *next_range_locked(struct stripe *sp, const struct st
     return NULL;
 }
 
+/* A heal that takes longer than HEAL_PROGRESS_MS says how far it is every
+ * HEAL_PROGRESS_MS (bytes, rate, time left), at the default level: a user
+ * waiting on a restarted group sees it move.  Mutex held. */
+#define HEAL_PROGRESS_MS 5000
+static void progress_locked(struct stripe *sp, size_t len)
+{
+    uint64_t total = 0;
+    sp->done_bytes += len;
+    int64_t now = fti_now_ms();
+    if (now < sp->next_progress_ms)
+        return;
+    sp->next_progress_ms = now + HEAL_PROGRESS_MS;
+    for (size_t i = 0; i < sp->n_r; i++)
+        total += sp->r[i].len;
+    double s = (double)(now - sp->t0_ms) / 1000.0;
+    double rate = s > 0 ? (double)sp->done_bytes / s : 0; /* bytes/s */
+    double left = rate > 0 ? (double)(total - FTI_MIN(total, sp->done_bytes)) / rate : -1;
+    FTI_WARN("heal progress: %" PRIu64 " of %" PRIu64 " bytes (%.0f%%) in %.1f s, %.1f MB/s, "
+             "about %.0f s left",
+             sp->done_bytes, total, total ? 100.0 * (double)sp->done_bytes / (double)total : 100.0,
+             s, rate / 1e6, left);
+}
+
 /* Source w's share of the ranges: until none is left for it and none is
  * in flight (a range in flight may still come back), or w fails. */
 static void fetch_loop(struct stripe *sp, struct stripe_src *w)
@@ -413,6 +436,7 @@ static void fetch_loop(struct stripe *sp, struct stripe_src *w)
             r->state = R_DONE;
             r->src = w->idx;
             w->bytes += r->len;
+            progress_locked(sp, r->len);
         } else {
             r->state = R_TODO;
             r->landed = 0;
@@ -740,6 +764,8 @@ static int stripe_init(struct stripe *sp, struct fti_heal *h, const char *const 
     sp->group_rank = group_rank;
     sp->step = step;
     sp->deadline_ms = deadline_ms;
+    sp->t0_ms = fti_now_ms();
+    sp->next_progress_ms = sp->t0_ms + HEAL_PROGRESS_MS;
     sp->opts = opts;
     sp->sums_phase = true;
     sp->src = calloc((size_t)n, sizeof(*sp->src));

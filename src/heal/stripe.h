@@ -97,6 +97,9 @@ struct stripe {
     struct stripe_src *src;
     int n_src;
     int refetched; /* pieces that failed their checksum */
+    /* progress lines of a long heal (fetch.c, progress_locked) */
+    int64_t t0_ms, next_progress_ms;
+    uint64_t done_bytes;
     size_t pop_upto; /* ranges below this index have their pages (SIZE_MAX: all) */
     /* the frontier: where the in-order sums of the first round are
      * (frontier_advance), under the mutex but for the summing itself */
