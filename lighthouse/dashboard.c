@@ -144,7 +144,7 @@ static void groups_table(struct evbuffer *b, const fti_lh_history_t *h, int64_t 
     evbuffer_add_printf(b, "<h2>Groups</h2>\n<table id=\"groups\">\n<tr><th>replica</th>"
                            "<th>state</th><th>since</th><th>step</th><th>steps/s</th>"
                            "<th>failures</th><th>restarts</th><th>heals</th>"
-                           "<th>heal bytes</th><th>failed commits</th></tr>\n");
+                           "<th>heal bytes</th><th>failed commits</th><th>last failure</th></tr>\n");
     for (size_t i = 0; i < h->n_groups; i++) {
         const fti_lh_gstats_t *g = &h->groups[i];
         const char *st = fti_lh_gstate_name(g->state);
@@ -154,10 +154,12 @@ static void groups_table(struct evbuffer *b, const fti_lh_history_t *h, int64_t 
                             "</td><td class=\"state\">%s</td><td>%.1f s ago</td><td>%" PRId64
                             "</td><td>%.1f</td><td>%" PRIu64 "</td><td>%" PRIu64 " (agent %" PRId64
                             ")</td><td>%" PRId64 "</td><td>%" PRId64 "</td><td>%" PRId64
-                            "</td></tr>\n",
+                            "</td><td class=\"why\">",
                             st, (double)(now - g->state_since_ms) / 1000.0, g->step,
                             g->steps_per_s, g->failures, g->restarts, g->reported_restarts,
                             g->heals, g->heal_bytes, g->commit_failures);
+        fti_lh_html_escape(b, g->last_failure);
+        evbuffer_add_printf(b, "</td></tr>\n");
     }
     evbuffer_add_printf(b, "</table>\n");
 }
@@ -217,10 +219,13 @@ void fti_lh_dash_json(struct evbuffer *b, const fti_lh_snapshot_t *s)
                             ",\"state\":\"%s\",\"state_since_ms\":%" PRId64 ",\"step\":%" PRId64
                             ",\"steps_per_s\":%.3f,\"failures\":%" PRIu64 ",\"restarts\":%" PRIu64
                             ",\"reported_restarts\":%" PRId64 ",\"heals\":%" PRId64
-                            ",\"heal_bytes\":%" PRId64 ",\"commit_failures\":%" PRId64 "}",
+                            ",\"heal_bytes\":%" PRId64 ",\"commit_failures\":%" PRId64
+                            ",\"last_failure\":",
                             fti_lh_gstate_name(g->state), g->state_since_ms, g->step,
                             g->steps_per_s, g->failures, g->restarts, g->reported_restarts,
                             g->heals, g->heal_bytes, g->commit_failures);
+        fti_lh_json_string(b, g->last_failure);
+        evbuffer_add_printf(b, "}");
     }
     evbuffer_add_printf(b, "]}");
 }

@@ -164,11 +164,14 @@ void fti_lh_history_request(fti_lh_history_t *h, int64_t wall, const char *repli
 }
 
 void fti_lh_history_report(fti_lh_history_t *h, int64_t wall, const char *replica_id,
-                           int64_t restarts, int64_t heals, int64_t heal_bytes)
+                           int64_t restarts, int64_t heals, int64_t heal_bytes,
+                           const char *last_failure)
 {
     fti_lh_gstats_t *g = fti_lh_history_group(h, replica_id);
     if (g == NULL)
         return;
+    if (last_failure != NULL && last_failure[0] != '\0')
+        fti_strlcpy(g->last_failure, last_failure, sizeof(g->last_failure));
     /* counters restart with the process: a lower count is a new process */
     if (heals > g->heals || (heals < g->heals && restarts != g->reported_restarts)) {
         int64_t bytes = heals > g->heals ? heal_bytes - g->heal_bytes : heal_bytes;

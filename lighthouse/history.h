@@ -77,6 +77,7 @@ typedef struct fti_lh_gstats {
     int64_t reported_restarts;/* FTMPI_RESTART_COUNT the group reports */
     int64_t heals, heal_bytes;/* as the group reports them */
     int64_t commit_failures;  /* failed commits reported, summed */
+    char last_failure[160];   /* why its last step failed, as reported ("" none) */
 } fti_lh_gstats_t;
 
 typedef struct fti_lh_history {
@@ -110,7 +111,8 @@ void fti_lh_history_request(fti_lh_history_t *h, int64_t wall, const char *repli
 
 /* A heartbeat's report (heals reported above the last count make an event). */
 void fti_lh_history_report(fti_lh_history_t *h, int64_t wall, const char *replica_id,
-                           int64_t restarts, int64_t heals, int64_t heal_bytes);
+                           int64_t restarts, int64_t heals, int64_t heal_bytes,
+                           const char *last_failure);
 
 /* The group is gone (kind FTI_LH_EV_DEAD_CLOSED, _DEAD_TIMEOUT or
  * _FINALIZED); an event unless it was in that state already. */

@@ -600,7 +600,7 @@ static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len
         int64_t wall = fti_wall_ms();
         fti_lh_history_alive(&lh->history, wall, req->replica_id);
         fti_lh_history_report(&lh->history, wall, req->replica_id, req->restarts, req->heals,
-                              req->heal_bytes);
+                              req->heal_bytes, req->last_failure);
     }
     pthread_mutex_unlock(&lh->mu);
     if (rc == FT_SUCCESS && !fin)

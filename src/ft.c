@@ -11,6 +11,7 @@
  */
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -577,6 +578,9 @@ FTMPI_EXPORT int FT_Commit(int *committed)
         else
             rc = FT_ERR_ABORTED; /* another rank of the group voted no */
         FTI_INFO("FT_Commit: step %" PRId64 " not committed: %s", step, FT_Error_string(rc));
+        char why[160]; /* FTI_LH_FAILURE_SIZE */
+        snprintf(why, sizeof(why), "step %" PRId64 ": %s", step, FT_Error_string(rc));
+        fti_manager_report_failure(st.manager, why); /* the dashboard says why */
     }
     if (st.group_rank == 0)
         fti_event_commit(st.elog, step, all != 0, participants, rc);

@@ -68,6 +68,7 @@
 #define EXIT_MPIRUN_LAUNCH 132 /* Open MPI's mpirun: "unable to launch" the program */
 #define KILL_WAIT_MS 5000 /* after SIGKILL, how long to wait for the command's processes */
 #define RANK_WATCH_MS 20  /* how often the ranks' marks are looked at (rank_watch.h) */
+#define RANK_DRAIN_MS 100 /* after a rank's death, time for mpirun to pass on its last output */
 
 /* flag defaults (the usage text names them too) and limits */
 #define DEFAULT_MAX_RESTARTS 3
@@ -111,6 +112,8 @@ struct agent {
     int stopping;         /* a stop signal arrived: forward, wait, never restart */
     int64_t deadline_ms;  /* while stopping: SIGKILL at this time */
     int watching;         /* the ranks' marks are watched (rank_watch.h) */
+    pid_t dead_rank;      /* a rank found dead, its group not ended yet (0: none) */
+    int64_t dead_kill_ms; /* ... ended at this time (its output drained) */
 };
 
 /* ---- command line ---------------------------------------------------- */
@@ -437,6 +440,7 @@ static int start_child(struct agent *a)
     }
     a->child = pid;
     a->stopping = 0;
+    a->dead_rank = 0;
     FTI_INFO("started '%s' as pid %ld (restart %d of at most %d)", a->o.argv[0], (long)pid,
              a->restarts, a->o.max_restarts);
     event(a, "start", pid, -1, 0, -1);
@@ -693,6 +697,8 @@ static void supervise(struct agent *a)
             timeout = FTI_MIN(timeout, 50); /* no SIGCHLD from grandchildren: poll */
         else if (a->watching && !a->stopping)
             timeout = timeout < 0 ? RANK_WATCH_MS : FTI_MIN(timeout, RANK_WATCH_MS);
+        if (a->dead_rank != 0)
+            timeout = FTI_MIN(timeout < 0 ? RANK_DRAIN_MS : timeout, fti_ms_left(a->dead_kill_ms));
         int r = poll(&pfd, 1, timeout);
         if (r < 0 && errno != EINTR) {
             FTI_ERROR("poll: %m");
@@ -703,13 +709,22 @@ static void supervise(struct agent *a)
             if (sig > 0)
                 forward(a, sig);
         }
-        pid_t dead = a->child != 0 && a->watching && !a->stopping ? fti_rank_watch_dead() : 0;
+        pid_t dead = a->child != 0 && a->watching && !a->stopping && a->dead_rank == 0
+                         ? fti_rank_watch_dead()
+                         : 0;
         if (dead > 0) {
             FTI_WARN("rank pid %ld ended without FT_Finalize: ending the group now (not waiting "
                      "for the command to notice)",
                      (long)dead);
             event(a, "rank_died", dead, -1, 0, -1);
-            kill(-a->child, SIGKILL);
+            /* the dead rank's last lines may still be in mpirun's pipes */
+            a->dead_rank = dead;
+            a->dead_kill_ms = fti_now_ms() + RANK_DRAIN_MS;
+        }
+        if (a->dead_rank != 0 && (a->child == 0 || fti_ms_left(a->dead_kill_ms) == 0)) {
+            a->dead_rank = 0;
+            if (a->child != 0)
+                kill(-a->child, SIGKILL);
             kill_tree(a);
             return;
         }

@@ -160,6 +160,7 @@ int fti_lighthouse_heartbeat_report(fti_lighthouse_client_h c, const char *repli
         req.restarts = rep->restarts;
         req.heals = rep->heals;
         req.heal_bytes = rep->heal_bytes;
+        req.last_failure = (char *)rep->last_failure;
     }
     return call_no_reply(c, FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, &req.base,
                          &ftmpi__lighthouse_heartbeat_response__descriptor, timeout_ms);

@@ -58,11 +58,15 @@ int fti_lighthouse_heartbeat(fti_lighthouse_client_h client, const char *replica
 
 /* What a manager's heartbeats carry besides the id (lighthouse dashboard,
  * failure detection by connection close). */
+/* Bytes of a group's last failure reason in a heartbeat, with its NUL. */
+#define FTI_LH_FAILURE_SIZE 160
+
 typedef struct fti_lighthouse_report {
     uint64_t incarnation; /* nonzero: the heartbeat connection is the group's
                            * liveness connection (LighthouseHeartbeatRequest) */
     int64_t restarts;     /* FTMPI_RESTART_COUNT */
     int64_t heals, heal_bytes;
+    char last_failure[FTI_LH_FAILURE_SIZE]; /* "" = no failed step */
 } fti_lighthouse_report_t;
 
 /* A heartbeat with rep's fields (rep may be NULL: a plain heartbeat). */

@@ -134,6 +134,15 @@ void fti_manager_report(fti_manager_h m, int64_t restarts, int64_t heals, int64_
     pthread_mutex_unlock(&m->mu);
 }
 
+void fti_manager_report_failure(fti_manager_h m, const char *why)
+{
+    if (m == NULL || why == NULL)
+        return;
+    pthread_mutex_lock(&m->mu);
+    fti_strlcpy(m->report.last_failure, why, sizeof(m->report.last_failure));
+    pthread_mutex_unlock(&m->mu);
+}
+
 void fti_manager_want_member_ids(fti_manager_h m)
 {
     if (m)

@@ -38,6 +38,10 @@ void fti_manager_destroy(fti_manager_h m);
  * healed so far.  Any thread. */
 void fti_manager_report(fti_manager_h m, int64_t restarts, int64_t heals, int64_t heal_bytes);
 
+/* Why the group's last step failed, for the lighthouse's dashboard (sent
+ * with the next heartbeats).  NULL-safe. */
+void fti_manager_report_failure(fti_manager_h m, const char *why);
+
 /* Compact quorum replies name the members (up to 64), for the event log.
  * Application thread, between rounds. */
 void fti_manager_want_member_ids(fti_manager_h m);

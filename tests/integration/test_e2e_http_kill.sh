@@ -93,6 +93,16 @@ http_kill g1
 not_counted g1 "frozen g1 right after the kill"
 more_steps g0 20 60
 e2e_log "g0 went from step $s0 to $(e2e_step g0) while g1 was frozen at $frozen_at ($(($(ms) - t0)) ms)"
+# the dashboard says why g0's step with the frozen g1 failed (if one did:
+# the kill may have come before g0's step with g1 started)
+if file_has "$T/g0.out" '^step [0-9]+ failed: '; then
+    _why() {
+        timeout 10 "$PROBE" http "$E2E_LH_HTTP" GET /status.json -H "$AUTH" >"$T/why.json" &&
+            grep -q '"replica_id":"g0","state":"[a-z]*".*"last_failure":"step [0-9]*: [a-z]' "$T/why.json"
+    }
+    wait_until 60 _why || e2e_fail "the dashboard does not say why g0's step failed: $(grep -o '"last_failure":"[^"]*"' "$T/why.json")"
+    e2e_log "dashboard: g0 $(grep -o '"replica_id":"g0","state".*' "$T/why.json" | grep -o '"last_failure":"[^"]*"' | head -n 1)"
+fi
 hb_refused=$(count_lines "$T/g1.err" 'was killed; heartbeats stop')
 e2e_signal_group g1 CONT
 _refused() { [ "$(count_lines "$T/g1.err" 'was killed; heartbeats stop')" -gt "$hb_refused" ]; }

@@ -16,16 +16,18 @@ mb_init
 command -v gdb >/dev/null 2>&1 || skip "no gdb (it stops the rank exactly at slice creation)"
 FTMPI_TIMEOUT_MS=2000
 # g0 must stay in the quorums while it is stopped: only the slice is late
-FTMPI_LH_HEARTBEAT_TIMEOUT_MS=10000
+FTMPI_LH_HEARTBEAT_TIMEOUT_MS=120000
 export FTMPI_TIMEOUT_MS FTMPI_LH_HEARTBEAT_TIMEOUT_MS
 STEPS=150
 STOP_S=5
 
 mb_start 7 2 "$MB_SGD" --steps $STEPS --sleep-ms 20 --print-every 1 \
-    --group-timeout-ms 30000 --dump "$TEST_TMPDIR/state"
+    --group-timeout-ms 120000 --dump "$TEST_TMPDIR/state"
 # gdb attaches while FT_Init's collectives wait for everyone (no deadline
-# there) or, on a loaded machine, later: --group-timeout-ms is long, so
-# the stall of the attach loses no group.  The breakpoint stops world rank
+# there) or, on a loaded machine, later: --group-timeout-ms and the
+# heartbeat timeout are long (2 min), so the stall of the attach (rank 0
+# stopped while gdb reads the symbols) loses no group and lets no other
+# group run to the last step meanwhile.  The breakpoint stops world rank
 # 0 only at the slice of a quorum of 2 groups (n == 2: the quorum without
 # g2), whenever gdb got there; g2 is killed once gdb says it is set.
 _rank0_up() { p0=$(mb_rank_pid 0); [ -n "$p0" ]; }
