@@ -6,6 +6,7 @@
 # the default level, then heals.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
+need_test_hooks # g0 serves slowly (FTMPI_TEST_HEAL_SERVE_DELAY_MS)
 args="--features 16777216 --batch 2 --samples 64 --eval 4 --lr 0.05 --steps 1000000 --print-every 1"
 FTMPI_TIMEOUT_MS=60000 FTMPI_HEAL_TIMEOUT_MS=120000
 export FTMPI_TIMEOUT_MS FTMPI_HEAL_TIMEOUT_MS
