@@ -18,11 +18,7 @@
  */
 #include "ftmpi_config.h"
 
-#include <event2/event.h>
 #include <hwloc.h>
-#include <openssl/crypto.h>
-#include <protobuf-c/protobuf-c.h>
-#include <xxhash.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +34,7 @@
 #include "base/settings.h"
 #include "base/sizes.h"
 #include "base/util.h"
+#include "base/versions.h"
 
 #define EXIT_USAGE 2
 
@@ -151,11 +148,11 @@ static int print_parsable(void)
     printf("dep:mpi:%s (MPI standard %s)\n", FTMPI_MPI_LIBRARY, FTMPI_MPI_STANDARD);
     printf("dep:cuda:%s\n", FTMPI_CUDA_SUMMARY);
     printf("dep:nccl:%s\n", FTMPI_NCCL_SUMMARY);
-    printf("dep:libevent:%s\n", event_get_version());
-    printf("dep:openssl:%s\n", OpenSSL_version(OPENSSL_VERSION));
-    printf("dep:protobuf-c:%s\n", protobuf_c_version());
-    unsigned xv = XXH_versionNumber();
-    printf("dep:xxhash:%u.%u.%u\n", xv / 10000, xv / 100 % 100, xv % 100);
+    char lev[128], ssl[128], xxh[128];
+    fti_base_versions(lev, ssl, xxh, sizeof(lev));
+    printf("dep:libevent:%s\n", lev);
+    printf("dep:openssl:%s\n", ssl);
+    printf("dep:xxhash:%s\n", xxh);
     unsigned hv = hwloc_get_api_version();
     printf("dep:hwloc:%u.%u.%u\n", hv >> 16, (hv >> 8) & 0xff, hv & 0xff);
     for (const fti_config_field_t *f = fti_config_table; f->name; f++) {

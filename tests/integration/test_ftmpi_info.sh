@@ -94,7 +94,7 @@ rc=$?
 # --parsable: key:value lines with the build and every dependency
 timeout 10 "$INFO" --parsable >"$T/parsable" 2>&1 || die "--parsable failed: $(cat "$T/parsable")"
 for key in package:version package:git_revision package:build_date build:compiler build:cflags \
-    dep:mpi dep:libevent dep:openssl dep:protobuf-c dep:xxhash dep:hwloc env:FTMPI_LOG_LEVEL; do
+    dep:mpi dep:libevent dep:openssl dep:xxhash dep:hwloc env:FTMPI_LOG_LEVEL; do
     grep -q "^$key:." "$T/parsable" || die "--parsable has no $key: $(cat "$T/parsable")"
 done
 grep -q "^package:version:$version\$" "$T/parsable" || die "--parsable: wrong version"
