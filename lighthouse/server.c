@@ -550,36 +550,6 @@ static void bind_conn(struct fti_lighthouse *lh, fti_rpc_call_h call, const char
         on_conn_close(b, lh); /* closed already: as if it closed now */
 }
 
-/* killed.h's rules 2 and 3 for a call of (id, incarnation), under lh->mu:
- * FT_ERR_KILLED to refuse it. */
-static int killed_check(struct fti_lighthouse *lh, const char *id, uint64_t incarnation)
-{
-    switch (fti_lh_killed_check(&lh->killed, id, incarnation)) {
-    case FTI_LH_KILLED_YES:
-        return FT_ERR_KILLED;
-    case FTI_LH_KILLED_REJOINED:
-        FTI_INFO("%s: a new incarnation after its kill: it may join again", id);
-        return FT_SUCCESS;
-    default:
-        return FT_SUCCESS;
-    }
-}
-
-void fti_lh_waiters_end(struct fti_lighthouse *lh, const char *id, int rc, const char *msg)
-{
-    struct waiter *x = fti_lh_waiters_take(&lh->waiters, id), *next;
-    if (x) {
-        lh->waiters.n_ids--;
-        if (in_quorum(lh, id))
-            lh->waiters.n_prev_ids--;
-    }
-    for (; x; x = next) {
-        next = x->next;
-        fti_rpc_reply_error(x->call, rc, msg);
-        free(x);
-    }
-}
-
 static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
 {
     struct fti_lighthouse *lh = arg;
@@ -591,7 +561,7 @@ static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len
     fti_quorum_note_seen(lh->st, req->max_quorum_id);
     /* a finalized group's last heartbeats do not bring it back */
     bool fin = req->replica_id && fin_has(lh, req->replica_id);
-    int rc = killed_check(lh, req->replica_id, req->incarnation);
+    int rc = fti_lh_killed_call(lh, req->replica_id, req->incarnation);
     if (rc == FT_SUCCESS && !fin)
         rc = fti_quorum_heartbeat(lh->st, req->replica_id, fti_now_ms());
     if (rc == FT_SUCCESS)
@@ -653,7 +623,7 @@ static int record_request(struct fti_lighthouse *lh, const fti_qmember_t *m, int
     pthread_mutex_lock(&lh->mu);
     int64_t now = fti_now_ms();
     fti_quorum_note_seen(lh->st, seen);
-    if (killed_check(lh, m->replica_id, m->incarnation) != FT_SUCCESS) {
+    if (fti_lh_killed_call(lh, m->replica_id, m->incarnation) != FT_SUCCESS) {
         pthread_mutex_unlock(&lh->mu);
         *now_p = now;
         return FT_ERR_KILLED;

@@ -66,6 +66,37 @@ static void *kill_thread(void *arg)
     return NULL;
 }
 
+/* killed.h's rules 2 and 3 for a call of (id, incarnation), under lh->mu:
+ * FT_ERR_KILLED to refuse it. */
+int fti_lh_killed_call(struct fti_lighthouse *lh, const char *id, uint64_t incarnation)
+{
+    switch (fti_lh_killed_check(&lh->killed, id, incarnation)) {
+    case FTI_LH_KILLED_YES:
+        return FT_ERR_KILLED;
+    case FTI_LH_KILLED_REJOINED:
+        FTI_INFO("%s: a new incarnation after its kill: it may join again", id);
+        return FT_SUCCESS;
+    default:
+        return FT_SUCCESS;
+    }
+}
+
+void fti_lh_waiters_end(struct fti_lighthouse *lh, const char *id, int rc, const char *msg)
+{
+    struct waiter *x = fti_lh_waiters_take(&lh->waiters, id), *next;
+    if (x) {
+        lh->waiters.n_ids--;
+        const fti_quorum_t *prev = fti_quorum_prev(lh->st); /* loop thread: no lock */
+        if (prev && fti_quorum_member_index(prev, id) >= 0)
+            lh->waiters.n_prev_ids--;
+    }
+    for (; x; x = next) {
+        next = x->next;
+        fti_rpc_reply_error(x->call, rc, msg);
+        free(x);
+    }
+}
+
 int fti_lighthouse_kill(fti_lighthouse_h lh, const char *replica_id, const char *msg)
 {
     fti_qgroup_view_t v;

@@ -70,6 +70,10 @@ struct fti_lighthouse {
 /* The reply to a killed group's calls (killed.h). */
 #define KILLED_MSG "this group was killed from the lighthouse; a restarted group may join again"
 
+/* killed.h's rules 2 and 3 for a call of (id, incarnation), under lh->mu:
+ * FT_ERR_KILLED to refuse it (server_admin.c). */
+int fti_lh_killed_call(struct fti_lighthouse *lh, const char *id, uint64_t incarnation);
+
 /* Ends every waiting quorum call of id with rc and msg (loop thread). */
 void fti_lh_waiters_end(struct fti_lighthouse *lh, const char *id, int rc, const char *msg);
 
