@@ -112,6 +112,34 @@ int fti_heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, con
     return rc;
 }
 
+/* Checks source src's checksums m of step (the metadata when they came
+ * with it, else the reply to the checksum request) as they arrive: the
+ * step, the buffers as fti_heal_check wants them, and for each buffer
+ * either no piece sums or one per FTI_HEAL_SUM_BYTES piece, the last equal
+ * to the buffer's checksum.  Logs what was wrong.  Mutex held. */
+static int heal_check_sums(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, int64_t step,
+                           const char *src)
+{
+    if (m->step != step) {
+        FTI_WARN("heal: %s sent the checksums of step %" PRId64 ", not %" PRId64 "; dropped", src,
+                 m->step, step);
+        return FT_ERR_PROC_FAILED;
+    }
+    int rc = fti_heal_check(h, m, src);
+    for (size_t i = 0; rc == FT_SUCCESS && i < m->n_buffers; i++) {
+        const Ftmpi__HealBuffer *b = m->buffers[i];
+        uint64_t pieces = b->length / FTI_HEAL_SUM_BYTES + (b->length % FTI_HEAL_SUM_BYTES != 0);
+        if (b->n_piece_sums != 0 &&
+            (b->n_piece_sums != pieces || b->piece_sums[b->n_piece_sums - 1] != b->checksum)) {
+            FTI_ERROR("heal: %s sent %zu piece sums for the %" PRIu64 " pieces of '%s' (or a last "
+                      "one other than its checksum); dropped",
+                      src, b->n_piece_sums, pieces, b->name);
+            rc = FT_ERR_ARG;
+        }
+    }
+    return rc;
+}
+
 /* Asks the source for the checksums it deferred (the call that completes
  * the copy); *resp_p is freed with
  * ftmpi__heal_metadata_response__free_unpacked. */
@@ -310,7 +338,10 @@ static int src_open(struct stripe *sp, struct stripe_src *w)
     }
     /* registrations happen on the application thread, which waits for us */
     pthread_mutex_lock(&sp->h->mu);
-    rc = fti_heal_check(sp->h, w->m, w->addr);
+    if (w->m->sums_deferred)
+        rc = fti_heal_check(sp->h, w->m, w->addr);
+    else
+        rc = heal_check_sums(sp->h, w->m, sp->step, w->addr);
     pthread_mutex_unlock(&sp->h->mu);
     if (rc == FT_SUCCESS && !w->m->sums_deferred)
         w->sums = w->m; /* the checksums came with the metadata */
@@ -468,9 +499,28 @@ static void *src_main(void *arg)
     bool ask = !w->dead && !sp->stop && sp->sums_phase && w->sums == NULL;
     pthread_mutex_unlock(&sp->mu);
     if (ask) {
-        int rc = heal_sums(w->c, sp->step, sp->deadline_ms, &w->sums);
-        if (rc != FT_SUCCESS)
-            fti_heal_src_dead(w, rc);
+        /* checked as they arrive: sources that sent unusable ones never
+         * vote (verify.c's sums_reference reads only checked sums) */
+        Ftmpi__HealMetadataResponse *sums = NULL;
+        bool bad = false;
+        int rc = heal_sums(w->c, sp->step, sp->deadline_ms, &sums);
+        if (rc == FT_SUCCESS) {
+            pthread_mutex_lock(&sp->h->mu);
+            rc = heal_check_sums(sp->h, sums, sp->step, w->addr);
+            pthread_mutex_unlock(&sp->h->mu);
+            if (rc != FT_SUCCESS) {
+                bad = true;
+                ftmpi__heal_metadata_response__free_unpacked(sums, NULL);
+                sums = NULL;
+            }
+        }
+        pthread_mutex_lock(&sp->mu);
+        if (rc == FT_SUCCESS)
+            w->sums = sums;
+        else
+            src_dead_locked(w, rc);
+        w->bad_sums = bad;
+        pthread_mutex_unlock(&sp->mu);
     }
     return NULL;
 }

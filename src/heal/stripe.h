@@ -70,6 +70,7 @@ struct stripe_src {
     Ftmpi__HealMetadataResponse *m;    /* its metadata */
     Ftmpi__HealMetadataResponse *sums; /* its checksums (== m when not deferred) */
     bool dead;                         /* under the stripe's mutex */
+    bool bad_sums;                     /* dropped for its checksums, ranges not put back yet */
     int rc;                            /* why it is dead */
     uint64_t bytes;
     pthread_t tid;

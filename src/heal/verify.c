@@ -29,6 +29,8 @@ static bool sums_agree(const struct stripe *sp, const struct stripe_src *a,
     for (size_t i = 0; i < sp->n_stage; i++) {
         const Ftmpi__HealBuffer *x = sums_of(a, sp->stage[i].b->name);
         const Ftmpi__HealBuffer *y = sums_of(b, sp->stage[i].b->name);
+        if (x == NULL || y == NULL) /* not after heal_check_sums: never agree */
+            return false;
         if (x->checksum != y->checksum || x->n_piece_sums != y->n_piece_sums ||
             (x->n_piece_sums > 0 &&
              memcmp(x->piece_sums, y->piece_sums, x->n_piece_sums * sizeof(uint64_t)) != 0))
@@ -69,43 +71,68 @@ static bool ranges_in(const struct stripe *sp, size_t i, size_t lo, size_t hi)
     return true;
 }
 
-/* The reference checksums: of the live sources that sent theirs (and
- * whose lists match the registrations), the one most others agree with
- * (the earliest on a tie); the others are dropped, their ranges to do
- * again.  NULL when no source is left. */
-static struct stripe_src *sums_reference(struct stripe *sp)
+/* Drops source a for its checksums (rc) and puts the ranges it delivered
+ * back to do, for the others (no source thread runs). */
+static void src_drop_ranges(struct stripe *sp, int a, int rc)
+{
+    fti_heal_src_dead(&sp->src[a], rc);
+    for (size_t j = 0; j < sp->n_r; j++)
+        if (sp->r[j].state == R_DONE && sp->r[j].src == a)
+            ranges_redo(sp, sp->r[j].buf, sp->r[j].off, sp->r[j].off + sp->r[j].len, -1);
+}
+
+/* The reference checksums: of the live sources that sent theirs (each
+ * checked on arrival, fetch.c's heal_check_sums), those that more sources
+ * agree with than with any other; the others are dropped, their ranges to
+ * do again.  A disagreement nobody decides (two sources, or a tie) fails
+ * the heal with FT_ERR_CHECKSUM: no source's word counts more for being
+ * listed first (issue 23).  Sources dropped for their checksums on arrival
+ * (bad_sums) have their ranges put back too.  *rc_p: why there is none
+ * (NULL returned). */
+static struct stripe_src *sums_reference(struct stripe *sp, int *rc_p)
 {
     struct stripe_src *ref = NULL;
-    int best = -1;
+    int best = 0, tie = -1;
+    for (int a = 0; a < sp->n_src; a++) {
+        if (sp->src[a].bad_sums) {
+            sp->src[a].bad_sums = false;
+            src_drop_ranges(sp, a, FT_ERR_CHECKSUM);
+        }
+    }
     for (int a = 0; a < sp->n_src; a++) {
         struct stripe_src *w = &sp->src[a];
         if (w->dead || w->sums == NULL)
             continue;
-        pthread_mutex_lock(&sp->h->mu);
-        int rc = w->sums == w->m ? FT_SUCCESS : fti_heal_check(sp->h, w->sums, w->addr);
-        pthread_mutex_unlock(&sp->h->mu);
-        if (rc != FT_SUCCESS) {
-            fti_heal_src_dead(w, FT_ERR_PROC_FAILED);
-            continue;
-        }
         int votes = 0;
         for (int b = 0; b < sp->n_src; b++)
             votes += !sp->src[b].dead && sp->src[b].sums != NULL && sums_agree(sp, w, &sp->src[b]);
         if (votes > best) {
             best = votes;
             ref = w;
+            tie = -1;
+        } else if (votes == best && ref != NULL && !sums_agree(sp, ref, w)) {
+            tie = a;
         }
     }
-    for (int a = 0; ref != NULL && a < sp->n_src; a++) {
+    if (ref == NULL) {
+        *rc_p = fti_heal_stripe_code(sp);
+        return NULL;
+    }
+    if (tie >= 0) {
+        FTI_ERROR("heal: %s and %s sent other checksums of step %" PRId64 " (%d source%s each) and "
+                  "no other source decides; the heal fails",
+                  ref->addr, sp->src[tie].addr, sp->step, best, best == 1 ? "" : "s");
+        *rc_p = FT_ERR_CHECKSUM;
+        return NULL;
+    }
+    for (int a = 0; a < sp->n_src; a++) {
         struct stripe_src *w = &sp->src[a];
         if (w->dead || w->sums == NULL || sums_agree(sp, ref, w))
             continue;
-        FTI_ERROR("heal: %s sent other checksums of step %" PRId64 " than %s; dropped as a source",
-                  w->addr, sp->step, ref->addr);
-        fti_heal_src_dead(w, FT_ERR_CHECKSUM);
-        for (size_t j = 0; j < sp->n_r; j++)
-            if (sp->r[j].state == R_DONE && sp->r[j].src == a)
-                ranges_redo(sp, sp->r[j].buf, sp->r[j].off, sp->r[j].off + sp->r[j].len, -1);
+        FTI_ERROR("heal: %s sent other checksums of step %" PRId64 " than %s and %d other "
+                  "source%s; dropped as a source",
+                  w->addr, sp->step, ref->addr, best - 1, best == 2 ? "" : "s");
+        src_drop_ranges(sp, a, FT_ERR_CHECKSUM);
     }
     return ref;
 }
@@ -186,11 +213,17 @@ static int verify_stage(struct stripe *sp, size_t i, const Ftmpi__HealBuffer *rb
 int fti_heal_stripe_verify(struct stripe *sp, bool chain_ok, int *bad_p)
 {
     *bad_p = 0;
-    struct stripe_src *ref = sums_reference(sp);
+    int rc = FT_ERR_PROC_FAILED;
+    struct stripe_src *ref = sums_reference(sp, &rc);
     if (ref == NULL)
-        return FT_ERR_PROC_FAILED;
+        return rc;
     for (size_t i = 0; i < sp->n_stage; i++) {
-        int rc = verify_stage(sp, i, sums_of(ref, sp->stage[i].b->name), chain_ok, bad_p);
+        const Ftmpi__HealBuffer *rb = sums_of(ref, sp->stage[i].b->name);
+        if (rb == NULL) { /* heal_check_sums passed: not reached */
+            FTI_ERROR("heal: %s sent no checksum of '%s'", ref->addr, sp->stage[i].b->name);
+            return FT_ERR_INTERNAL;
+        }
+        rc = verify_stage(sp, i, rb, chain_ok, bad_p);
         if (rc != FT_SUCCESS)
             return rc;
     }
