@@ -35,11 +35,90 @@ static int fsync_path(const char *path, char *err, size_t errlen)
     return rc;
 }
 
+/* Whether st (of path) is a folder of this user that neither its group
+ * nor others can write; else err says what is wrong and how to fix it. */
+static int own_dir(const struct stat *st, const char *path, char *err, size_t errlen)
+{
+    if (!S_ISDIR(st->st_mode)) {
+        snprintf(err, errlen, "%s is not a folder (a link, a file?); checkpoints are never written "
+                 "or removed through it", path);
+        return FT_ERR_ARG;
+    }
+    if (st->st_uid != geteuid()) {
+        snprintf(err, errlen, "checkpoint folder %s belongs to uid %u, not to this user (uid %u): "
+                 "whoever owns it could plant links or forged checkpoints there; use a folder of "
+                 "your own (mkdir -m 700 DIR)", path, (unsigned)st->st_uid, (unsigned)geteuid());
+        return FT_ERR_ARG;
+    }
+    if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(err, errlen, "checkpoint folder %s can be written by its group or others (mode "
+                 "%03o): they could plant links or forged checkpoints there; chmod go-w %s, or "
+                 "use a folder of your own (mkdir -m 700 DIR)", path,
+                 (unsigned)(st->st_mode & 0777), path);
+        return FT_ERR_ARG;
+    }
+    return FT_SUCCESS;
+}
+
+/* Opens the checkpoint root (O_DIRECTORY; the root itself may be a link the
+ * user made) and checks it with own_dir.  A descriptor, or -1 with err. */
+static int root_open(const char *root, char *err, size_t errlen)
+{
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        sys_err(err, errlen, "open", root);
+        return -1;
+    }
+    struct stat st;
+    int rc = fstat(fd, &st) != 0 ? sys_err(err, errlen, "stat", root)
+                                 : own_dir(&st, root, err, errlen);
+    if (rc != FT_SUCCESS) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int fti_ckpt_root_prepare(const char *root, char *err, size_t errlen)
+{
+    if (mkdir(root, 0700) != 0 && errno != EEXIST)
+        return sys_err(err, errlen, "mkdir", root);
+    int fd = root_open(root, err, errlen);
+    if (fd < 0)
+        return FT_ERR_ARG;
+    close(fd);
+    return FT_SUCCESS;
+}
+
+/* The folder holding path (its last component cut) into parent, and the
+ * last component into *base_p (points into path). */
+static void split_path(const char *path, char *parent, size_t len, const char **base_p)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL) {
+        fti_strlcpy(parent, ".", len);
+        *base_p = path;
+        return;
+    }
+    size_t n = (size_t)(slash - path);
+    if (n == 0)
+        n = 1; /* "/x": the parent is "/" */
+    snprintf(parent, len, "%.*s", (int)n, path);
+    *base_p = slash + 1;
+}
+
 int fti_ckpt_mkdir(const char *dir, char *err, size_t errlen)
 {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    if (mkdir(dir, 0700) == 0)
+        return FT_SUCCESS;
+    if (errno != EEXIST)
         return sys_err(err, errlen, "mkdir", dir);
-    return FT_SUCCESS;
+    /* other ranks of the group make it too; anything else there (a link
+     * planted where the folder goes) is refused, never written through */
+    struct stat st;
+    if (lstat(dir, &st) != 0)
+        return sys_err(err, errlen, "stat", dir);
+    return own_dir(&st, dir, err, errlen);
 }
 
 static int write_all(int fd, const void *data, size_t len)
@@ -62,7 +141,7 @@ static int write_all(int fd, const void *data, size_t len)
 
 static int write_file(const char *path, const void *data, size_t len, char *err, size_t errlen)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return sys_err(err, errlen, "open", path);
     int rc = FT_SUCCESS;
@@ -141,12 +220,18 @@ int fti_ckpt_write_rank_sums(const char *dir, int rank, const void *data, size_t
                              uint64_t *sums, char *err, size_t errlen)
 {
     char path[PATH_MAX_LEN];
+    const char *base;
+    split_path(dir, path, sizeof(path), &base);
+    int rfd = root_open(path, err, errlen);
+    if (rfd < 0)
+        return FT_ERR_ARG;
+    close(rfd);
     int rc = fti_ckpt_mkdir(dir, err, errlen);
     if (rc != FT_SUCCESS)
         return rc;
     snprintf(path, sizeof(path), "%s/rank-%d.bin", dir, rank);
     bool fused = regions_in_order(len, reg_off, reg_len, n);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return sys_err(err, errlen, "open", path);
     if ((fused ? write_summed(fd, data, len, reg_off, reg_len, n, sums)
@@ -189,9 +274,13 @@ int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m
         rc = fsync_path(dir, err, errlen);
     if (rc != FT_SUCCESS)
         return rc;
+    int rfd = root_open(root, err, errlen);
+    if (rfd < 0)
+        return FT_ERR_ARG;
+    close(rfd);
     fti_ckpt_step_dir(root, m->step, path, sizeof(path));
     struct stat sb;
-    if (stat(path, &sb) == 0) {
+    if (lstat(path, &sb) == 0) {
         fti_ckpt_remove_dir(dir);
         snprintf(err, errlen, "%s is already published", path);
         return FT_ERR_EXISTS;
@@ -208,21 +297,59 @@ int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m
     return fsync_path(root, err, errlen);
 }
 
+/* Removes folder `name` of the folder open as pfd and its files (one
+ * level), through descriptors and never following a link: a link (or
+ * anything but a folder) where the folder should be is reported once and
+ * left alone, and so is what it points to.  shown names it in the log.
+ * Whether it was removed. */
+static bool remove_at(int pfd, const char *name, const char *shown)
+{
+    int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP || errno == ENOTDIR)
+            FTI_WARN("checkpoint: %s is a link or not a folder where a checkpoint folder should be; "
+                     "left alone (and what it points to)", shown);
+        return false;
+    }
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return false;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        (void)unlinkat(dirfd(d), e->d_name, 0); /* a link: the link itself goes */
+    }
+    closedir(d);
+    return unlinkat(pfd, name, AT_REMOVEDIR) == 0;
+}
+
 void fti_ckpt_remove_dir(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        struct dirent *e;
-        char path[PATH_MAX_LEN];
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
+    char parent[PATH_MAX_LEN];
+    const char *base;
+    split_path(dir, parent, sizeof(parent), &base);
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return;
+    (void)remove_at(pfd, base, dir);
+    close(pfd);
+}
+
+/* Whether entry name of the folder open as pfd is a real folder (not a
+ * link); a link or other thing is reported (once per call site and name). */
+static bool is_real_dir(int pfd, const char *root, const char *name)
+{
+    struct stat st;
+    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return false;
+    if (S_ISDIR(st.st_mode))
+        return true;
+    FTI_WARN("checkpoint: %s/%s is a link or not a folder where a checkpoint folder should be; "
+             "left alone (and what it points to)", root, name);
+    return false;
 }
 
 /* step-<N> (published: *tmp_p false) or step-<N>.tmp-<anything>. */
@@ -260,13 +387,14 @@ int fti_ckpt_list(const char *root, int64_t **steps_p, size_t *n_p, char *err, s
     DIR *d = opendir(root);
     if (d == NULL)
         return sys_err(err, errlen, "opendir", root);
+    int pfd = dirfd(d);
     int64_t *v = NULL;
     size_t n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         int64_t step;
         bool tmp;
-        if (!parse_step_name(e->d_name, &step, &tmp) || tmp)
+        if (!parse_step_name(e->d_name, &step, &tmp) || tmp || !is_real_dir(pfd, root, e->d_name))
             continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
@@ -293,30 +421,44 @@ int fti_ckpt_prune(const char *root, int keep)
 {
     int64_t *steps = NULL;
     size_t n = 0;
-    char err[FTI_PATH_SIZE * 2], path[PATH_MAX_LEN];
+    char err[FTI_PATH_SIZE * 2] = "", name[64];
     int removed = 0;
-    if (keep < 1 || fti_ckpt_list(root, &steps, &n, err, sizeof(err)) != FT_SUCCESS)
+    if (keep < 1)
         return 0;
+    int rfd = root_open(root, err, sizeof(err));
+    if (rfd < 0) {
+        FTI_ERROR("checkpoint: nothing pruned: %s", err);
+        return 0;
+    }
+    if (fti_ckpt_list(root, &steps, &n, err, sizeof(err)) != FT_SUCCESS) {
+        close(rfd);
+        return 0;
+    }
     for (size_t i = (size_t)keep; i < n; i++) {
-        fti_ckpt_step_dir(root, steps[i], path, sizeof(path));
-        fti_ckpt_remove_dir(path);
-        removed++;
+        char shown[PATH_MAX_LEN];
+        snprintf(name, sizeof(name), "step-%" PRId64, steps[i]);
+        snprintf(shown, sizeof(shown), "%s/%s", root, name);
+        removed += remove_at(rfd, name, shown);
     }
     int64_t newest = n > 0 ? steps[0] : -1;
     free(steps);
-    DIR *d = opendir(root);
+    int lfd = dup(rfd);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (d == NULL && lfd >= 0)
+        close(lfd);
     struct dirent *e;
     while (d != NULL && (e = readdir(d)) != NULL) {
         int64_t step;
         bool tmp;
         if (parse_step_name(e->d_name, &step, &tmp) && tmp && step <= newest) {
-            snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
-            fti_ckpt_remove_dir(path);
-            removed++;
+            char shown[PATH_MAX_LEN];
+            snprintf(shown, sizeof(shown), "%s/%s", root, e->d_name);
+            removed += remove_at(rfd, e->d_name, shown);
         }
     }
     if (d != NULL)
         closedir(d);
+    close(rfd);
     return removed;
 }
 

@@ -19,7 +19,15 @@
 
 #include "state/ckpt_format.h"
 
-/* Creates dir (and no parent; an existing one is fine). */
+/* Creates the checkpoint root (mode 0700, no parent) when missing, and
+ * refuses it (FT_ERR_ARG, err says why and how to fix it) unless it is a
+ * folder of this user that neither its group nor others can write: who can
+ * add entries there can plant links where checkpoint folders go, or forged
+ * checkpoints. */
+int fti_ckpt_root_prepare(const char *root, char *err, size_t errlen);
+
+/* Creates dir (mode 0700, no parent); an existing one is fine when it is a
+ * folder of this user, not a link (FT_ERR_ARG, with err, otherwise). */
 int fti_ckpt_mkdir(const char *dir, char *err, size_t errlen);
 
 /* Writes len bytes as DIR/rank-<rank>.bin (created or truncated), fsyncs
@@ -43,12 +51,16 @@ int fti_ckpt_write_rank_sums(const char *dir, int rank, const void *data, size_t
 int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m, char *err,
                      size_t errlen);
 
-/* Removes the files of dir and dir itself (one level; best effort). */
+/* Removes the files of dir and dir itself (one level; best effort),
+ * through descriptors without following links (openat O_NOFOLLOW,
+ * unlinkat): a link where the folder should be is reported and left. */
 void fti_ckpt_remove_dir(const char *dir);
 
 /* Keeps the newest `keep` published checkpoints of root (keep >= 1) and
  * removes older ones, and unfinished step-<N>.tmp-* folders with N at or
- * below the newest published step.  Returns how many were removed. */
+ * below the newest published step, never through a link (reported and
+ * left alone), and nothing when root fails fti_ckpt_root_prepare's checks
+ * (logged).  Returns how many were removed. */
 int fti_ckpt_prune(const char *root, int keep);
 
 /* The published steps of root, newest first (*steps_p malloc'ed, free with

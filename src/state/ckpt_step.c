@@ -79,8 +79,14 @@ int fti_ckpt_create(const fti_config_t *cfg, fti_group_h g, const char *replica_
     int rc = cfg->ckpt_dir[0] != '\0' ? fti_ckpt_writer_create(&c->w) : FT_SUCCESS;
     if (rc == FT_SUCCESS && cfg->ckpt_dir[0] != '\0') {
         char err[FTI_REASON_SIZE * 2];
-        if (fti_ckpt_mkdir(cfg->ckpt_dir, err, sizeof(err)) != FT_SUCCESS)
+        rc = fti_ckpt_root_prepare(cfg->ckpt_dir, err, sizeof(err));
+        if (rc == FT_ERR_ARG) { /* another user's folder, or one others can write: refused */
+            FTI_ERROR("FTMPI_CKPT_DIR refused: %s", err);
+            fti_ckpt_writer_destroy(c->w);
+        } else if (rc != FT_SUCCESS) {
             FTI_WARN("FTMPI_CKPT_DIR: %s", err); /* a write will say it again, and count */
+            rc = FT_SUCCESS;
+        }
     }
     if (rc != FT_SUCCESS) {
         free(c);

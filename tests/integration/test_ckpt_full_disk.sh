@@ -8,7 +8,7 @@
 H=$top_builddir/tests/integration/ckpt_helper
 root=$TEST_TMPDIR/mnt
 mkdir -p "$root"
-mount -t tmpfs -o size=4m tmpfs "$root" 2>/dev/null || skip "cannot mount a tmpfs here (needs root)"
+mount -t tmpfs -o size=4m,mode=700 tmpfs "$root" 2>/dev/null || skip "cannot mount a tmpfs here (needs root)"
 at_cleanup "umount '$root'"
 "$H" save "$root" 10 2 >/dev/null || die "save of step 10 failed"
 "$H" save "$root" 20 2 >"$TEST_TMPDIR/save20.out" 2>&1 && die "the save on a full disk succeeded"
