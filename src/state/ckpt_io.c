@@ -11,6 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "auth.h"
 #include "ftmpi_errors.h"
 #include "base/log.h"
 #include "base/sizes.h"
@@ -257,6 +262,34 @@ void fti_ckpt_step_dir(const char *root, int64_t step, char *path, size_t len)
     snprintf(path, len, "%s/step-%" PRId64, root, step);
 }
 
+/* ---- the metadata's MAC --------------------------------------------------
+ *
+ * With a job secret (fti_auth_key), checkpoint.meta ends with a line
+ * "mac <64 hex>": HMAC-SHA256 over every byte before it, under a key
+ * derived from the job's key with its own label (so that it is never a
+ * handshake's MAC).  The metadata holds every shard's checksum, so a
+ * forged or altered checkpoint fails the MAC or its shards' checksums. */
+#define MAC_LINE_LEN (4 + 2 * FTI_AUTH_MAC_LEN + 1) /* "mac " hex "\n" */
+
+static int meta_mac(const fti_auth_key_t *key, const char *text, size_t len,
+                    char hex[2 * FTI_AUTH_MAC_LEN + 1])
+{
+    static const char label[] = "ftmpi-checkpoint-v1 meta key";
+    uint8_t k[FTI_AUTH_MAC_LEN], mac[FTI_AUTH_MAC_LEN];
+    unsigned int kl = 0, ml = 0;
+    if (HMAC(EVP_sha256(), key->k, FTI_AUTH_KEY_LEN, (const unsigned char *)label,
+             sizeof(label) - 1, k, &kl) == NULL ||
+        HMAC(EVP_sha256(), k, kl, (const unsigned char *)text, len, mac, &ml) == NULL ||
+        ml != FTI_AUTH_MAC_LEN) {
+        OPENSSL_cleanse(k, sizeof(k));
+        return FT_ERR_INTERNAL;
+    }
+    OPENSSL_cleanse(k, sizeof(k));
+    for (size_t i = 0; i < FTI_AUTH_MAC_LEN; i++)
+        snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+    return FT_SUCCESS;
+}
+
 int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m, char *err,
                      size_t errlen)
 {
@@ -266,6 +299,26 @@ int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m
     if (rc != FT_SUCCESS) {
         snprintf(err, errlen, "out of memory formatting the metadata of step %" PRId64, m->step);
         return rc;
+    }
+    const fti_auth_key_t *key = fti_auth_key();
+    if (key != NULL) {
+        char hex[2 * FTI_AUTH_MAC_LEN + 1];
+        char *t = realloc(text, len + MAC_LINE_LEN + 1);
+        if (t == NULL) {
+            free(text);
+            snprintf(err, errlen, "out of memory formatting the metadata of step %" PRId64,
+                     m->step);
+            return FT_ERR_NO_MEMORY;
+        }
+        text = t;
+        if (meta_mac(key, text, len, hex) != FT_SUCCESS) {
+            free(text);
+            snprintf(err, errlen, "HMAC-SHA256 of the metadata of step %" PRId64 " failed",
+                     m->step);
+            return FT_ERR_INTERNAL;
+        }
+        snprintf(text + len, MAC_LINE_LEN + 1, "mac %s\n", hex);
+        len += MAC_LINE_LEN;
     }
     snprintf(path, sizeof(path), "%s/%s", dir, FTI_CKPT_META);
     rc = write_file(path, text, len, err, errlen);
@@ -476,6 +529,29 @@ int fti_ckpt_meta_read(const char *dir, fti_ckpt_meta_t *m, char *err, size_t er
         snprintf(err, errlen, "%s: out of memory", path);
         return FT_ERR_NO_MEMORY;
     }
+    /* the MAC line, when there is one, is the last MAC_LINE_LEN bytes */
+    bool has_mac = len >= MAC_LINE_LEN && text[len - 1] == '\n' &&
+                   (len == MAC_LINE_LEN || text[len - MAC_LINE_LEN - 1] == '\n') &&
+                   memcmp(text + len - MAC_LINE_LEN, "mac ", 4) == 0;
+    const fti_auth_key_t *key = fti_auth_key();
+    if (key != NULL) {
+        char hex[2 * FTI_AUTH_MAC_LEN + 1];
+        if (!has_mac) {
+            free(text);
+            snprintf(err, errlen, "%s: no MAC, and this job has a secret: a checkpoint written "
+                     "without the job's secret (or forged) is never loaded", path);
+            return FT_ERR_AUTH;
+        }
+        if (meta_mac(key, text, len - MAC_LINE_LEN, hex) != FT_SUCCESS ||
+            CRYPTO_memcmp(hex, text + len - MAC_LINE_LEN + 4, 2 * FTI_AUTH_MAC_LEN) != 0) {
+            free(text);
+            snprintf(err, errlen, "%s: fails its MAC under the job's secret (written with "
+                     "another secret, altered or forged); never loaded", path);
+            return FT_ERR_AUTH;
+        }
+    }
+    if (has_mac)
+        len -= MAC_LINE_LEN; /* without a secret it cannot be checked: ignored */
     char why[FTI_REASON_SIZE];
     int rc = fti_ckpt_meta_parse(text, len, m, why, sizeof(why));
     free(text);

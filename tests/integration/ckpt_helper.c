@@ -11,6 +11,7 @@
  *   ckpt_helper load ROOT R
  *       every rank of a group of R loads its block; prints "loaded step N"
  *       when every element is bitwise what step N saved.  Exit 1 otherwise.
+ * CKPT_HELPER_TOKEN=FILE: with that job secret (fti_auth_configure).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth.h"
 #include "ftmpi_errors.h"
 #include "state/ckpt_io.h"
 #include "state/ckpt_writer.h"
@@ -157,6 +159,13 @@ static int load(const char *root, int r)
 
 int main(int argc, char **argv)
 {
+    /* CKPT_HELPER_TOKEN=FILE: the job secret, as FT_Init takes FTMPI_TOKEN_FILE */
+    const char *tok = getenv("CKPT_HELPER_TOKEN");
+    char err[2048];
+    if (tok != NULL && fti_auth_configure(tok, err, sizeof(err)) != FT_SUCCESS) {
+        fprintf(stderr, "ckpt_helper: %s\n", err);
+        return 2;
+    }
     if (argc >= 5 && strcmp(argv[1], "save") == 0)
         return save(argv[2], atoll(argv[3]), atoi(argv[4]), argc > 5 ? atoi(argv[5]) : 0);
     if (argc == 4 && strcmp(argv[1], "load") == 0)
