@@ -134,6 +134,9 @@ static int parse_buffer(struct parser *p, const char *line)
         return perr(p, "bad buffer line");
     if (!fti_ckpt_name_ok(name) || elem == 0 || elem > 4096 || global < 0)
         return perr(p, "bad buffer '%s'", name);
+    if ((uint64_t)global > (uint64_t)INT64_MAX / elem)
+        return perr(p, "buffer '%s': %" PRId64 " elements of %zu bytes overflow", name, global,
+                    elem);
     if (fti_ckpt_meta_find(m, name) != NULL)
         return perr(p, "buffer '%s' twice", name);
     if (m->n_bufs == p->cap_bufs) {

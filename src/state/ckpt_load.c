@@ -97,6 +97,12 @@ static int read_shard(struct files *f, const fti_ckpt_buf_t *b, const fti_ckpt_s
     int fd, rc = files_get(f, s->rank, &fd, err, errlen);
     if (rc != FT_SUCCESS)
         return rc;
+    if (s->end < s->start || b->elem == 0 ||
+        (uint64_t)(s->end - s->start) > UINT64_MAX / b->elem) {
+        snprintf(err, errlen, "%s: buffer '%s' elements [%" PRId64 ", %" PRId64 "): the byte "
+                 "length overflows", f->dir, b->name, s->start, s->end);
+        return FT_ERR_BAD_MESSAGE;
+    }
     uint64_t len = (uint64_t)(s->end - s->start) * b->elem, sum = 0;
     for (uint64_t at = 0; at < len; at += FTI_CKPT_SUM_BLOCK) {
         size_t n = (size_t)FTI_MIN((uint64_t)FTI_CKPT_SUM_BLOCK, len - at);

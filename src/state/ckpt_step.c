@@ -163,6 +163,14 @@ int fti_ckpt_register_shard(fti_ckpt_h c, fti_heal_h heal, const char *name, voi
                   name ? name : "(null)");
         return FT_ERR_ARG;
     }
+    /* global_count elements of elem bytes must be a size (the metadata,
+     * resharding and the heal compute byte counts from them) */
+    if ((uint64_t)global_count > (uint64_t)INT64_MAX / (uint64_t)elem ||
+        (uint64_t)global_count > SIZE_MAX / (uint64_t)elem) {
+        FTI_ERROR("FT_State_register_shard('%s'): %" PRId64 " elements of %d bytes overflow a "
+                  "byte count", name, global_count, elem);
+        return FT_ERR_ARG;
+    }
     struct entry x = {.buf = buf, .kind = FTI_CKPT_SHARD, .elem = (size_t)elem,
                       .global = global_count, .offset = offset, .count = count};
     fti_strlcpy(x.name, name, sizeof(x.name));

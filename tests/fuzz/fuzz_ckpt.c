@@ -22,10 +22,13 @@ static void check_meta(const fti_ckpt_meta_t *m)
         CHECK(fti_ckpt_name_ok(b->name));
         CHECK(fti_ckpt_meta_find(m, b->name) != NULL);
         int64_t at = 0;
+        /* every byte count computed from the metadata fits (issue 23) */
+        CHECK(b->elem > 0 && (uint64_t)b->global <= (uint64_t)INT64_MAX / b->elem);
         for (size_t s = 0; s < b->n_shards; s++) {
             const fti_ckpt_shard_t *sh = &b->shards[s];
             CHECK(sh->start == at && sh->end >= sh->start);
             CHECK(sh->rank >= 0 && sh->rank < m->group_size);
+            CHECK((uint64_t)(sh->end - sh->start) * b->elem <= m->file_bytes[sh->rank]);
             at = sh->end;
         }
         CHECK(at == b->global);
@@ -103,6 +106,9 @@ void fuzz_generated(fuzz_emit_fn emit)
         "shard 0 0 1 0 0\nshard 0 2 4 4 0\n",
         "ftmpi-checkpoint 1\nstep 5\ngroup_size 3\nfile 0 9223372036854775807\n",
         "ftmpi-checkpoint 2\n",
+        /* 2^61 + 1 elements of 8 bytes: 8 bytes once wrapped (issue 23) */
+        "ftmpi-checkpoint 1\nstep 5\ngroup_size 1\nfile 0 8\nbuffer w shard double 8 "
+        "2305843009213693953\nshard 0 0 2305843009213693953 0 0\n",
     };
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         fuzz_out_t o;
