@@ -43,6 +43,7 @@
 static void usage(const fti_lighthouse_opts_t *d)
 {
     printf("Usage: ftmpi-lighthouse --min-replicas N [options]\n"
+           "       ftmpi-lighthouse --make-token FILE\n"
            "\n"
            "Tracks live replica groups through heartbeats and issues quorums (libftmpi).\n"
            "\n"
@@ -64,6 +65,10 @@ static void usage(const fti_lighthouse_opts_t *d)
            "                            FTMPI_TOKEN_FILE), and HTTP needs\n"
            "                            'Authorization: Bearer <secret>' to kill a group or\n"
            "                            to see the groups' addresses\n"
+           "                            (at least 128 bits of secret)\n"
+           "  --make-token FILE         write a new job secret (256 random bits, hex) to\n"
+           "                            FILE, created with mode 0600 (never overwritten)\n"
+           "                            and exit\n"
            "  --max-frame-bytes N       largest RPC frame accepted (suffixes k, m, g;\n"
            "                            default %zu)\n"
            "  --initial-quorum-id N     the first quorum gets N + 1 (default: the wall clock\n"
@@ -290,6 +295,18 @@ static int serve(const struct lh_args *a)
 int main(int argc, char **argv)
 {
     struct lh_args a;
+    if (argc >= 2 && strcmp(argv[1], "--make-token") == 0) {
+        char err[FTI_PATH_SIZE + FTI_REASON_SIZE];
+        if (argc != 3)
+            die_usage(argv[1], "needs one value, the file to write");
+        if (fti_auth_make_token(argv[2], err, sizeof(err)) != FT_SUCCESS) {
+            fprintf(stderr, "ftmpi-lighthouse: --make-token: %s\n", err);
+            return 1;
+        }
+        printf("wrote a new job secret (256 bits) to %s (mode 0600): give it to the lighthouse "
+               "(--token-file) and the groups (FTMPI_TOKEN_FILE)\n", argv[2]);
+        return 0;
+    }
     if (parse_flags(argc, argv, &a) != 0)
         return 0;
     fti_log_init("lighthouse", a.log_level);

@@ -20,7 +20,7 @@
 #include "base/log.h"
 #include "base/net.h"
 
-const uint8_t fti_auth_hello_magic[FTI_AUTH_MAGIC_LEN] = {'F', 'T', 'A', '1'};
+const uint8_t fti_auth_hello_magic[FTI_AUTH_MAGIC_LEN] = {'F', 'T', 'A', '3'};
 const uint8_t fti_auth_proof_magic[FTI_AUTH_MAGIC_LEN] = {'F', 'T', 'A', '2'};
 const uint8_t fti_auth_ack_magic[FTI_AUTH_MAGIC_LEN] = {'F', 'T', 'O', 'K'};
 
@@ -58,6 +58,31 @@ static ssize_t read_small(int fd, const char *path, char *buf, char *err, size_t
     }
     buf[n] = '\0';
     return (ssize_t)n;
+}
+
+/* What a search of the secret s (n bytes) costs at most, from its length
+ * and the kinds of characters in it (digits, lower and upper case
+ * letters, anything else; hex digits alone count 4 bits), as *guesses_p; returns its bits, rounded down. */
+static int secret_bits(const char *s, size_t n, double *guesses_p)
+{
+    bool digit = false, lower = false, upper = false, other = false, hex = true;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        hex &= isdigit(ch) || (ch >= 'a' && ch <= 'f');
+        digit |= isdigit(ch) != 0;
+        lower |= islower(ch) != 0;
+        upper |= isupper(ch) != 0;
+        other |= !isalnum(ch);
+    }
+    int alphabet = hex && lower ? 16 : 10 * digit + 26 * lower + 26 * upper + 33 * other;
+    double g = 1;
+    int bits = 0;
+    for (size_t i = 0; i < n && g < 0x1p200; i++)
+        g *= alphabet;
+    for (double x = g; x >= 2; x /= 2)
+        bits++;
+    *guesses_p = g;
+    return bits;
 }
 
 int fti_auth_read_token(const char *path, char *tok, size_t len, char *err, size_t errlen)
@@ -102,6 +127,16 @@ int fti_auth_read_token(const char *path, char *tok, size_t len, char *err, size
         snprintf(err, errlen, "token file '%s': empty (no secret in it)", path);
         return FT_ERR_CONFIG;
     }
+    double guesses = 1;
+    int bits = secret_bits(s, (size_t)(e - s), &guesses);
+    if (guesses < 0x1p128) {
+        snprintf(err, errlen,
+                 "token file '%s': the secret is too weak (about %d bits; at least %d needed, "
+                 "e.g. 32 random hex digits); make one with: ftmpi-lighthouse --make-token FILE",
+                 path, bits, FTI_AUTH_MIN_BITS);
+        OPENSSL_cleanse(buf, sizeof(buf));
+        return FT_ERR_CONFIG;
+    }
     if ((size_t)(e - s) >= len) {
         snprintf(err, errlen, "token file '%s': the secret is longer than %zu bytes", path,
                  len - 1);
@@ -109,6 +144,39 @@ int fti_auth_read_token(const char *path, char *tok, size_t len, char *err, size
     }
     memcpy(tok, s, (size_t)(e - s) + 1);
     OPENSSL_cleanse(buf, sizeof(buf));
+    return FT_SUCCESS;
+}
+
+int fti_auth_make_token(const char *path, char *err, size_t errlen)
+{
+    uint8_t r[32];
+    char hex[2 * sizeof(r) + 2];
+    if (RAND_bytes(r, sizeof(r)) != 1) {
+        snprintf(err, errlen, "no random bytes (libcrypto RAND_bytes failed)");
+        return FT_ERR_SYSTEM;
+    }
+    for (size_t i = 0; i < sizeof(r); i++)
+        snprintf(hex + 2 * i, 3, "%02x", r[i]);
+    hex[2 * sizeof(r)] = '\n';
+    hex[2 * sizeof(r) + 1] = '\0';
+    OPENSSL_cleanse(r, sizeof(r));
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        OPENSSL_cleanse(hex, sizeof(hex));
+        snprintf(err, errlen, "'%s': cannot create: %s%s", path, strerror(e),
+                 e == EEXIST ? " (never overwritten: remove it first)" : "");
+        return e == EEXIST ? FT_ERR_EXISTS : FT_ERR_SYSTEM;
+    }
+    size_t n = strlen(hex);
+    bool ok = fchmod(fd, 0600) == 0 && write(fd, hex, n) == (ssize_t)n && fsync(fd) == 0;
+    int e = errno;
+    OPENSSL_cleanse(hex, sizeof(hex));
+    if (close(fd) != 0 || !ok) {
+        snprintf(err, errlen, "'%s': cannot write: %s", path, strerror(ok ? errno : e));
+        unlink(path);
+        return FT_ERR_SYSTEM;
+    }
     return FT_SUCCESS;
 }
 
@@ -213,23 +281,31 @@ int fti_auth_client_answer(const fti_auth_key_t *key, fti_auth_state_t *st,
                            const uint8_t chal[FTI_AUTH_CHALLENGE_LEN],
                            uint8_t proof[FTI_AUTH_PROOF_LEN])
 {
-    uint8_t mac[FTI_AUTH_MAC_LEN];
     if (memcmp(chal, fti_auth_hello_magic, FTI_AUTH_MAGIC_LEN) != 0)
         return FT_ERR_BAD_MESSAGE;
     memcpy(st->ns, chal + FTI_AUTH_MAGIC_LEN, FTI_AUTH_NONCE_LEN);
+    memcpy(proof, fti_auth_proof_magic, FTI_AUTH_MAGIC_LEN);
+    return hmac(key, client_label, st->nc, st->ns, proof + FTI_AUTH_MAGIC_LEN);
+}
+
+int fti_auth_client_finish(const fti_auth_key_t *key, const fti_auth_state_t *st,
+                           const uint8_t ack[FTI_AUTH_ACK_LEN])
+{
+    uint8_t mac[FTI_AUTH_MAC_LEN];
+    if (memcmp(ack, fti_auth_ack_magic, FTI_AUTH_MAGIC_LEN) != 0)
+        return FT_ERR_BAD_MESSAGE;
     int rc = hmac(key, server_label, st->nc, st->ns, mac);
     if (rc != FT_SUCCESS)
         return rc;
-    if (CRYPTO_memcmp(mac, chal + FTI_AUTH_MAGIC_LEN + FTI_AUTH_NONCE_LEN, FTI_AUTH_MAC_LEN) != 0)
-        return FT_ERR_AUTH;
-    memcpy(proof, fti_auth_proof_magic, FTI_AUTH_MAGIC_LEN);
-    return hmac(key, client_label, st->nc, st->ns, proof + FTI_AUTH_MAGIC_LEN);
+    return CRYPTO_memcmp(mac, ack + FTI_AUTH_MAGIC_LEN, FTI_AUTH_MAC_LEN) == 0 ? FT_SUCCESS
+                                                                              : FT_ERR_AUTH;
 }
 
 int fti_auth_server_challenge(const fti_auth_key_t *key, fti_auth_state_t *st,
                               const uint8_t hello[FTI_AUTH_HELLO_LEN],
                               uint8_t chal[FTI_AUTH_CHALLENGE_LEN])
 {
+    (void)key;
     if (memcmp(hello, fti_auth_hello_magic, FTI_AUTH_MAGIC_LEN) != 0)
         return FT_ERR_AUTH;
     memcpy(st->nc, hello + FTI_AUTH_MAGIC_LEN, FTI_AUTH_NONCE_LEN);
@@ -238,11 +314,12 @@ int fti_auth_server_challenge(const fti_auth_key_t *key, fti_auth_state_t *st,
         return rc;
     memcpy(chal, fti_auth_hello_magic, FTI_AUTH_MAGIC_LEN);
     memcpy(chal + FTI_AUTH_MAGIC_LEN, st->ns, FTI_AUTH_NONCE_LEN);
-    return hmac(key, server_label, st->nc, st->ns, chal + FTI_AUTH_MAGIC_LEN + FTI_AUTH_NONCE_LEN);
+    return FT_SUCCESS;
 }
 
 int fti_auth_server_verify(const fti_auth_key_t *key, const fti_auth_state_t *st,
-                           const uint8_t proof[FTI_AUTH_PROOF_LEN])
+                           const uint8_t proof[FTI_AUTH_PROOF_LEN],
+                           uint8_t ack[FTI_AUTH_ACK_LEN])
 {
     uint8_t mac[FTI_AUTH_MAC_LEN];
     if (memcmp(proof, fti_auth_proof_magic, FTI_AUTH_MAGIC_LEN) != 0)
@@ -250,8 +327,11 @@ int fti_auth_server_verify(const fti_auth_key_t *key, const fti_auth_state_t *st
     int rc = hmac(key, client_label, st->nc, st->ns, mac);
     if (rc != FT_SUCCESS)
         return rc;
-    return CRYPTO_memcmp(mac, proof + FTI_AUTH_MAGIC_LEN, FTI_AUTH_MAC_LEN) == 0 ? FT_SUCCESS
-                                                                                : FT_ERR_AUTH;
+    if (CRYPTO_memcmp(mac, proof + FTI_AUTH_MAGIC_LEN, FTI_AUTH_MAC_LEN) != 0)
+        return FT_ERR_AUTH;
+    /* only now, to a client that proved the key, anything that depends on it */
+    memcpy(ack, fti_auth_ack_magic, FTI_AUTH_MAGIC_LEN);
+    return hmac(key, server_label, st->nc, st->ns, ack + FTI_AUTH_MAGIC_LEN);
 }
 
 /* ---- blocking ------------------------------------------------------------------ */
@@ -268,25 +348,26 @@ int fti_auth_connect_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms)
         rc = fti_write_full(fd, hello, sizeof(hello), deadline_ms);
     if (rc == FT_SUCCESS)
         rc = fti_read_full(fd, chal, sizeof(chal), deadline_ms);
-    if (rc == FT_SUCCESS && (rc = fti_auth_client_answer(key, &st, chal, proof)) != FT_SUCCESS) {
-        FTI_WARN("auth: the peer failed to prove the job secret (a different FTMPI_TOKEN_FILE?)");
+    if (rc == FT_SUCCESS && (rc = fti_auth_client_answer(key, &st, chal, proof)) != FT_SUCCESS)
         return rc == FT_ERR_BAD_MESSAGE ? FT_ERR_AUTH : rc;
-    }
     if (rc == FT_SUCCESS)
         rc = fti_write_full(fd, proof, sizeof(proof), deadline_ms);
     if (rc == FT_SUCCESS)
         rc = fti_read_full(fd, ack, sizeof(ack), deadline_ms);
     if (rc == FT_ERR_PROC_FAILED)
         FTI_WARN("auth: the peer closed during the handshake (it refused our job secret?)");
-    if (rc == FT_SUCCESS && memcmp(ack, fti_auth_ack_magic, sizeof(ack)) != 0)
+    if (rc == FT_SUCCESS && (rc = fti_auth_client_finish(key, &st, ack)) != FT_SUCCESS) {
+        FTI_WARN("auth: the peer failed to prove the job secret (a different FTMPI_TOKEN_FILE?)");
         rc = FT_ERR_AUTH;
+    }
     return rc;
 }
 
 int fti_auth_accept_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms)
 {
     fti_auth_state_t st;
-    uint8_t hello[FTI_AUTH_HELLO_LEN], chal[FTI_AUTH_CHALLENGE_LEN], proof[FTI_AUTH_PROOF_LEN];
+    uint8_t hello[FTI_AUTH_HELLO_LEN], chal[FTI_AUTH_CHALLENGE_LEN], proof[FTI_AUTH_PROOF_LEN],
+        ack[FTI_AUTH_ACK_LEN];
     if (key == NULL && (key = fti_auth_key()) == NULL)
         return FT_SUCCESS;
     int rc = fti_read_full(fd, hello, sizeof(hello), deadline_ms);
@@ -297,11 +378,11 @@ int fti_auth_accept_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms)
     if (rc == FT_SUCCESS)
         rc = fti_read_full(fd, proof, sizeof(proof), deadline_ms);
     if (rc == FT_SUCCESS)
-        rc = fti_auth_server_verify(key, &st, proof);
+        rc = fti_auth_server_verify(key, &st, proof, ack);
     if (rc == FT_ERR_AUTH)
         FTI_WARN("auth: refused a peer without the job secret");
     if (rc == FT_SUCCESS)
-        rc = fti_write_full(fd, fti_auth_ack_magic, FTI_AUTH_ACK_LEN, deadline_ms);
+        rc = fti_write_full(fd, ack, sizeof(ack), deadline_ms);
     return rc;
 }
 
@@ -323,11 +404,11 @@ static int ring_phases(int next_fd, int prev_fd, const fti_auth_key_t *key, fti_
         rc = FT_ERR_AUTH;
     if (rc == FT_SUCCESS)
         rc = fti_read_full(prev_fd, proof, sizeof(proof), dl);
-    if (rc == FT_SUCCESS && (rc = fti_auth_server_verify(key, &ss, proof)) == FT_SUCCESS)
-        rc = fti_write_full(prev_fd, fti_auth_ack_magic, FTI_AUTH_ACK_LEN, dl);
+    if (rc == FT_SUCCESS && (rc = fti_auth_server_verify(key, &ss, proof, ack)) == FT_SUCCESS)
+        rc = fti_write_full(prev_fd, ack, sizeof(ack), dl);
     if (rc == FT_SUCCESS)
         rc = fti_read_full(next_fd, ack, sizeof(ack), dl);
-    if (rc == FT_SUCCESS && memcmp(ack, fti_auth_ack_magic, sizeof(ack)) != 0)
+    if (rc == FT_SUCCESS && fti_auth_client_finish(key, cs, ack) != FT_SUCCESS)
         rc = FT_ERR_AUTH;
     return rc;
 }

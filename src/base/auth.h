@@ -12,11 +12,19 @@
  * Handshake, before any frame, on every control-plane connection (base/rpc_client.c and
  * base/rpc_server.c run it on connect and accept) and on the data plane's ring sockets
  * (fti_auth_connect_fd / fti_auth_accept_fd):
- *   client -> server  HELLO     "FTA1" | Nc (32 random bytes)
- *   server -> client  CHALLENGE "FTA1" | Ns (32 random bytes) |
- *                               HMAC(key, "ftmpi-auth-v1 server" | Nc | Ns)
+ *   client -> server  HELLO     "FTA3" | Nc (32 random bytes)
+ *   server -> client  CHALLENGE "FTA3" | Ns (32 random bytes)
  *   client -> server  PROOF     "FTA2" | HMAC(key, "ftmpi-auth-v1 client" | Nc | Ns)
- *   server -> client  ACK       "FTOK"
+ *   server -> client  ACK       "FTOK" | HMAC(key, "ftmpi-auth-v1 server" | Nc | Ns)
+ * The client proves first: the server sends nothing that depends on the
+ * key before it verified the client's proof, so a client without the
+ * secret gets nothing to search offline (issue 23: a MAC in the first reply
+ * gave a six-digit secret away in seconds).  The client then checks the
+ * server's MAC and talks to it only if it is right.  A client's proof goes
+ * only to servers it chose to call (addresses from its configuration or
+ * from the authenticated control plane); what a fake server at such an
+ * address could search offline is a MAC under a secret of at least 128
+ * bits (fti_auth_read_token refuses shorter ones), out of reach.
  * A server refuses a client that fails (or sends anything but HELLO) with
  * an RPC error frame of status FT_ERR_AUTH on the control plane, by closing
  * on the ring.
@@ -41,15 +49,17 @@
 #define FTI_AUTH_MAC_LEN 32
 #define FTI_AUTH_MAGIC_LEN 4
 #define FTI_AUTH_HELLO_LEN (FTI_AUTH_MAGIC_LEN + FTI_AUTH_NONCE_LEN)
-#define FTI_AUTH_CHALLENGE_LEN (FTI_AUTH_MAGIC_LEN + FTI_AUTH_NONCE_LEN + FTI_AUTH_MAC_LEN)
+#define FTI_AUTH_CHALLENGE_LEN (FTI_AUTH_MAGIC_LEN + FTI_AUTH_NONCE_LEN)
 #define FTI_AUTH_PROOF_LEN (FTI_AUTH_MAGIC_LEN + FTI_AUTH_MAC_LEN)
-#define FTI_AUTH_ACK_LEN FTI_AUTH_MAGIC_LEN
+#define FTI_AUTH_ACK_LEN (FTI_AUTH_MAGIC_LEN + FTI_AUTH_MAC_LEN)
+/* The fewest bits of secret taken (fti_auth_read_token). */
+#define FTI_AUTH_MIN_BITS 128
 /* How long an unauthenticated connection may take to finish the handshake. */
 #define FTI_AUTH_TIMEOUT_MS 10000
 /* Largest token file read (the secret is much shorter). */
 #define FTI_AUTH_FILE_MAX 4096
 
-extern const uint8_t fti_auth_hello_magic[FTI_AUTH_MAGIC_LEN];  /* "FTA1" */
+extern const uint8_t fti_auth_hello_magic[FTI_AUTH_MAGIC_LEN];  /* "FTA3" */
 extern const uint8_t fti_auth_proof_magic[FTI_AUTH_MAGIC_LEN];  /* "FTA2" */
 extern const uint8_t fti_auth_ack_magic[FTI_AUTH_MAGIC_LEN];    /* "FTOK" */
 
@@ -66,8 +76,15 @@ typedef struct fti_auth_state {
 /* Reads the secret of a token file into tok (size len, NUL-terminated,
  * trimmed).  Refuses (FT_ERR_CONFIG, err names the file and why) a file
  * that cannot be read, is not a regular file, is readable or writable by
- * others, is empty, holds a NUL byte, or whose secret does not fit. */
+ * others, is empty, holds a NUL byte, whose secret does not fit, or whose
+ * secret has fewer than FTI_AUTH_MIN_BITS bits (estimated from its length
+ * and the kinds of characters in it; the message says how to make one). */
 int fti_auth_read_token(const char *path, char *tok, size_t len, char *err, size_t errlen);
+
+/* Writes a new secret (32 random bytes, 64 hex digits and a newline) to
+ * path, created with mode 0600; refuses (FT_ERR_EXISTS) to replace any
+ * existing file or link.  FT_ERR_SYSTEM with err otherwise. */
+int fti_auth_make_token(const char *path, char *err, size_t errlen);
 
 /* Derives the wire key from a secret's text. */
 int fti_auth_key_from_token(const char *tok, fti_auth_key_t *key_p);
@@ -87,19 +104,25 @@ void fti_auth_warn_unauthenticated(void);
 
 /* Client: draws Nc, writes HELLO. */
 int fti_auth_client_hello(fti_auth_state_t *st, uint8_t hello[FTI_AUTH_HELLO_LEN]);
-/* Client: checks the server's CHALLENGE (FT_ERR_AUTH when its MAC is
- * wrong, FT_ERR_BAD_MESSAGE when it is no challenge) and writes PROOF. */
+/* Client: takes the server's CHALLENGE (FT_ERR_BAD_MESSAGE when it is no
+ * challenge) and writes PROOF. */
 int fti_auth_client_answer(const fti_auth_key_t *key, fti_auth_state_t *st,
                            const uint8_t chal[FTI_AUTH_CHALLENGE_LEN],
                            uint8_t proof[FTI_AUTH_PROOF_LEN]);
+/* Client: checks the server's ACK: FT_SUCCESS when its MAC is right,
+ * FT_ERR_AUTH when it is wrong, FT_ERR_BAD_MESSAGE when it is no ACK. */
+int fti_auth_client_finish(const fti_auth_key_t *key, const fti_auth_state_t *st,
+                           const uint8_t ack[FTI_AUTH_ACK_LEN]);
 /* Server: takes HELLO (FT_ERR_AUTH when it is none), draws Ns, writes
- * CHALLENGE. */
+ * CHALLENGE (nothing in it depends on the key). */
 int fti_auth_server_challenge(const fti_auth_key_t *key, fti_auth_state_t *st,
                               const uint8_t hello[FTI_AUTH_HELLO_LEN],
                               uint8_t chal[FTI_AUTH_CHALLENGE_LEN]);
-/* Server: FT_SUCCESS when PROOF is right, else FT_ERR_AUTH. */
+/* Server: FT_SUCCESS when PROOF is right, and then writes ACK (its own
+ * MAC); else FT_ERR_AUTH and ack is left alone. */
 int fti_auth_server_verify(const fti_auth_key_t *key, const fti_auth_state_t *st,
-                           const uint8_t proof[FTI_AUTH_PROOF_LEN]);
+                           const uint8_t proof[FTI_AUTH_PROOF_LEN],
+                           uint8_t ack[FTI_AUTH_ACK_LEN]);
 
 /* ---- blocking, on a connected non-blocking socket (the tcp ring) -------- */
 

@@ -149,18 +149,22 @@ static int client_handshake(struct fti_rpc_client *c, int64_t deadline)
     if (rc == FT_SUCCESS)
         rc = fti_read_full(c->fd, chal + FTI_AUTH_MAGIC_LEN, sizeof(chal) - FTI_AUTH_MAGIC_LEN,
                            deadline);
-    if (rc == FT_SUCCESS && (rc = fti_auth_client_answer(&c->key, &st, chal, proof)) != FT_SUCCESS) {
-        client_auth_failed(c, "the server failed to prove the job secret: not talking to it");
-        return FT_ERR_AUTH;
-    }
+    if (rc == FT_SUCCESS && (rc = fti_auth_client_answer(&c->key, &st, chal, proof)) != FT_SUCCESS)
+        return FT_ERR_BAD_MESSAGE;
+    uint8_t ack[FTI_AUTH_ACK_LEN];
     if (rc == FT_SUCCESS)
         rc = fti_write_full(c->fd, proof, sizeof(proof), deadline);
     if (rc == FT_SUCCESS)
-        rc = fti_read_full(c->fd, proof, FTI_AUTH_ACK_LEN, deadline);
-    if (rc == FT_SUCCESS && is_frame_magic(proof))
-        return client_refused(c, proof, deadline);
-    if (rc == FT_SUCCESS && memcmp(proof, fti_auth_ack_magic, FTI_AUTH_ACK_LEN) != 0)
-        return FT_ERR_BAD_MESSAGE;
+        rc = fti_read_full(c->fd, ack, FTI_AUTH_MAGIC_LEN, deadline);
+    if (rc == FT_SUCCESS && is_frame_magic(ack))
+        return client_refused(c, ack, deadline);
+    if (rc == FT_SUCCESS)
+        rc = fti_read_full(c->fd, ack + FTI_AUTH_MAGIC_LEN, sizeof(ack) - FTI_AUTH_MAGIC_LEN,
+                           deadline);
+    if (rc == FT_SUCCESS && (rc = fti_auth_client_finish(&c->key, &st, ack)) != FT_SUCCESS) {
+        client_auth_failed(c, "the server failed to prove the job secret: not talking to it");
+        return FT_ERR_AUTH;
+    }
     return rc;
 }
 

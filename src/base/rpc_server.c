@@ -327,11 +327,12 @@ static int conn_auth(struct rpc_conn *c)
     if (avail < sizeof(proof))
         return 0;
     evbuffer_remove(c->in, proof, sizeof(proof));
-    if (fti_auth_server_verify(&s->key, &c->auth_st, proof) != FT_SUCCESS) {
+    uint8_t ack[FTI_AUTH_ACK_LEN];
+    if (fti_auth_server_verify(&s->key, &c->auth_st, proof, ack) != FT_SUCCESS) {
         auth_refuse(c, "wrong job secret", "authentication failed: a different job secret");
         return -1;
     }
-    if (conn_queue_raw(c, fti_auth_ack_magic, FTI_AUTH_ACK_LEN) != FT_SUCCESS)
+    if (conn_queue_raw(c, ack, sizeof(ack)) != FT_SUCCESS)
         return -1;
     c->auth_step = AUTH_DONE;
     return 1;

@@ -22,7 +22,7 @@ unset FTMPI_TOKEN_FILE
 
 # (1) the default RPC address: either it listens there or it names the
 # address it could not take (another lighthouse on this machine)
-(umask 077 && printf 'defaults-secret\n' >"$T/token")
+(umask 077 && printf 'defaults-secret-7f3a9c2e41b8d6057e1f\n' >"$T/token")
 lh_default() {
     "$E2E_LH_BIN" --min-replicas 1 --log-level info "$@" >"$T/lhd.out" 2>"$T/lhd.err" </dev/null &
     _lpid=$!

@@ -14,7 +14,7 @@ PROBE=$top_builddir/tests/integration/lh_probe
 need_cmd timeout
 T=$TEST_TMPDIR
 
-(umask 077 && printf 'p2-job-secret\n' >"$T/token" && printf 'a-guess\n' >"$T/wrong")
+(umask 077 && printf 'p2-job-secret-7f3a9c2e41b8d6057e1f\n' >"$T/token" && printf 'a-guess-7f3a9c2e41b8d6057e1f\n' >"$T/wrong")
 
 # a token file others can read, or an empty one, is refused with its name
 printf 'shared\n' >"$T/world" && chmod 644 "$T/world"
@@ -30,7 +30,7 @@ done
 
 FTMPI_TOKEN_FILE=$T/token
 export FTMPI_TOKEN_FILE
-AUTH='Authorization: Bearer p2-job-secret'
+AUTH='Authorization: Bearer p2-job-secret-7f3a9c2e41b8d6057e1f'
 STEPS=300
 
 e2e_lighthouse_start 2 0 --token-file "$T/token"
@@ -74,12 +74,12 @@ attack call "$ADDR" store_get p2/key
 attack call "$ADDR" store_delete ""
 
 # HTTP kill: no token, a wrong one, the token outside the header
-for h in "" "Authorization: Bearer a-guess"; do
+for h in "" "Authorization: Bearer a-guess-7f3a9c2e41b8d6057e1f"; do
     timeout 10 "$PROBE" http "$E2E_LH_HTTP" POST /replica/g0/kill ${h:+-H "$h"} >"$T/http.out" ||
         e2e_fail "no HTTP response"
     head -n 1 "$T/http.out" | grep -q '^HTTP 401' || e2e_fail "HTTP kill without the token: $(head -n 1 "$T/http.out")"
 done
-timeout 10 "$PROBE" http "$E2E_LH_HTTP" POST '/replica/g0/kill?token=p2-job-secret' >"$T/http.out"
+timeout 10 "$PROBE" http "$E2E_LH_HTTP" POST '/replica/g0/kill?token=p2-job-secret-7f3a9c2e41b8d6057e1f' >"$T/http.out"
 head -n 1 "$T/http.out" | grep -q '^HTTP 401' || e2e_fail "HTTP kill with the token in the query string: $(head -n 1 "$T/http.out")"
 
 # positive controls: with the secret the same calls reach the handlers

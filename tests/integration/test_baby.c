@@ -241,7 +241,7 @@ static void rank_auth(int rank)
 {
     fti_auth_key_t k[3];
     fti_auth_key_from_token("baby-job-secret", &k[1]);
-    fti_auth_key_from_token("a-guess", &k[2]);
+    fti_auth_key_from_token("a-guess-7f3a9c2e41b8d6057e1f", &k[2]);
     for (int ph = 0; ph < NAUTH; ph++) {
         int key = auth_ph[ph].key[rank];
         fti_auth_set_key(key ? &k[key] : NULL); /* as FT_Init sets it, before the child */

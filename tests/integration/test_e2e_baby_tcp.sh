@@ -12,7 +12,7 @@
 e2e_init
 BABY=$top_builddir/ftmpi-baby
 [ -x "$BABY" ] || skip "$BABY not built"
-(umask 077 && printf 'baby-e2e-secret\n' >"$TEST_TMPDIR/token")
+(umask 077 && printf 'baby-e2e-secret-7f3a9c2e41b8d6057e1f\n' >"$TEST_TMPDIR/token")
 FTMPI_BACKEND=baby-tcp FTMPI_BABY_PATH=$BABY FTMPI_TOKEN_FILE=$TEST_TMPDIR/token
 export FTMPI_BACKEND FTMPI_BABY_PATH FTMPI_TOKEN_FILE
 
@@ -33,7 +33,7 @@ e2e_wait_step g1 20 40
 # the children run: one ftmpi-baby per rank
 [ -n "$(our_babies)" ] || e2e_fail "no ftmpi-baby child is running"
 for p in $(our_babies); do
-    ! grep -aq 'baby-e2e-secret' "/proc/$p/cmdline" "/proc/$p/environ" 2>/dev/null ||
+    ! grep -aq 'baby-e2e-secret-7f3a9c2e41b8d6057e1f' "/proc/$p/cmdline" "/proc/$p/environ" 2>/dev/null ||
         e2e_fail "the secret is on child $p's command line or in its environment"
 done
 e2e_kill_group g1

@@ -15,10 +15,10 @@ PROMCHECK=$top_srcdir/tests/integration/lh_promcheck.awk
 WEIRD='<i>x&y"00'                 # a replica id that needs escaping
 WEIRD_HTML='&lt;i&gt;x&amp;y&quot;00'
 WEIRD_URL='%3Ci%3Ex%26y%2200'
-(umask 077 && printf '  s3cret-token \n' >"$T/token")
+(umask 077 && printf '  s3cret-token-7f3a9c2e41b8d6057e1f \n' >"$T/token")
 FTMPI_TOKEN_FILE=$T/token
 export FTMPI_TOKEN_FILE
-AUTH='Authorization: Bearer s3cret-token'
+AUTH='Authorization: Bearer s3cret-token-7f3a9c2e41b8d6057e1f'
 
 start_lighthouse lh --min-replicas 2 --http-bind 127.0.0.1:0 --token-file "$T/token" \
     --join-timeout-ms 300 --heartbeat-timeout-ms 1500 --initial-quorum-id 0
@@ -106,15 +106,15 @@ expect 405 PUT /status.json
 expect 405 GET /replica/g00/kill
 expect 401 POST /replica/g00/kill
 expect 401 POST /replica/g00/kill -H 'Authorization: Bearer wrong'
-expect 401 POST /replica/g00/kill -H 'Authorization: Bearer s3cret-token-and-more'
-expect 401 POST /replica/g00/kill -H 'Authorization: s3cret-token'
+expect 401 POST /replica/g00/kill -H 'Authorization: Bearer s3cret-token-7f3a9c2e41b8d6057e1f-and-more'
+expect 401 POST /replica/g00/kill -H 'Authorization: s3cret-token-7f3a9c2e41b8d6057e1f'
 expect 404 POST /replica/nosuchgroup/kill -H "$AUTH"
 # CSRF: a page of another site cannot make a browser kill, token or not;
 # a token in the query string, a cookie or the body counts for nothing
 expect 403 POST /replica/g00/kill -H "$AUTH" -H 'Origin: http://evil.example'
-expect 401 POST '/replica/g00/kill?token=s3cret-token'
-expect 401 POST /replica/g00/kill -H 'Cookie: token=s3cret-token'
-expect 401 POST /replica/g00/kill -d 'token=s3cret-token'
+expect 401 POST '/replica/g00/kill?token=s3cret-token-7f3a9c2e41b8d6057e1f'
+expect 401 POST /replica/g00/kill -H 'Cookie: token=s3cret-token-7f3a9c2e41b8d6057e1f'
+expect 401 POST /replica/g00/kill -d 'token=s3cret-token-7f3a9c2e41b8d6057e1f'
 expect 404 POST /replica/nosuchgroup/kill -H "$AUTH" -H "Origin: http://$LH_HTTP"
 sleep 0.3
 ! grep -q 'drops out' "$T/a.out" || die "a refused kill reached a group: $(grep 'drops out' "$T/a.out")"

@@ -65,7 +65,7 @@ chmod +x "$T/run_in_ns"
 E2E_RUN_BIN=$T/run_in_ns
 
 # ---- the lighthouse in L, the groups in A and B ----------------------------
-(umask 077 && printf 'partition-secret\n' >"$T/token")
+(umask 077 && printf 'partition-secret-7f3a9c2e41b8d6057e1f\n' >"$T/token")
 FTMPI_TOKEN_FILE=$T/token
 export FTMPI_TOKEN_FILE
 PART_NS=${NS}L setsid "$T/in_ns" "$E2E_LH_BIN" --bind "$NET.1:0" --min-replicas 2 \

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "base/auth.h"
 #include "ftmpi_errors.h"
@@ -54,10 +56,10 @@ static void test_token_file_good(void **state)
 {
     char tok[64], err[512] = "";
     (void)state;
-    const char *p = write_file("good", "  s3cret-Value \n", 0600);
+    const char *p = write_file("good", "  s3cret-Value-4b1e9d0c77a2f3e8 \n", 0600);
     assert_int_equal(fti_auth_read_token(p, tok, sizeof(tok), err, sizeof(err)), FT_SUCCESS);
-    assert_string_equal(tok, "s3cret-Value");
-    p = write_file("group", "x\n", 0640); /* group-readable: allowed */
+    assert_string_equal(tok, "s3cret-Value-4b1e9d0c77a2f3e8");
+    p = write_file("group", "0123456789abcdef0123456789abcdef\n", 0640); /* group-readable: allowed */
     assert_int_equal(fti_auth_read_token(p, tok, sizeof(tok), err, sizeof(err)), FT_SUCCESS);
 }
 
@@ -90,6 +92,11 @@ static void test_token_file_refused(void **state)
     memset(big, 'a', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
     expect_refused(write_file("big", big, 0600), "longer than");
+    /* fewer than 128 bits: refused, saying how to make a good one (issue 23) */
+    expect_refused(write_file("six", "493817\n", 0600), "too weak");
+    expect_refused(write_file("six", "493817\n", 0600), "ftmpi-lighthouse --make-token FILE");
+    expect_refused(write_file("hex31", "0123456789abcdef0123456789abcde\n", 0600), "too weak");
+    expect_refused(write_file("words", "correct-horse-battery\n", 0600), "too weak");
 }
 
 static void test_key_derivation(void **state)
@@ -112,39 +119,53 @@ static void test_steps(void **state)
     fti_auth_key_t k, wrong;
     fti_auth_state_t cs, ss, ss2;
     uint8_t hello[FTI_AUTH_HELLO_LEN], chal[FTI_AUTH_CHALLENGE_LEN], chal2[FTI_AUTH_CHALLENGE_LEN],
-        proof[FTI_AUTH_PROOF_LEN], forged[FTI_AUTH_PROOF_LEN];
+        proof[FTI_AUTH_PROOF_LEN], forged[FTI_AUTH_PROOF_LEN], ack[FTI_AUTH_ACK_LEN],
+        ack2[FTI_AUTH_ACK_LEN];
     (void)state;
     fti_auth_key_from_token("job-secret", &k);
     fti_auth_key_from_token("guess", &wrong);
 
-    /* the right key both ways */
+    /* the right key both ways: the client proves first, then the server */
     assert_int_equal(fti_auth_client_hello(&cs, hello), FT_SUCCESS);
     assert_int_equal(fti_auth_server_challenge(&k, &ss, hello, chal), FT_SUCCESS);
     assert_int_equal(fti_auth_client_answer(&k, &cs, chal, proof), FT_SUCCESS);
-    assert_int_equal(fti_auth_server_verify(&k, &ss, proof), FT_SUCCESS);
+    assert_int_equal(fti_auth_server_verify(&k, &ss, proof, ack), FT_SUCCESS);
+    assert_int_equal(fti_auth_client_finish(&k, &cs, ack), FT_SUCCESS);
 
-    /* a client with a wrong key refuses the real server, and its proof fails */
+    /* the challenge holds nothing but the magic and the server's nonce:
+     * nothing that depends on the key before the client proved it */
+    assert_int_equal(FTI_AUTH_CHALLENGE_LEN, FTI_AUTH_MAGIC_LEN + FTI_AUTH_NONCE_LEN);
+    assert_memory_equal(chal + FTI_AUTH_MAGIC_LEN, ss.ns, FTI_AUTH_NONCE_LEN);
+
+    /* a client with a wrong key: its proof fails, and the server writes no ack */
     fti_auth_state_t ws = cs;
-    assert_int_equal(fti_auth_client_answer(&wrong, &ws, chal, forged), FT_ERR_AUTH);
+    assert_int_equal(fti_auth_client_answer(&wrong, &ws, chal, forged), FT_SUCCESS);
+    memset(ack2, 0, sizeof(ack2));
+    assert_int_equal(fti_auth_server_verify(&k, &ss, forged, ack2), FT_ERR_AUTH);
+    for (size_t i = 0; i < sizeof(ack2); i++)
+        assert_int_equal(ack2[i], 0);
     memcpy(forged, fti_auth_proof_magic, FTI_AUTH_MAGIC_LEN);
     memset(forged + FTI_AUTH_MAGIC_LEN, 0xab, FTI_AUTH_MAC_LEN);
-    assert_int_equal(fti_auth_server_verify(&k, &ss, forged), FT_ERR_AUTH);
+    assert_int_equal(fti_auth_server_verify(&k, &ss, forged, ack2), FT_ERR_AUTH);
 
-    /* reflection: the server's own MAC sent back as a proof */
-    memcpy(forged + FTI_AUTH_MAGIC_LEN, chal + FTI_AUTH_MAGIC_LEN + FTI_AUTH_NONCE_LEN,
-           FTI_AUTH_MAC_LEN);
-    assert_int_equal(fti_auth_server_verify(&k, &ss, forged), FT_ERR_AUTH);
+    /* reflection: the server's own MAC (its ack) sent back as a proof */
+    memcpy(forged + FTI_AUTH_MAGIC_LEN, ack + FTI_AUTH_MAGIC_LEN, FTI_AUTH_MAC_LEN);
+    assert_int_equal(fti_auth_server_verify(&k, &ss, forged, ack2), FT_ERR_AUTH);
 
     /* replay: a good proof recorded for one connection fails on the next
      * (the server draws a fresh nonce) */
     assert_int_equal(fti_auth_server_challenge(&k, &ss2, hello, chal2), FT_SUCCESS);
     assert_memory_not_equal(chal, chal2, sizeof(chal));
-    assert_int_equal(fti_auth_server_verify(&k, &ss2, proof), FT_ERR_AUTH);
+    assert_int_equal(fti_auth_server_verify(&k, &ss2, proof, ack2), FT_ERR_AUTH);
 
     /* a server with the wrong key cannot prove itself to the client */
     assert_int_equal(fti_auth_client_hello(&cs, hello), FT_SUCCESS);
     assert_int_equal(fti_auth_server_challenge(&wrong, &ss, hello, chal), FT_SUCCESS);
-    assert_int_equal(fti_auth_client_answer(&k, &cs, chal, proof), FT_ERR_AUTH);
+    assert_int_equal(fti_auth_client_answer(&k, &cs, chal, proof), FT_SUCCESS);
+    memcpy(ack2, fti_auth_ack_magic, FTI_AUTH_MAGIC_LEN);
+    memset(ack2 + FTI_AUTH_MAGIC_LEN, 0xcd, FTI_AUTH_MAC_LEN);
+    assert_int_equal(fti_auth_client_finish(&k, &cs, ack2), FT_ERR_AUTH);
+    assert_int_equal(fti_auth_client_finish(&k, &cs, ack), FT_ERR_AUTH); /* an old ack */
 
     /* something that is no hello (an RPC frame header) */
     memcpy(hello, "FTM1", 4);
@@ -394,6 +415,64 @@ static void test_rpc_raw_frame_refused(void **state)
     assert_int_equal(st.rejected_auth, 1);
 }
 
+/* Issue 23 finding 3: a client without the secret connects to a real
+ * keyed RPC server on 127.0.0.1, sends a HELLO and keeps every byte the
+ * server sends before it proved anything; an offline search over a
+ * six-digit dictionary (holding the real secret) must find nothing to test
+ * its guesses against (the old handshake's first reply carried
+ * HMAC(key, server | Nc | Ns): the secret fell out in seconds). */
+static void test_no_offline_search(void **state)
+{
+    static const char label[] = "ftmpi-auth-v1 server";
+    fti_auth_key_t k;
+    fti_auth_state_t st;
+    struct srv s;
+    fti_rpc_stats_t rs;
+    uint8_t hello[FTI_AUTH_HELLO_LEN], got[256];
+    size_t n = 0;
+    int fd = -1;
+    (void)state;
+    fti_auth_key_from_token("493817", &k);
+    srv_start(&s, &k);
+    int64_t dl = fti_now_ms() + CALL_MS;
+    assert_int_equal(fti_tcp_connect(fti_rpc_server_address(s.rpc), dl, &fd), FT_SUCCESS);
+    assert_int_equal(fti_auth_client_hello(&st, hello), FT_SUCCESS);
+    assert_int_equal(fti_write_full(fd, hello, sizeof(hello), dl), FT_SUCCESS);
+    assert_int_equal(fti_read_full(fd, got, FTI_AUTH_MAGIC_LEN + FTI_AUTH_NONCE_LEN, dl),
+                     FT_SUCCESS);
+    n = FTI_AUTH_MAGIC_LEN + FTI_AUTH_NONCE_LEN;
+    /* whatever else it sends unasked (nothing now: it waits for our proof) */
+    int64_t more = fti_now_ms() + 1000;
+    while (n < sizeof(got) && fti_now_ms() < more) {
+        ssize_t r = recv(fd, got + n, sizeof(got) - n, MSG_DONTWAIT);
+        if (r > 0)
+            n += (size_t)r;
+        else if (r == 0)
+            break;
+        else
+            usleep(10000);
+    }
+    close(fd);
+    srv_stop(&s, &rs);
+    const uint8_t *ns = got + FTI_AUTH_MAGIC_LEN;
+    uint8_t msg[sizeof(label) - 1 + 2 * FTI_AUTH_NONCE_LEN], mac[32];
+    memcpy(msg, label, sizeof(label) - 1);
+    memcpy(msg + sizeof(label) - 1, st.nc, FTI_AUTH_NONCE_LEN);
+    memcpy(msg + sizeof(label) - 1 + FTI_AUTH_NONCE_LEN, ns, FTI_AUTH_NONCE_LEN);
+    for (int guess = 490000; guess < 500000; guess++) {
+        char tok[16];
+        fti_auth_key_t g;
+        unsigned int ml = 0;
+        snprintf(tok, sizeof(tok), "%06d", guess);
+        fti_auth_key_from_token(tok, &g);
+        HMAC(EVP_sha256(), g.k, sizeof(g.k), msg, sizeof(msg), mac, &ml);
+        for (size_t at = 0; at + sizeof(mac) <= n; at++)
+            if (memcmp(got + at, mac, sizeof(mac)) == 0)
+                fail_msg("the server's first reply lets an offline search find the secret '%s'",
+                         tok);
+    }
+}
+
 /* The process key reaches servers and clients created after it is set. */
 static void test_process_key(void **state)
 {
@@ -402,13 +481,13 @@ static void test_process_key(void **state)
     fti_rpc_stats_t st;
     fti_auth_key_t k;
     (void)state;
-    const char *p = write_file("proc", "process-secret\n", 0600);
+    const char *p = write_file("proc", "process-secret-5d2c8e1f0a9b7346\n", 0600);
     assert_int_equal(fti_auth_configure(p, err, sizeof(err)), FT_SUCCESS);
     assert_non_null(fti_auth_key());
     fti_rpc_server_config_t cfg;
     fti_rpc_server_config_init(&cfg, 1024);
     assert_ptr_equal(cfg.auth_key, fti_auth_key());
-    fti_auth_key_from_token("process-secret", &k);
+    fti_auth_key_from_token("process-secret-5d2c8e1f0a9b7346", &k);
     srv_start(&s, fti_auth_key());
     fti_rpc_client_h c;
     void *reply = NULL;
@@ -432,7 +511,8 @@ int main(void)
         cmocka_unit_test(test_key_derivation), cmocka_unit_test(test_steps),
         cmocka_unit_test(test_fd_handshake),   cmocka_unit_test(test_ring_handshake),
         cmocka_unit_test(test_rpc_auth),
-        cmocka_unit_test(test_rpc_raw_frame_refused), cmocka_unit_test(test_process_key),
+        cmocka_unit_test(test_rpc_raw_frame_refused), cmocka_unit_test(test_no_offline_search),
+        cmocka_unit_test(test_process_key),
     };
     snprintf(tmpdir, sizeof(tmpdir), "%s/test_auth.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (mkdtemp(tmpdir) == NULL)
