@@ -14,6 +14,8 @@ struct record {
     uint64_t incarnation; /* the newest seen */
     size_t open;          /* open connections bound to that incarnation */
     bool declared;        /* a heartbeat named it */
+    char peer[FTI_ADDRESS_SIZE]; /* the address of its first connection */
+    uint64_t refused;     /* the last incarnation refused while it held the group */
 };
 
 struct fti_live_bind {
@@ -75,8 +77,24 @@ static struct record *rec_get(struct fti_liveness *lv, const char *id)
     return &lv->recs[at];
 }
 
+bool fti_liveness_held(fti_liveness_h lv, const fti_live_bind_t *cur, const char *replica_id,
+                       uint64_t incarnation, char *holder, size_t len, bool *first_p)
+{
+    if (cur != NULL || incarnation == 0 || replica_id == NULL)
+        return false;
+    bool found;
+    size_t at = fti_bsearch_str(lv->recs, lv->n, rec_key, replica_id, &found);
+    if (!found || lv->recs[at].open == 0 || lv->recs[at].incarnation == incarnation)
+        return false;
+    fti_strlcpy(holder, lv->recs[at].peer, len);
+    *first_p = lv->recs[at].refused != incarnation;
+    lv->recs[at].refused = incarnation;
+    return true;
+}
+
 fti_live_bind_t *fti_liveness_bind(fti_liveness_h lv, fti_live_bind_t *cur,
-                                   const char *replica_id, uint64_t incarnation, bool declare)
+                                   const char *replica_id, uint64_t incarnation, bool declare,
+                                   const char *peer)
 {
     if (cur) {
         if (declare && strcmp(cur->id, replica_id) == 0) {
@@ -99,6 +117,7 @@ fti_live_bind_t *fti_liveness_bind(fti_liveness_h lv, fti_live_bind_t *cur,
         r->incarnation = incarnation;
         r->open = 0;
         r->declared = false;
+        fti_strlcpy(r->peer, peer ? peer : "?", sizeof(r->peer));
     }
     r->open++;
     r->declared |= declare;

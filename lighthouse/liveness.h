@@ -37,7 +37,19 @@ void fti_liveness_destroy(fti_liveness_h lv);
  * bound already: a connection speaks for one group), NULL when nothing is
  * bound (incarnation 0, or out of memory). */
 fti_live_bind_t *fti_liveness_bind(fti_liveness_h lv, fti_live_bind_t *cur,
-                                   const char *replica_id, uint64_t incarnation, bool declare);
+                                   const char *replica_id, uint64_t incarnation, bool declare,
+                                   const char *peer);
+
+/* Whether a connection not bound yet (cur NULL) that claims (replica_id,
+ * incarnation) meets another incarnation of that group whose connections
+ * are open: two processes claim one group (issue 23), or a stale
+ * incarnation would replace the live one.  Then holder gets the address
+ * of the holder's first connection (len bytes), and *first_p whether this
+ * is the first time this incarnation is met so (to log once).  The server refuses such
+ * a claim while the holder is healthy; one whose connections all closed
+ * (it died) holds nothing, and a new incarnation replaces it. */
+bool fti_liveness_held(fti_liveness_h lv, const fti_live_bind_t *cur, const char *replica_id,
+                       uint64_t incarnation, char *holder, size_t len, bool *first_p);
 
 /* The connection of b closed; frees b.  True when it was the last open
  * connection of its group's current, declared incarnation: the group is

@@ -543,11 +543,40 @@ static void bind_conn(struct fti_lighthouse *lh, fti_rpc_call_h call, const char
                       uint64_t incarnation, bool declare)
 {
     fti_live_bind_t *cur = fti_rpc_call_conn_data(call);
-    fti_live_bind_t *b = fti_liveness_bind(lh->live, cur, id, incarnation, declare);
+    fti_live_bind_t *b =
+        fti_liveness_bind(lh->live, cur, id, incarnation, declare, fti_rpc_call_peer(call));
     if (b == NULL || b == cur)
         return;
     if (!fti_rpc_call_set_conn_data(call, b))
         on_conn_close(b, lh); /* closed already: as if it closed now */
+}
+
+/* Refuses (true: replied FT_ERR_EXISTS, logged) a call that claims a group
+ * another live incarnation holds: its connections are open and it is
+ * healthy (heartbeats within the timeout).  A holder that died (closed) or
+ * went silent is replaced by the newcomer, as a restart must.  Loop thread. */
+static bool claim_refused(struct fti_lighthouse *lh, fti_rpc_call_h call, const char *id,
+                          uint64_t incarnation)
+{
+    char holder[FTI_ADDRESS_SIZE], msg[FTI_REASON_SIZE + 2 * FTI_ADDRESS_SIZE];
+    bool first = false;
+    if (id == NULL || !fti_liveness_held(lh->live, fti_rpc_call_conn_data(call), id, incarnation,
+                                         holder, sizeof(holder), &first))
+        return false;
+    pthread_mutex_lock(&lh->mu);
+    bool live = fti_quorum_is_healthy(lh->st, id, fti_now_ms());
+    pthread_mutex_unlock(&lh->mu);
+    if (!live)
+        return false;
+    snprintf(msg, sizeof(msg),
+             "replica id '%.64s' is held by a live process at %s; refused the one at %s: two "
+             "processes cannot be one group (a duplicate FTMPI_REPLICA_ID, or ranks of one group "
+             "started apart, each as its rank 0)",
+             id, holder, fti_rpc_call_peer(call));
+    if (first) /* once per refused incarnation: it asks again as a standby */
+        FTI_WARN("%s", msg);
+    fti_rpc_reply_error(call, FT_ERR_EXISTS, msg);
+    return true;
 }
 
 static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
@@ -557,6 +586,10 @@ static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len
         lh, call, &ftmpi__lighthouse_heartbeat_request__descriptor, "heartbeat", payload, len);
     if (req == NULL)
         return;
+    if (claim_refused(lh, call, req->replica_id, req->incarnation)) {
+        ftmpi__lighthouse_heartbeat_request__free_unpacked(req, NULL);
+        return;
+    }
     pthread_mutex_lock(&lh->mu);
     fti_quorum_note_seen(lh->st, req->max_quorum_id);
     /* a finalized group's last heartbeats do not bring it back */
@@ -692,6 +725,10 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
     if (member_from_msg(req->requester, &m, why, sizeof(why)) != FT_SUCCESS) {
         FTI_WARN("quorum request from %s refused: %s", fti_rpc_call_peer(call), why);
         fti_rpc_reply_error(call, FT_ERR_ARG, why);
+        ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL);
+        return;
+    }
+    if (claim_refused(lh, call, m.replica_id, m.incarnation)) {
         ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL);
         return;
     }

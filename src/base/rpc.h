@@ -220,6 +220,8 @@ int fti_rpc_client_create(const char *addr, int connect_timeout_ms, size_t max_r
                           fti_rpc_client_h *client_p);
 void fti_rpc_client_destroy(fti_rpc_client_h client);
 const char *fti_rpc_client_address(fti_rpc_client_h client);
+/* The message of the last error reply the client received ("" if none). */
+void fti_rpc_client_last_error(fti_rpc_client_h client, char *buf, size_t len);
 /* Replaces the client's key (NULL: no handshake); tests and probes. */
 void fti_rpc_client_set_key(fti_rpc_client_h client, const fti_auth_key_t *key);
 

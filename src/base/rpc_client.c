@@ -39,6 +39,7 @@ struct fti_rpc_client {
     bool warned_auth; /* an authentication failure was logged once */
     fti_auth_key_t key;
     pthread_mutex_t mu;
+    char last_error[RPC_MAX_ERROR_MSG + 1]; /* the last error reply's message (under mu) */
 };
 
 int fti_rpc_client_create(const char *addr, int connect_timeout_ms, size_t max_reply,
@@ -73,6 +74,13 @@ void fti_rpc_client_destroy(fti_rpc_client_h c)
         close(c->fd);
     pthread_mutex_destroy(&c->mu);
     free(c);
+}
+
+void fti_rpc_client_last_error(fti_rpc_client_h c, char *buf, size_t len)
+{
+    pthread_mutex_lock(&c->mu);
+    fti_strlcpy(buf, c->last_error, len);
+    pthread_mutex_unlock(&c->mu);
 }
 
 const char *fti_rpc_client_address(fti_rpc_client_h c)
@@ -251,6 +259,7 @@ static int client_error_reply(struct fti_rpc_client *c, const fti_rpc_header_t *
         return rc;
     }
     msg[h->length] = '\0';
+    memcpy(c->last_error, msg, h->length + 1);
     FTI_DEBUG("rpc %s method %u: %s (%s): %s", c->addr, h->method, fti_error_name(h->status),
               FT_Error_string(h->status), msg);
     if (h->method == 0) /* the server rejected the frame and closes */

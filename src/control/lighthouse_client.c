@@ -80,6 +80,11 @@ uint64_t fti_lighthouse_client_incarnation(fti_lighthouse_client_h c)
     return c->incarnation;
 }
 
+void fti_lighthouse_client_last_error(fti_lighthouse_client_h c, char *buf, size_t len)
+{
+    fti_rpc_client_last_error(c->rpc, buf, len);
+}
+
 void fti_lighthouse_client_destroy(fti_lighthouse_client_h c)
 {
     if (c == NULL)

@@ -33,6 +33,8 @@ void fti_lighthouse_client_want_ids(fti_lighthouse_client_h client, bool want);
 
 /* The client's incarnation (nonzero). */
 uint64_t fti_lighthouse_client_incarnation(fti_lighthouse_client_h client);
+/* The lighthouse's message of the last error reply ("" if none). */
+void fti_lighthouse_client_last_error(fti_lighthouse_client_h client, char *buf, size_t len);
 
 /* The highest quorum id received by any client of this process, 0 if none.
  * Any thread. */

@@ -35,6 +35,7 @@ struct fti_manager {
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     int stop;
     int left;      /* fti_manager_leave ran */
+    bool refused_said; /* the lighthouse's refusal of a second claim was logged */
     int leave_rc;
     fti_lighthouse_report_t report; /* under mu */
     _Atomic int killed; /* the lighthouse answered FT_ERR_KILLED */
@@ -219,10 +220,20 @@ static int fti_manager_quorum(fti_manager_h m, const Ftmpi__QuorumMember *me, bo
         }
         fti_sleep_ms(MANAGER_RETRY_MS);
     }
-    if (rc == FT_ERR_TIMEOUT)
+    if (rc == FT_ERR_TIMEOUT) {
         FTI_WARN("manager: no quorum within %d ms", timeout_ms);
-    else
+    } else if (rc == FT_ERR_EXISTS) {
+        /* another live process holds this group (issue 23): this one never
+         * takes part while it lives; said once, asked again as a standby */
+        if (!m->refused_said) {
+            char why[512];
+            fti_lighthouse_client_last_error(m->quorum_client, why, sizeof(why));
+            FTI_ERROR("manager: the lighthouse refused this group: %s", why);
+            m->refused_said = true;
+        }
+    } else {
         FTI_WARN("manager: quorum request failed: %s", FT_Error_string(rc));
+    }
     return rc;
 }
 
