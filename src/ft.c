@@ -1,7 +1,8 @@
 /*
  * ft.c - the public FT_* calls (ftmpi.h): the API facade of the step
  * protocol (DESIGN section 4).  It checks arguments and the step's state,
- * latches a step's first error until FT_Commit, and calls the step's parts
+ * latches a step's first error until FT_Commit (FT_Allreduce /
+ * FT_Iallreduce argument checks included), and calls the step's parts
  * (step.h): set-up and teardown (step_init.c), the quorum round, slice and
  * heal (step_quorum.c), the backends through their table (comm/comm.h),
  * the group's operations (group.h), the progress thread (progress.h).
@@ -429,13 +430,24 @@ static int prepare_allreduce(const char *what, const void *sendbuf, void *recvbu
     return FT_SUCCESS;
 }
 
+/* An error of a call made inside a step (bad arguments, a given-up
+ * buffer, no memory, ...) fails the step as a failed reduction does: the
+ * application may ignore the return code, and FT_Commit must not commit a
+ * step whose reduction never ran (issue 23). */
+static int latch_in_step(int rc)
+{
+    if (rc != FT_SUCCESS && st.initialized && st.in_step)
+        latch(rc);
+    return rc;
+}
+
 FTMPI_EXPORT int FT_Allreduce(const void *sendbuf, void *recvbuf, int count,
                               MPI_Datatype datatype, MPI_Op op, FT_Comm comm)
 {
     struct ftmpi_request r;
     int rc = prepare_allreduce("FT_Allreduce", sendbuf, recvbuf, count, datatype, op, comm, &r);
     if (rc != FT_SUCCESS)
-        return rc;
+        return latch_in_step(rc);
     /* on this thread when nothing is in flight: no hand-off */
     rc = fti_progress_run(st.progress, &r.job);
     latch(rc);
@@ -447,14 +459,14 @@ FTMPI_EXPORT int FT_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                                FT_Request *request)
 {
     if (request == NULL)
-        return FT_ERR_ARG;
+        return latch_in_step(FT_ERR_ARG);
     struct ftmpi_request *r = malloc(sizeof(*r));
     if (r == NULL)
-        return FT_ERR_NO_MEMORY;
+        return latch_in_step(FT_ERR_NO_MEMORY);
     int rc = prepare_allreduce("FT_Iallreduce", sendbuf, recvbuf, count, datatype, op, comm, r);
     if (rc != FT_SUCCESS) {
         free(r);
-        return rc;
+        return latch_in_step(rc);
     }
     fti_progress_submit(st.progress, &r->job);
     *request = r;
