@@ -15,7 +15,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "auth.h"
+#include "base/auth.h"
 #include "ftmpi_errors.h"
 #include "base/log.h"
 #include "base/sizes.h"

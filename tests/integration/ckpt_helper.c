@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "auth.h"
+#include "base/auth.h"
 #include "ftmpi_errors.h"
 #include "state/ckpt_io.h"
 #include "state/ckpt_writer.h"
