@@ -173,7 +173,8 @@ void fuzz_generated(fuzz_emit_fn emit)
         emit(o.d, o.n);
         o.n = 0;
         fo_u8(&o, side);
-        fo_bytes(&o, "FTA1\x01\x02", 6);
+        fo_bytes(&o, fti_auth_hello_magic, FTI_AUTH_MAGIC_LEN);
+        fo_bytes(&o, "\x01\x02", 2);
         emit(o.d, o.n);
         o.n = 0;
         fo_u8(&o, side);
@@ -181,10 +182,12 @@ void fuzz_generated(fuzz_emit_fn emit)
         /* a challenge-shaped reply for the client side, an ack too early */
         o.n = 0;
         fo_u8(&o, side);
-        fo_bytes(&o, "FTA1", 4);
-        for (int i = 0; i < FTI_AUTH_NONCE_LEN + FTI_AUTH_MAC_LEN; i++)
+        fo_bytes(&o, fti_auth_hello_magic, FTI_AUTH_MAGIC_LEN);
+        for (int i = 0; i < FTI_AUTH_NONCE_LEN; i++)
             fo_u8(&o, 0);
-        fo_bytes(&o, fti_auth_ack_magic, FTI_AUTH_ACK_LEN);
+        fo_bytes(&o, fti_auth_ack_magic, FTI_AUTH_MAGIC_LEN);
+        for (int i = 0; i < FTI_AUTH_MAC_LEN; i++)
+            fo_u8(&o, 0);
         emit(o.d, o.n);
     }
 }
