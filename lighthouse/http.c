@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "lighthouse/dashboard.h"
+#include "lighthouse/http_guard.h"
 #include "ftmpi_errors.h"
 #include "base/log.h"
 #include "base/net.h"
@@ -36,11 +37,16 @@
 #define HTTP_MAX_BODY 4096
 #define HTTP_MAX_HEADERS 16384
 #define HTTP_TIMEOUT_S 10
+/* connections served at once, and how long one may stay open in all
+ * (http_guard.h: evhttp's timeout restarts with every byte) */
+#define HTTP_MAX_CONNS 64
+#define HTTP_DEADLINE_MS 15000
 #define KILL_PREFIX "/replica/"
 #define KILL_SUFFIX "/kill"
 
 struct fti_lh_http {
     struct evhttp *http;
+    fti_http_guard_h guard;
     fti_lighthouse_h lh;
     char token[FTI_TOKEN_SIZE];
     char addr[FTI_ADDRESS_SIZE];
@@ -472,11 +478,15 @@ int fti_lh_http_create(struct event_base *base, fti_lighthouse_h lh, const char 
         return rc;
     }
     h->http = evhttp_new(base);
-    if (h->http == NULL || evhttp_accept_socket_with_handle(h->http, fd) == NULL) {
+    struct evhttp_bound_socket *bound =
+        h->http ? evhttp_accept_socket_with_handle(h->http, fd) : NULL;
+    if (bound == NULL || fti_http_guard_create(base, h->http, bound, HTTP_MAX_CONNS,
+                                               HTTP_DEADLINE_MS, &h->guard) != FT_SUCCESS) {
         FTI_ERROR("http: evhttp setup failed on %s", bind);
         if (h->http)
             evhttp_free(h->http);
-        close(fd);
+        if (bound == NULL)
+            close(fd);
         free(h);
         return FT_ERR_SYSTEM;
     }
@@ -500,6 +510,7 @@ void fti_lh_http_destroy(fti_lh_http_h h)
     if (h == NULL)
         return;
     evhttp_free(h->http);
+    fti_http_guard_destroy(h->guard);
     free(h);
 }
 

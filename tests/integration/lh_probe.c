@@ -20,6 +20,9 @@
  *       new incarnation (a restarted group) unless INCARNATION (nonzero)
  *       plays the same one again.
  *   lh_probe heartbeat ADDR REPLICA_ID
+ *   lh_probe slow ADDR N MAX_MS
+ *       N connections sending an HTTP request a byte every 200 ms, never
+ *       ending it, until the server closes them or MAX_MS pass
  *   lh_probe call ADDR KIND [ARGS]
  *       one well-formed request through the library's RPC client; prints
  *       "ok ..." or "error CODE (STRING)".  KIND: kill [MSG] (MANAGER_KILL),
@@ -61,6 +64,7 @@ static int usage(void)
                     "[MAX_FRAME]\n"
                     "       lh_probe quorum ADDR REPLICA_ID [STEP [TIMEOUT_MS]]\n"
                     "       lh_probe heartbeat ADDR REPLICA_ID\n"
+                    "       lh_probe slow ADDR N MAX_MS\n"
                     "       lh_probe call ADDR kill|finalize|heal_metadata|heal_fetch|store_set|"
                     "store_get|store_delete [ARGS]\n");
     return 2;
@@ -396,6 +400,56 @@ static int pack_call(const char *kind, int argc, char **argv, uint16_t *method_p
     return FT_SUCCESS;
 }
 
+/* lh_probe slow ADDR N MAX_MS: N connections that send an HTTP request one
+ * byte every 200 ms (never finishing it) until the server closes them or
+ * MAX_MS pass; prints "closed K of N, the last after T ms". */
+static int cmd_slow(int argc, char **argv)
+{
+    if (argc != 5)
+        return usage();
+    int n = atoi(argv[3]), max_ms = atoi(argv[4]);
+    if (n < 1 || n > 1000 || max_ms < 1)
+        return usage();
+    int *fd = calloc((size_t)n, sizeof(*fd));
+    int64_t t0 = fti_now_ms(), last = 0;
+    int closed = 0;
+    if (fd == NULL)
+        return 1;
+    for (int i = 0; i < n; i++) {
+        fd[i] = -1;
+        if (fti_tcp_connect(argv[2], t0 + PROBE_TIMEOUT_MS, &fd[i]) != FT_SUCCESS ||
+            send(fd[i], "GET / HTTP/1.1\r\nX-Slow: ", 25, MSG_NOSIGNAL) != 25) {
+            fprintf(stderr, "lh_probe: connection %d to %s failed\n", i, argv[2]);
+            return 1;
+        }
+    }
+    printf("opened %d\n", n);
+    fflush(stdout);
+    while (closed < n && fti_now_ms() - t0 < max_ms) {
+        fti_sleep_ms(200);
+        for (int i = 0; i < n; i++) {
+            char c;
+            if (fd[i] < 0)
+                continue;
+            ssize_t r = recv(fd[i], &c, 1, MSG_DONTWAIT);
+            bool gone = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) ||
+                        send(fd[i], "a", 1, MSG_NOSIGNAL) != 1;
+            if (gone) {
+                close(fd[i]);
+                fd[i] = -1;
+                closed++;
+                last = fti_now_ms() - t0;
+            }
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    free(fd);
+    printf("closed %d of %d, the last after %" PRId64 " ms\n", closed, n, last);
+    return 0;
+}
+
 static int cmd_call(int argc, char **argv)
 {
     if (argc < 2)
@@ -440,6 +494,8 @@ int main(int argc, char **argv)
         return cmd_quorum(argc - 2, argv + 2);
     if (strcmp(argv[1], "heartbeat") == 0)
         return cmd_heartbeat(argc - 2, argv + 2);
+    if (strcmp(argv[1], "slow") == 0)
+        return cmd_slow(argc, argv);
     if (strcmp(argv[1], "call") == 0)
         return cmd_call(argc - 2, argv + 2);
     return usage();
