@@ -258,7 +258,8 @@ int fti_lh_history_copy(const fti_lh_history_t *h, fti_lh_history_t *dst)
         dst->events[i] = *fti_lh_history_event_at(h, i);
     for (size_t i = 0; i < h->n_samples; i++)
         dst->samples[i] = *fti_lh_history_sample_at(h, i);
-    memcpy(dst->groups, h->groups, h->n_groups * sizeof(*h->groups));
+    if (h->n_groups > 0) /* h->groups is NULL before the first group */
+        memcpy(dst->groups, h->groups, h->n_groups * sizeof(*h->groups));
     dst->n_events = h->n_events;
     dst->ev_next = h->n_events % dst->n_events_cap;
     dst->events_total = h->events_total;
