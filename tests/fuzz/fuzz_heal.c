@@ -32,6 +32,7 @@
 #include "ftmpi_errors.h"
 #include "heal/heal.h"
 #include "base/log.h"
+#include "control/message.h"
 #include "control/proto/ftmpi.pb-c.h"
 #include "base/rpc.h"
 #include "base/sizes.h"

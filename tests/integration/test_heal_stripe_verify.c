@@ -30,6 +30,7 @@
 
 #include "ftmpi.h"
 #include "heal/heal.h"
+#include "control/message.h"
 #include "control/proto/ftmpi.pb-c.h"
 #include "control/rank_server.h"
 #include "base/rpc.h"
