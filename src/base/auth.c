@@ -147,6 +147,30 @@ int fti_auth_read_token(const char *path, char *tok, size_t len, char *err, size
     return FT_SUCCESS;
 }
 
+int fti_auth_mac_hex(const fti_auth_key_t *key, const char *label, const void *data, size_t len,
+                     char hex[2 * FTI_AUTH_MAC_LEN + 1])
+{
+    uint8_t k[FTI_AUTH_MAC_LEN], mac[FTI_AUTH_MAC_LEN];
+    unsigned int kl = 0, ml = 0;
+    int rc = FT_SUCCESS;
+    if (HMAC(EVP_sha256(), key->k, FTI_AUTH_KEY_LEN, (const unsigned char *)label, strlen(label),
+             k, &kl) == NULL ||
+        HMAC(EVP_sha256(), k, kl, data, len, mac, &ml) == NULL || ml != FTI_AUTH_MAC_LEN)
+        rc = FT_ERR_INTERNAL;
+    OPENSSL_cleanse(k, sizeof(k));
+    for (size_t i = 0; rc == FT_SUCCESS && i < FTI_AUTH_MAC_LEN; i++)
+        snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+    return rc;
+}
+
+bool fti_auth_mac_check(const fti_auth_key_t *key, const char *label, const void *data,
+                        size_t len, const char *hex)
+{
+    char want[2 * FTI_AUTH_MAC_LEN + 1];
+    return fti_auth_mac_hex(key, label, data, len, want) == FT_SUCCESS &&
+           CRYPTO_memcmp(want, hex, 2 * FTI_AUTH_MAC_LEN) == 0;
+}
+
 int fti_auth_make_token(const char *path, char *err, size_t errlen)
 {
     uint8_t r[32];

@@ -86,6 +86,15 @@ int fti_auth_read_token(const char *path, char *tok, size_t len, char *err, size
  * existing file or link.  FT_ERR_SYSTEM with err otherwise. */
 int fti_auth_make_token(const char *path, char *err, size_t errlen);
 
+/* HMAC-SHA256 of [data, +len) under a key derived from key with its own
+ * label (HMAC(key, label)), as 64 hex digits and a NUL in hex: a MAC of the
+ * job's secret for another use than the handshake (checkpoint metadata).
+ * fti_auth_mac_check compares one in constant time. */
+int fti_auth_mac_hex(const fti_auth_key_t *key, const char *label, const void *data, size_t len,
+                     char hex[2 * FTI_AUTH_MAC_LEN + 1]);
+bool fti_auth_mac_check(const fti_auth_key_t *key, const char *label, const void *data,
+                        size_t len, const char *hex);
+
 /* Derives the wire key from a secret's text. */
 int fti_auth_key_from_token(const char *tok, fti_auth_key_t *key_p);
 

@@ -11,9 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "base/auth.h"
 #include "ftmpi_errors.h"
@@ -271,23 +268,12 @@ void fti_ckpt_step_dir(const char *root, int64_t step, char *path, size_t len)
  * forged or altered checkpoint fails the MAC or its shards' checksums. */
 #define MAC_LINE_LEN (4 + 2 * FTI_AUTH_MAC_LEN + 1) /* "mac " hex "\n" */
 
+static const char meta_label[] = "ftmpi-checkpoint-v1 meta key";
+
 static int meta_mac(const fti_auth_key_t *key, const char *text, size_t len,
                     char hex[2 * FTI_AUTH_MAC_LEN + 1])
 {
-    static const char label[] = "ftmpi-checkpoint-v1 meta key";
-    uint8_t k[FTI_AUTH_MAC_LEN], mac[FTI_AUTH_MAC_LEN];
-    unsigned int kl = 0, ml = 0;
-    if (HMAC(EVP_sha256(), key->k, FTI_AUTH_KEY_LEN, (const unsigned char *)label,
-             sizeof(label) - 1, k, &kl) == NULL ||
-        HMAC(EVP_sha256(), k, kl, (const unsigned char *)text, len, mac, &ml) == NULL ||
-        ml != FTI_AUTH_MAC_LEN) {
-        OPENSSL_cleanse(k, sizeof(k));
-        return FT_ERR_INTERNAL;
-    }
-    OPENSSL_cleanse(k, sizeof(k));
-    for (size_t i = 0; i < FTI_AUTH_MAC_LEN; i++)
-        snprintf(hex + 2 * i, 3, "%02x", mac[i]);
-    return FT_SUCCESS;
+    return fti_auth_mac_hex(key, meta_label, text, len, hex);
 }
 
 int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m, char *err,
@@ -535,15 +521,14 @@ int fti_ckpt_meta_read(const char *dir, fti_ckpt_meta_t *m, char *err, size_t er
                    memcmp(text + len - MAC_LINE_LEN, "mac ", 4) == 0;
     const fti_auth_key_t *key = fti_auth_key();
     if (key != NULL) {
-        char hex[2 * FTI_AUTH_MAC_LEN + 1];
         if (!has_mac) {
             free(text);
             snprintf(err, errlen, "%s: no MAC, and this job has a secret: a checkpoint written "
                      "without the job's secret (or forged) is never loaded", path);
             return FT_ERR_AUTH;
         }
-        if (meta_mac(key, text, len - MAC_LINE_LEN, hex) != FT_SUCCESS ||
-            CRYPTO_memcmp(hex, text + len - MAC_LINE_LEN + 4, 2 * FTI_AUTH_MAC_LEN) != 0) {
+        if (!fti_auth_mac_check(key, meta_label, text, len - MAC_LINE_LEN,
+                                text + len - MAC_LINE_LEN + 4)) {
             free(text);
             snprintf(err, errlen, "%s: fails its MAC under the job's secret (written with "
                      "another secret, altered or forged); never loaded", path);
