@@ -378,13 +378,21 @@ void fti_step_agent_mark(const struct fti_step *s)
     if (s->cfg.agent_dir[0] == '\0')
         return;
     agent_path(s, path, sizeof(path));
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         FTI_WARN("FTMPI_AGENT_DIR: cannot create %s: %m (ftmpi-run will notice this rank's "
                  "death only through its command)",
                  path);
         return;
     }
+    /* the world rank, so that the agent's line names the lost rank */
+    int wr = -1;
+    if (MPI_Comm_rank(MPI_COMM_WORLD, &wr) != MPI_SUCCESS)
+        wr = -1;
+    char line[32];
+    int n = snprintf(line, sizeof(line), "%d\n", wr);
+    if (n > 0 && write(fd, line, (size_t)n) != n)
+        FTI_WARN("FTMPI_AGENT_DIR: cannot write %s: %m", path);
     close(fd);
 }
 

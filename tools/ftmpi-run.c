@@ -713,9 +713,15 @@ static void supervise(struct agent *a)
                          ? fti_rank_watch_dead()
                          : 0;
         if (dead > 0) {
-            FTI_WARN("rank pid %ld ended without FT_Finalize: ending the group now (not waiting "
-                     "for the command to notice)",
-                     (long)dead);
+            int wr = fti_rank_watch_world_rank(dead);
+            if (wr >= 0)
+                FTI_WARN("world rank %d lost: rank pid %ld ended without FT_Finalize: ending the "
+                         "group now (not waiting for the command to notice)",
+                         wr, (long)dead);
+            else
+                FTI_WARN("rank pid %ld ended without FT_Finalize: ending the group now (not "
+                         "waiting for the command to notice)",
+                         (long)dead);
             event(a, "rank_died", dead, -1, 0, -1);
             /* the dead rank's last lines may still be in mpirun's pipes */
             a->dead_rank = dead;

@@ -92,6 +92,23 @@ pid_t fti_rank_watch_dead(void)
     return (pid_t)each_mark(dead_mark);
 }
 
+int fti_rank_watch_world_rank(pid_t pid)
+{
+    char path[PATH_MAX + 32], buf[32];
+    snprintf(path, sizeof(path), "%s/%ld", dir, (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *end;
+    long r = strtol(buf, &end, 10);
+    return end != buf && r >= 0 && r <= INT_MAX ? (int)r : -1;
+}
+
 void fti_rank_watch_destroy(void)
 {
     if (dir[0] == '\0')

@@ -28,6 +28,9 @@ void fti_rank_watch_clear(void);
 
 /* A rank that died without FT_Finalize: its pid, or 0 when none. */
 pid_t fti_rank_watch_dead(void);
+/* The world rank a mark of pid holds (written by the rank at FT_Init), or -1
+ * when the mark is missing or holds none. */
+int fti_rank_watch_world_rank(pid_t pid);
 
 /* Removes the folder. */
 void fti_rank_watch_destroy(void);

@@ -19,10 +19,12 @@ PROBE=$top_builddir/tests/integration/lh_probe
 [ -x "$PROBE" ] || skip "$PROBE not built"
 need_cmd timeout
 T=$TEST_TMPDIR
-(umask 077 && printf 'kill-test-secret\n' >"$T/token")
+# a 256-bit secret (a weaker one is refused, issue 23)
+secret=kill-test-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+(umask 077 && printf '%s\n' "$secret" >"$T/token")
 FTMPI_TOKEN_FILE=$T/token
 export FTMPI_TOKEN_FILE
-AUTH='Authorization: Bearer kill-test-secret'
+AUTH="Authorization: Bearer $secret"
 E2E_HB_TIMEOUT_MS=600000
 STEPS=1000000
 SGD="--steps $STEPS --sleep-ms 20 --print-every 1"

@@ -86,7 +86,10 @@ for prog in $progs; do
         resumed=$(sed -n 's/^stencil resume it=\([1-9][0-9]*\)$/\1/p' "$d.log" | head -n 1)
         [ -n "$resumed" ] || { cat "$d.log"; die "$name $sig $launch: the restarted job did not resume from a file"; }
         if [ $sig = STOP ] || [ $launch = recovery ]; then
+            # the drop-in's watchdog names it, or (a SIGKILL) ftmpi-run's rank
+            # watch may end the job first and name it itself
             file_has "$d.log" 'world rank\(s\) 2 lost; aborting the job' ||
+                { [ $sig = KILL ] && file_has "$d.log" 'world rank 2 lost: rank pid'; } ||
                 { cat "$d.log"; die "$name $sig $launch: no line naming world rank 2"; }
         fi
         got=$(done_line "$d.log")
