@@ -14,6 +14,8 @@
 #   die MSG...                 print "FAIL (test): MSG" and exit 1
 #   skip MSG...                print "SKIP (test): MSG" and exit 77
 #   need_mpirun                skip unless $MPIRUN names an mpirun
+#   need_mpi_impl IMPL REASON  skip unless the launcher is IMPL's (openmpi,
+#                              mpich); MPIRUN under MPICH: see need_mpi_impl
 #   need_cmd NAME...           skip unless each NAME is on the PATH
 #   need_test_hooks            skip unless configured with --enable-test-hooks
 #   register_pid PID           kill PID (SIGKILL) at exit
@@ -94,6 +96,32 @@ need_mpirun() {
     _fti_rank_leaks_off
     [ -n "$MPIRUN" ] || skip "no mpirun (MPIRUN is empty: configure found none)"
     [ -x "$MPIRUN" ] || command -v "$MPIRUN" >/dev/null 2>&1 || skip "mpirun '$MPIRUN' not runnable"
+}
+
+# The launcher's MPI (configure's FTMPI_MPI_IMPL under make check; by hand,
+# what "$MPIRUN --version" says): openmpi, mpich or unknown.  The tests
+# write their mpirun lines in Open MPI's words (-x, --enable-recovery,
+# --mca); under MPICH, MPIRUN becomes mpirun_hydra.sh, which says them in
+# hydra's (its header lists them) and execs the real launcher,
+# FTI_REAL_MPIRUN.
+#   need_mpi_impl IMPL REASON  skip (77) with REASON unless the launcher is IMPL's
+: "${MPIRUN=$(command -v mpirun 2>/dev/null)}"
+if [ -z "${FTMPI_MPI_IMPL:-}" ] || [ "$FTMPI_MPI_IMPL" = unknown ]; then
+    case $("${FTI_REAL_MPIRUN:-${MPIRUN:-false}}" --version 2>&1 </dev/null | head -n 5) in
+    *"Open MPI"* | *OpenRTE* | *PRRTE*) FTMPI_MPI_IMPL=openmpi ;;
+    *HYDRA* | *MPICH* | *"Intel(R) MPI"*) FTMPI_MPI_IMPL=mpich ;;
+    *) FTMPI_MPI_IMPL=unknown ;;
+    esac
+fi
+if [ "$FTMPI_MPI_IMPL" = mpich ] && [ -n "$MPIRUN" ] && [ -z "${FTI_REAL_MPIRUN:-}" ]; then
+    FTI_REAL_MPIRUN=$MPIRUN
+    MPIRUN=$top_srcdir/tests/integration/mpirun_hydra.sh
+    export FTI_REAL_MPIRUN
+fi
+export FTMPI_MPI_IMPL MPIRUN
+
+need_mpi_impl() {
+    [ "$FTMPI_MPI_IMPL" = "$1" ] || skip "needs $1's launcher, this build's is $FTMPI_MPI_IMPL's: $2"
 }
 
 # san_runtime LIB: the path of the ASan runtime LIB is linked with
