@@ -105,6 +105,10 @@ need_mpirun() {
 # hydra's (its header lists them) and execs the real launcher,
 # FTI_REAL_MPIRUN.
 #   need_mpi_impl IMPL REASON  skip (77) with REASON unless the launcher is IMPL's
+#   mpi_rank_pid SID W         pid of world rank W in launcher session SID
+#   descendants PID            every process below PID
+#   mpi_cxx                    the MPI's C++ wrapper (empty if none)
+#   need_kill_recovery WHAT    skip unless survivors of a SIGKILL go on in one job
 : "${MPIRUN=$(command -v mpirun 2>/dev/null)}"
 if [ -z "${FTMPI_MPI_IMPL:-}" ] || [ "$FTMPI_MPI_IMPL" = unknown ]; then
     case $("${FTI_REAL_MPIRUN:-${MPIRUN:-false}}" --version 2>&1 </dev/null | head -n 5) in
@@ -119,6 +123,48 @@ if [ "$FTMPI_MPI_IMPL" = mpich ] && [ -n "$MPIRUN" ] && [ -z "${FTI_REAL_MPIRUN:
     export FTI_REAL_MPIRUN
 fi
 export FTMPI_MPI_IMPL MPIRUN
+
+# mpi_rank_pid SID W: the pid of world rank W among the processes of session
+# SID (a launcher started with setsid; Open MPI's ranks are its children,
+# hydra's its proxy's), found by the rank its environment names
+# (OMPI_COMM_WORLD_RANK, PMI_RANK); empty if none
+mpi_rank_pid() {
+    for _p in $(pgrep -s "$1"); do
+        [ "$_p" = "$1" ] && continue
+        if tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null | grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$2"; then
+            echo "$_p"
+            return 0
+        fi
+    done
+    return 0
+}
+
+# descendants PID: every process below PID (children first), one a line
+descendants() {
+    for _c in $(pgrep -P "$1"); do
+        echo "$_c"
+        descendants "$_c"
+    done
+}
+
+# mpi_cxx: the C++ compiler wrapper of the launcher's MPI (Debian names
+# them mpic++.openmpi and mpicxx.mpich; mpic++ is the default MPI's),
+# empty if none
+mpi_cxx() {
+    case $FTMPI_MPI_IMPL in
+    mpich) command -v mpicxx.mpich || command -v mpicxx || true ;;
+    *) command -v mpic++.openmpi || command -v mpic++ || true ;;
+    esac
+}
+
+# need_kill_recovery WHAT: skip unless the launcher lets the survivors of a
+# SIGKILLed rank go on within one job (Open MPI 4.1's --enable-recovery);
+# MPICH's hydra -disable-auto-cleanup keeps the job, but MPICH 4.0.2's ranks
+# end with the dead one (doc/INSTALL.md)
+need_kill_recovery() {
+    [ "$FTMPI_MPI_IMPL" = openmpi ] ||
+        skip "$1 needs the survivors of a SIGKILLed rank to go on in one job: Open MPI's mpirun --enable-recovery; this build's launcher is $FTMPI_MPI_IMPL's (doc/INSTALL.md)"
+}
 
 need_mpi_impl() {
     [ "$FTMPI_MPI_IMPL" = "$1" ] || skip "needs $1's launcher, this build's is $FTMPI_MPI_IMPL's: $2"

@@ -135,12 +135,13 @@ e2e_mpirun_pid() {
 # Number of "start" events of the group's agent (1 + restarts so far).
 e2e_starts() { count_lines "$TEST_TMPDIR/$1.agent" '"event":"start"'; }
 
-# The group's ranks: the children of its current mpirun (Open MPI puts each
-# rank in a process group of its own, so the mpirun's group alone is not
-# enough to take the whole replica group down at once).
+# The group's ranks: the descendants of its current mpirun (Open MPI puts
+# each rank in a process group of its own, so the mpirun's group alone is
+# not enough to take the whole replica group down at once; hydra's ranks
+# are the children of its proxy, with the proxy listed too).
 e2e_ranks() {
     _m=$(e2e_mpirun_pid "$1")
-    [ -n "$_m" ] && pgrep -P "$_m"
+    [ -n "$_m" ] && descendants "$_m"
     return 0
 }
 

@@ -12,8 +12,16 @@
 #   --mca NAME VALUE           dropped (Open MPI's MCA parameters)
 #   --oversubscribe,           dropped: hydra oversubscribes and does not
 #   --allow-run-as-root        mind root
+#   --output-filename DIR      -outfile-pattern/-errfile-pattern writing
+#                              Open MPI's layout, DIR/1/rank.N/stdout and
+#                              stderr (the folders made here: hydra does not)
 #   --bind-to X, -np N, -n N,  kept (hydra knows them)
 #   --version, :               kept
+#
+# The program runs under stdbuf -oL -eL (coreutils; same pid, it execs the
+# program): hydra forwards each rank's output in the pieces the rank wrote,
+# so a block-buffered stdout cut at 4 KiB mixed two ranks' lines within one
+# line ("sfinal replica=..."); Open MPI's mpirun does not.
 #
 # Everything from the program on (up to a ":" section break) is the
 # program's and kept as is.  An option hydra does not know fails in hydra.
@@ -22,6 +30,9 @@ real=${FTI_REAL_MPIRUN:?FTI_REAL_MPIRUN is not set (tests/integration/common.sh 
 n=$#
 i=0
 in_prog=0
+outdir=
+total=0
+stdbuf=$(command -v stdbuf || true)
 while [ "$i" -lt "$n" ]; do
     a=$1
     shift
@@ -44,6 +55,11 @@ while [ "$i" -lt "$n" ]; do
         *=*) set -- "$@" -env "${v%%=*}" "${v#*=}" ;;
         esac
         ;;
+    --output-filename | -output-filename)
+        outdir=$1
+        shift
+        i=$((i + 1))
+        ;;
     --mca | -mca)
         shift 2
         i=$((i + 2))
@@ -58,6 +74,7 @@ while [ "$i" -lt "$n" ]; do
             i=$((i + 1))
             set -- "$@" "$a" "$v" "$v2"
         else
+            case $a in -np | -n | --np) total=$((total + v)) ;; esac
             set -- "$@" "$a" "$v"
         fi
         ;;
@@ -67,8 +84,21 @@ while [ "$i" -lt "$n" ]; do
         set -- "$@" "$a" ;;
     *)
         in_prog=1
-        set -- "$@" "$a"
+        if [ -n "$stdbuf" ]; then
+            set -- "$@" "$stdbuf" -oL -eL "$a"
+        else
+            set -- "$@" "$a"
+        fi
         ;;
     esac
 done
+if [ -n "$outdir" ]; then
+    r=0
+    while [ "$r" -lt "$total" ]; do
+        mkdir -p "$outdir/1/rank.$r"
+        r=$((r + 1))
+    done
+    exec "$real" -outfile-pattern "$outdir/1/rank.%r/stdout" \
+        -errfile-pattern "$outdir/1/rank.%r/stderr" "$@"
+fi
 exec "$real" "$@"

@@ -55,8 +55,8 @@ out=$(LD_PRELOAD="$PRELOAD" sh -c 'echo plain' 2>&1)
 [ "$out" = plain ] || die "a preloaded non-MPI process printed '$out'"
 
 # C++ (std::vector buffers, the MPI C API; no C++ bindings)
-if command -v mpic++ >/dev/null 2>&1; then
-    mpic++ -Wall -Wextra -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1 -o "$TEST_TMPDIR/sc_cxx" \
+if MPICXX=$(mpi_cxx) && [ -n "$MPICXX" ]; then
+    "$MPICXX" -Wall -Wextra -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1 -o "$TEST_TMPDIR/sc_cxx" \
         "$top_srcdir/tests/shim/shim_check_cxx.cpp" > "$TEST_TMPDIR/cxx.log" 2>&1 ||
         { cat "$TEST_TMPDIR/cxx.log"; die "mpic++ failed on shim_check_cxx.cpp"; }
     run "$TEST_TMPDIR/cxx_native.log" "" "$TEST_TMPDIR/sc_cxx" || { cat "$TEST_TMPDIR/cxx_native.log"; die "C++: failed without the shim"; }
