@@ -107,7 +107,7 @@ need_mpirun() {
 #   need_mpi_impl IMPL REASON  skip (77) with REASON unless the launcher is IMPL's
 #   mpi_rank_pid SID W         pid of world rank W in launcher session SID
 #   descendants PID            every process below PID
-#   mpi_cxx                    the MPI's C++ wrapper (empty if none)
+#   mpi_cxx, mpi_fort          the MPI's C++, Fortran wrapper (empty if none)
 #   need_kill_recovery WHAT    skip unless survivors of a SIGKILL go on in one job
 : "${MPIRUN=$(command -v mpirun 2>/dev/null)}"
 if [ -z "${FTMPI_MPI_IMPL:-}" ] || [ "$FTMPI_MPI_IMPL" = unknown ]; then
@@ -154,6 +154,14 @@ mpi_cxx() {
     case $FTMPI_MPI_IMPL in
     mpich) command -v mpicxx.mpich || command -v mpicxx || true ;;
     *) command -v mpic++.openmpi || command -v mpic++ || true ;;
+    esac
+}
+
+# mpi_fort: the same for Fortran (mpifort.openmpi, mpifort.mpich)
+mpi_fort() {
+    case $FTMPI_MPI_IMPL in
+    mpich) command -v mpifort.mpich || command -v mpif90.mpich || true ;;
+    *) command -v mpifort.openmpi || command -v mpifort || true ;;
     esac
 }
 
