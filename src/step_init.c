@@ -163,6 +163,9 @@ static int init_world(struct fti_step *s)
     if (s->shim)
         return fti_shim_world(s);
     if (s->mode_b) {
+        int wr = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+        fti_launcher_modeb_note(wr);
         rc = fti_modeb_init(&s->cfg, &s->mb);
         if (rc != FT_SUCCESS)
             return rc;

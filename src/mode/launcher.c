@@ -1,8 +1,10 @@
 /* launcher.c - FT_Init's launcher check (see launcher.h). */
 #include "mode/launcher.h"
 
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ftmpi.h"
 #include "ftmpi_config.h"
@@ -59,4 +61,30 @@ int fti_launcher_check(int world_size)
         return FT_SUCCESS;
     FTI_ERROR("%s", msg);
     return FT_ERR_CONFIG;
+}
+
+void fti_launcher_modeb_note(int world_rank)
+{
+    if (world_rank != 0)
+        return;
+#if defined(OPEN_MPI)
+    const char *rec = getenv("OMPI_MCA_orte_enable_recovery");
+    if (rec == NULL || strcmp(rec, "1") != 0)
+        FTI_WARN("mode B without mpirun --enable-recovery: a rank that dies ends the whole job "
+                 "(mpirun kills every rank); start it with mpirun --enable-recovery so that the "
+                 "other groups go on");
+#else
+    FTI_WARN("mode B on %s: a rank that dies ends the whole job (MPICH's hydra ends every rank "
+             "after one is killed, even with -disable-auto-cleanup%s); for the other groups to "
+             "go on, run mode B on Open MPI 4.1 with mpirun --enable-recovery, or use mode A "
+             "(one launcher per group under ftmpi-run), which survives on any MPI "
+             "(doc/INSTALL.md)",
+             FTMPI_MPI_LIBRARY,
+#ifdef HAVE_MPIX_ULFM
+             "; this MPI declares MPIX_Comm_revoke/shrink/agree, which libftmpi does not use yet"
+#else
+             ""
+#endif
+    );
+#endif
 }

@@ -24,4 +24,11 @@ bool fti_launcher_mismatch(int world_size, const char *ompi_size, const char *pm
  * MPI; logs the message and returns FT_ERR_CONFIG on a mismatch. */
 int fti_launcher_check(int world_size);
 
+/* Mode B: whether a rank's death leaves the others running in this job.
+ * Open MPI's mpirun does so with --enable-recovery (its ranks then see
+ * OMPI_MCA_orte_enable_recovery=1); MPICH's hydra does not (4.0.2 ends the
+ * job on a SIGKILL even with -disable-auto-cleanup, see doc/INSTALL.md).
+ * Warns once (world rank 0) when it does not, naming what is needed. */
+void fti_launcher_modeb_note(int world_rank);
+
 #endif
