@@ -153,8 +153,9 @@ if [ "$MODE_B" = 1 ]; then
         sleep 0.05
     done
     vpid=
-    # mpirun leads its own session; hydra's ranks are its proxy's children
-    for p in $(pgrep -s "$MB_PID"); do
+    # Open MPI's ranks are mpirun's children; hydra's are its proxy's
+    below() { local c; for c in $(pgrep -P "$1"); do echo "$c"; below "$c"; done; }
+    for p in $(below "$MB_PID"); do
         tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$victim" && vpid=$p
     done
     [ -n "$vpid" ] || die "world rank $victim has no process"

@@ -105,7 +105,7 @@ need_mpirun() {
 # hydra's (its header lists them) and execs the real launcher,
 # FTI_REAL_MPIRUN.
 #   need_mpi_impl IMPL REASON  skip (77) with REASON unless the launcher is IMPL's
-#   mpi_rank_pid SID W         pid of world rank W in launcher session SID
+#   mpi_rank_pid PID W         pid of world rank W below launcher PID
 #   descendants PID            every process below PID
 #   mpi_cxx, mpi_fort          the MPI's C++, Fortran wrapper (empty if none)
 #   need_kill_recovery WHAT    skip unless survivors of a SIGKILL go on in one job
@@ -124,13 +124,12 @@ if [ "$FTMPI_MPI_IMPL" = mpich ] && [ -n "$MPIRUN" ] && [ -z "${FTI_REAL_MPIRUN:
 fi
 export FTMPI_MPI_IMPL MPIRUN
 
-# mpi_rank_pid SID W: the pid of world rank W among the processes of session
-# SID (a launcher started with setsid; Open MPI's ranks are its children,
-# hydra's its proxy's), found by the rank its environment names
+# mpi_rank_pid PID W: the pid of world rank W among the processes below
+# PID (a launcher; Open MPI's ranks are its children, hydra's its proxy's,
+# each in a session of its own), found by the rank its environment names
 # (OMPI_COMM_WORLD_RANK, PMI_RANK); empty if none
 mpi_rank_pid() {
-    for _p in $(pgrep -s "$1"); do
-        [ "$_p" = "$1" ] && continue
+    for _p in $(descendants "$1"); do
         if tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null | grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$2"; then
             echo "$_p"
             return 0
