@@ -154,10 +154,27 @@ _FTEOF
         [MPIRUN=`command -v "$with_mpirun" 2>/dev/null`])
       AS_IF([test -z "$MPIRUN"], [AC_MSG_ERROR([--with-mpirun=$with_mpirun: not found or not executable])])],
     [test -n "$MPIRUN"], [],
-    [test "x$FTMPI_MPI_IMPL" = xopenmpi], [
-      AC_PATH_PROGS([MPIRUN], [mpirun.openmpi orterun mpirun mpiexec], [], [$ftmpi_cc_dir:$PATH])],
-    [test "x$FTMPI_MPI_IMPL" = xmpich], [
-      AC_PATH_PROGS([MPIRUN], [mpiexec.hydra mpiexec.mpich mpirun.mpich mpiexec mpirun], [], [$ftmpi_cc_dir:$PATH])],
+    [test "x$FTMPI_MPI_IMPL" = xopenmpi || test "x$FTMPI_MPI_IMPL" = xmpich], [
+      # the first candidate that is this implementation's (plain mpirun
+      # first for Open MPI: the drop-in recognises its launcher by that name)
+      AS_IF([test "x$FTMPI_MPI_IMPL" = xopenmpi],
+        [ftmpi_cands="mpirun orterun mpirun.openmpi mpiexec"],
+        [ftmpi_cands="mpiexec.hydra mpiexec.mpich mpirun.mpich mpiexec mpirun"])
+      AC_MSG_CHECKING([for the launcher of $ftmpi_mpi_library])
+      for ftmpi_c in $ftmpi_cands; do
+        ftmpi_save_IFS=$IFS; IFS=:
+        for ftmpi_d in $ftmpi_cc_dir:$PATH; do
+          IFS=$ftmpi_save_IFS
+          AS_IF([test -z "$MPIRUN" && test -n "$ftmpi_d" && test -x "$ftmpi_d/$ftmpi_c"], [
+            AS_CASE([`"$ftmpi_d/$ftmpi_c" --version 2>&1 </dev/null | head -n 5`],
+              [*"Open MPI"*|*OpenRTE*|*PRRTE*], [ftmpi_ci=openmpi],
+              [*HYDRA*|*Hydra*|*"Intel(R) MPI"*|*MPICH*], [ftmpi_ci=mpich],
+              [ftmpi_ci=unknown])
+            AS_IF([test "x$ftmpi_ci" = "x$FTMPI_MPI_IMPL"], [MPIRUN=$ftmpi_d/$ftmpi_c])])
+        done
+        IFS=$ftmpi_save_IFS
+      done
+      AC_MSG_RESULT([${MPIRUN:-none}])],
     [AC_PATH_PROGS([MPIRUN], [mpirun mpiexec], [], [$ftmpi_cc_dir:$PATH])])
   # which implementation the launcher belongs to: its --version
   FTMPI_MPIRUN_IMPL=unknown
