@@ -20,7 +20,7 @@
 #                           libmpich-dev and mpich, installed when missing;
 #                           Open MPI stays the default mpicc/mpirun) in
 #                           _build_mpich, run with MPICH's launcher
-#                           (mpiexec.hydra); FTMPI_MPI=mpich demo|check does
+#                           (mpiexec.hydra); QUICKSTART_MPI=mpich demo|check does
 #                           the same
 #
 # Both use one build folder configured once, with warnings as errors (what
@@ -35,7 +35,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 verb=${1:-}
 san=${FTMPI_SANITIZERS:-0}
-mpi=${FTMPI_MPI:-}
+mpi=${QUICKSTART_MPI:-}
 if [ "$verb" = check-mpich ]; then
     verb=check
     mpi=mpich

@@ -98,7 +98,7 @@ need_mpirun() {
     [ -x "$MPIRUN" ] || command -v "$MPIRUN" >/dev/null 2>&1 || skip "mpirun '$MPIRUN' not runnable"
 }
 
-# The launcher's MPI (configure's FTMPI_MPI_IMPL under make check; by hand,
+# The launcher's MPI (configure's FTI_MPI_IMPL under make check; by hand,
 # what "$MPIRUN --version" says): openmpi, mpich or unknown.  The tests
 # write their mpirun lines in Open MPI's words (-x, --enable-recovery,
 # --mca); under MPICH, MPIRUN becomes mpirun_hydra.sh, which says them in
@@ -110,19 +110,19 @@ need_mpirun() {
 #   mpi_cxx, mpi_fort          the MPI's C++, Fortran wrapper (empty if none)
 #   need_kill_recovery WHAT    skip unless survivors of a SIGKILL go on in one job
 : "${MPIRUN=$(command -v mpirun 2>/dev/null)}"
-if [ -z "${FTMPI_MPI_IMPL:-}" ] || [ "$FTMPI_MPI_IMPL" = unknown ]; then
+if [ -z "${FTI_MPI_IMPL:-}" ] || [ "$FTI_MPI_IMPL" = unknown ]; then
     case $("${FTI_REAL_MPIRUN:-${MPIRUN:-false}}" --version 2>&1 </dev/null | head -n 5) in
-    *"Open MPI"* | *OpenRTE* | *PRRTE*) FTMPI_MPI_IMPL=openmpi ;;
-    *HYDRA* | *MPICH* | *"Intel(R) MPI"*) FTMPI_MPI_IMPL=mpich ;;
-    *) FTMPI_MPI_IMPL=unknown ;;
+    *"Open MPI"* | *OpenRTE* | *PRRTE*) FTI_MPI_IMPL=openmpi ;;
+    *HYDRA* | *MPICH* | *"Intel(R) MPI"*) FTI_MPI_IMPL=mpich ;;
+    *) FTI_MPI_IMPL=unknown ;;
     esac
 fi
-if [ "$FTMPI_MPI_IMPL" = mpich ] && [ -n "$MPIRUN" ] && [ -z "${FTI_REAL_MPIRUN:-}" ]; then
+if [ "$FTI_MPI_IMPL" = mpich ] && [ -n "$MPIRUN" ] && [ -z "${FTI_REAL_MPIRUN:-}" ]; then
     FTI_REAL_MPIRUN=$MPIRUN
     MPIRUN=$top_srcdir/tests/integration/mpirun_hydra.sh
     export FTI_REAL_MPIRUN
 fi
-export FTMPI_MPI_IMPL MPIRUN
+export FTI_MPI_IMPL MPIRUN
 
 # mpi_rank_pid PID W: the pid of world rank W among the processes below
 # PID (a launcher; Open MPI's ranks are its children, hydra's its proxy's,
@@ -150,7 +150,7 @@ descendants() {
 # them mpic++.openmpi and mpicxx.mpich; mpic++ is the default MPI's),
 # empty if none
 mpi_cxx() {
-    case $FTMPI_MPI_IMPL in
+    case $FTI_MPI_IMPL in
     mpich) command -v mpicxx.mpich || command -v mpicxx || true ;;
     *) command -v mpic++.openmpi || command -v mpic++ || true ;;
     esac
@@ -158,7 +158,7 @@ mpi_cxx() {
 
 # mpi_fort: the same for Fortran (mpifort.openmpi, mpifort.mpich)
 mpi_fort() {
-    case $FTMPI_MPI_IMPL in
+    case $FTI_MPI_IMPL in
     mpich) command -v mpifort.mpich || command -v mpif90.mpich || true ;;
     *) command -v mpifort.openmpi || command -v mpifort || true ;;
     esac
@@ -169,12 +169,12 @@ mpi_fort() {
 # MPICH's hydra -disable-auto-cleanup keeps the job, but MPICH 4.0.2's ranks
 # end with the dead one (doc/INSTALL.md)
 need_kill_recovery() {
-    [ "$FTMPI_MPI_IMPL" = openmpi ] ||
-        skip "$1 needs the survivors of a SIGKILLed rank to go on in one job: Open MPI's mpirun --enable-recovery; this build's launcher is $FTMPI_MPI_IMPL's (doc/INSTALL.md)"
+    [ "$FTI_MPI_IMPL" = openmpi ] ||
+        skip "$1 needs the survivors of a SIGKILLed rank to go on in one job: Open MPI's mpirun --enable-recovery; this build's launcher is $FTI_MPI_IMPL's (doc/INSTALL.md)"
 }
 
 need_mpi_impl() {
-    [ "$FTMPI_MPI_IMPL" = "$1" ] || skip "needs $1's launcher, this build's is $FTMPI_MPI_IMPL's: $2"
+    [ "$FTI_MPI_IMPL" = "$1" ] || skip "needs $1's launcher, this build's is $FTI_MPI_IMPL's: $2"
 }
 
 # san_runtime LIB: the path of the ASan runtime LIB is linked with

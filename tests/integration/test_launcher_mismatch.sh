@@ -13,10 +13,10 @@ e2e_init
 unset FTMPI_LIGHTHOUSE
 FTMPI_GROUP_SIZE=5
 export FTMPI_GROUP_SIZE
-case $FTMPI_MPI_IMPL in
+case $FTI_MPI_IMPL in
 openmpi) other=$(command -v mpiexec.hydra || command -v mpiexec.mpich) var=PMI_SIZE ;;
 mpich) other=$(command -v mpirun.openmpi || command -v orterun) var=OMPI_COMM_WORLD_SIZE ;;
-*) skip "the build's MPI is $FTMPI_MPI_IMPL" ;;
+*) skip "the build's MPI is $FTI_MPI_IMPL" ;;
 esac
 [ -n "$other" ] || skip "no launcher of the other MPI installed (Debian: mpich or openmpi-bin)"
 out=$TEST_TMPDIR/other.out
@@ -28,7 +28,7 @@ if [ "$n" -ne 2 ] || ! grep -q "$var=2" "$out"; then
     die "$other -np 2 (exit $rc): $n of 2 processes refused with a message naming $var=2"
 fi
 [ $rc -ne 0 ] || die "$other -np 2 exited 0"
-echo "ok: $(basename "$other") -np 2 of a $FTMPI_MPI_IMPL build refused (exit $rc):"
+echo "ok: $(basename "$other") -np 2 of a $FTI_MPI_IMPL build refused (exit $rc):"
 grep -m 1 "launcher belongs to another MPI" "$out"
 # the build's own launcher: a world of 2, no launcher message (FT_Init then
 # fails on the group size, which does not fit)

@@ -49,7 +49,7 @@ echo "C: $(results "$TEST_TMPDIR/pi_shim.log" pi | head -n 1 | sed 's/rank=[0-9]
 
 # ---- C: shim_pi under continue, world rank 2 killed mid-run (needs the
 # survivors of a SIGKILL to go on in one job: Open MPI's --enable-recovery)
-if [ "$FTMPI_MPI_IMPL" = openmpi ]; then
+if [ "$FTI_MPI_IMPL" = openmpi ]; then
     setsid "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$PRELOAD" -x FTMPI_SHIM_ON_FAILURE=continue \
         -x SHIM_PI_SLEEP_MS=10 -x SHIM_PI_BATCHES=400 -x SHIM_PI_SAMPLES=20000 "$PI" \
         > "$TEST_TMPDIR/pi_kill.log" 2>&1 &
@@ -74,7 +74,7 @@ if [ "$FTMPI_MPI_IMPL" = openmpi ]; then
         die "continue: no message naming rank 2"
     echo "C, rank 2 killed: $n survivors, $(grep '^pi rank=' "$TEST_TMPDIR/pi_kill.log" | head -n 1 | sed 's/rank=[0-9]* //')"
 else
-    echo "C, rank 2 killed: not run: the survivors of a SIGKILL go on in one job only under Open MPI's mpirun --enable-recovery; this build's launcher is $FTMPI_MPI_IMPL's (doc/INSTALL.md)"
+    echo "C, rank 2 killed: not run: the survivors of a SIGKILL go on in one job only under Open MPI's mpirun --enable-recovery; this build's launcher is $FTI_MPI_IMPL's (doc/INSTALL.md)"
 fi
 
 # ---- C++: shim_trainer_cxx
@@ -105,7 +105,7 @@ else
 fi
 
 # ---- Fortran (use mpi): shim_pi_f
-if [ "$FTMPI_MPI_IMPL" != openmpi ]; then
+if [ "$FTI_MPI_IMPL" != openmpi ]; then
     echo "Fortran: shim_pi_f not run: the drop-in's Fortran MPI_ALLREDUCE recognises Open MPI's Fortran MPI_IN_PLACE (mpi_fortran_in_place) only, not MPICH's (mpi_shim/fortran.c; issue 28)"
 elif MPIFORT=$(mpi_fort) && [ -n "$MPIFORT" ]; then
     "$MPIFORT" -Wall -o "$TEST_TMPDIR/shim_pi_f" "$top_srcdir/examples/shim_pi_f.f90" \

@@ -71,9 +71,9 @@ else
     echo "no mpic++: C++ checks not run"
 fi
 
-[ "$FTMPI_MPI_IMPL" = openmpi ] || skip "C checks passed; Fortran ones not run: the drop-in's Fortran MPI_ALLREDUCE recognises Open MPI's Fortran MPI_IN_PLACE (mpi_fortran_in_place) only, not MPICH's (mpi_shim/fortran.c; issue 28)"
+[ "$FTI_MPI_IMPL" = openmpi ] || skip "C checks passed; Fortran ones not run: the drop-in's Fortran MPI_ALLREDUCE recognises Open MPI's Fortran MPI_IN_PLACE (mpi_fortran_in_place) only, not MPICH's (mpi_shim/fortran.c; issue 28)"
 MPIFORT=$(mpi_fort)
-[ -n "$MPIFORT" ] || skip "C checks passed; no mpifort of $FTMPI_MPI_IMPL for the Fortran ones"
+[ -n "$MPIFORT" ] || skip "C checks passed; no mpifort of $FTI_MPI_IMPL for the Fortran ones"
 for f in mpifh usempi f08; do
     src="$top_srcdir/tests/shim/shim_check_$f.f90"
     flags=
