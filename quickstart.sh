@@ -15,6 +15,13 @@
 #                           in a third folder (_build_tsan) configured with
 #                           --enable-sanitizers=thread; not the MPI jobs (Open
 #                           MPI is not built with ThreadSanitizer)
+#   ./quickstart.sh check-mpich
+#                           the same tests built against MPICH (Debian's
+#                           libmpich-dev and mpich, installed when missing;
+#                           Open MPI stays the default mpicc/mpirun) in
+#                           _build_mpich, run with MPICH's launcher
+#                           (mpiexec.hydra); QUICKSTART_MPI=mpich demo|check does
+#                           the same
 #
 # Both use one build folder configured once, with warnings as errors (what
 # CI checks), so that alternating demo and check rebuilds nothing.  A
@@ -28,6 +35,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 verb=${1:-}
 san=${FTMPI_SANITIZERS:-0}
+mpi=${QUICKSTART_MPI:-}
+if [ "$verb" = check-mpich ]; then
+    verb=check
+    mpi=mpich
+fi
 if [ "$verb" = check-asan ]; then
     verb=check
     san=1
@@ -43,13 +55,15 @@ if [ "$san" = thread ]; then
 elif [ "$san" = 1 ] || [ "$san" = address ]; then
     san=1
     build=${FTMPI_BUILD_DIR:-$here/_build_asan}
+elif [ "$mpi" = mpich ]; then
+    build=${FTMPI_BUILD_DIR:-$here/_build_mpich}
 else
     build=${FTMPI_BUILD_DIR:-$here/_build}
 fi
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 usage() {
-    echo "usage: $0 demo|check|check-asan|check-tsan" >&2
+    echo "usage: $0 demo|check|check-asan|check-tsan|check-mpich" >&2
     exit 2
 }
 case "$verb" in demo|check) ;; *) usage ;; esac
@@ -58,6 +72,11 @@ case "$verb" in demo|check) ;; *) usage ;; esac
 packages="autoconf automake libtool pkg-config make gcc libc6-dev \
 libopenmpi-dev openmpi-bin libhwloc-dev libevent-dev libssl-dev \
 protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libxxhash-dev gdb g++ gfortran"
+# MPICH beside Open MPI: Debian registers mpicc and mpirun as alternatives
+# (update-alternatives --display mpi, mpirun), Open MPI's with the higher
+# priority; installing MPICH leaves them Open MPI's, and the build below
+# names MPICH's wrapper and launcher explicitly (configure --with-mpi=mpich).
+[ "$mpi" = mpich ] && packages="$packages libmpich-dev mpich"
 missing=""
 for p in $packages; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -83,6 +102,7 @@ flags="--enable-werror --enable-test-hooks"
 [ "${FTMPI_WERROR:-1}" = 0 ] && flags="--enable-test-hooks"
 [ "$san" = 1 ] && flags="$flags --enable-sanitizers"
 [ "$san" = thread ] && flags="$flags --enable-sanitizers=thread"
+[ -n "$mpi" ] && flags="$flags --with-mpi=$mpi"
 if [ ! -x "$here/configure" ] || [ "$here/configure.ac" -nt "$here/configure" ]; then
     echo "quickstart: ./autogen.sh"
     "$here/autogen.sh"
@@ -99,6 +119,11 @@ make -C "$build" -j"$jobs"
 # ---- 3. run ----------------------------------------------------------------
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+if [ -n "$mpi" ]; then
+    for alt in mpi mpirun; do
+        update-alternatives --query "$alt" 2>/dev/null | sed -n 's/^Value: /quickstart: default '"$alt"': /p'
+    done
+fi
 case "$verb" in
 check)
     tests=()
@@ -115,6 +140,16 @@ check)
     fi
     ;;
 demo)
+    # the launcher configure chose (the one of the MPI built against)
+    # (scripts/demo.sh says Open MPI's mpirun words; under MPICH,
+    # tests/integration/mpirun_hydra.sh says them to hydra)
+    MPIRUN=$(sed -n 's/^MPIRUN = //p' "$build/Makefile")
+    if [ "$(sed -n 's/^FTMPI_MPI_IMPL = //p' "$build/Makefile")" = mpich ]; then
+        FTI_REAL_MPIRUN=$MPIRUN
+        MPIRUN=$here/tests/integration/mpirun_hydra.sh
+        export FTI_REAL_MPIRUN
+    fi
+    export MPIRUN
     exec "$here/scripts/demo.sh" "$build" "${@:2}"
     ;;
 esac

@@ -153,8 +153,10 @@ if [ "$MODE_B" = 1 ]; then
         sleep 0.05
     done
     vpid=
-    for p in $(pgrep -P "$MB_PID"); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$victim" && vpid=$p
+    # Open MPI's ranks are mpirun's children; hydra's are its proxy's
+    below() { local c; for c in $(pgrep -P "$1"); do echo "$c"; below "$c"; done; }
+    for p in $(below "$MB_PID"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$victim" && vpid=$p
     done
     [ -n "$vpid" ] || die "world rank $victim has no process"
     KILL_TOD=$(date +%H:%M:%S.%3N)

@@ -15,6 +15,7 @@
 #include "device.h"
 #include "ftmpi.h"
 #include "control/lighthouse_client.h"
+#include "mode/launcher.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -147,6 +148,11 @@ static int check_thread_level(void)
 static int init_world(struct fti_step *s)
 {
     int cfg_rc = init_config(s);
+    if (cfg_rc == FT_SUCCESS) {
+        int ws = 0;
+        MPI_Comm_size(MPI_COMM_WORLD, &ws);
+        cfg_rc = fti_launcher_check(ws);
+    }
     if (cfg_rc == FT_SUCCESS)
         cfg_rc = check_thread_level();
     int rc = agree_on(MPI_COMM_WORLD, cfg_rc);
@@ -157,6 +163,9 @@ static int init_world(struct fti_step *s)
     if (s->shim)
         return fti_shim_world(s);
     if (s->mode_b) {
+        int wr = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+        fti_launcher_modeb_note(wr);
         rc = fti_modeb_init(&s->cfg, &s->mb);
         if (rc != FT_SUCCESS)
             return rc;

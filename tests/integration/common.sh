@@ -14,6 +14,8 @@
 #   die MSG...                 print "FAIL (test): MSG" and exit 1
 #   skip MSG...                print "SKIP (test): MSG" and exit 77
 #   need_mpirun                skip unless $MPIRUN names an mpirun
+#   need_mpi_impl IMPL REASON  skip unless the launcher is IMPL's (openmpi,
+#                              mpich); MPIRUN under MPICH: see need_mpi_impl
 #   need_cmd NAME...           skip unless each NAME is on the PATH
 #   need_test_hooks            skip unless configured with --enable-test-hooks
 #   register_pid PID           kill PID (SIGKILL) at exit
@@ -94,6 +96,85 @@ need_mpirun() {
     _fti_rank_leaks_off
     [ -n "$MPIRUN" ] || skip "no mpirun (MPIRUN is empty: configure found none)"
     [ -x "$MPIRUN" ] || command -v "$MPIRUN" >/dev/null 2>&1 || skip "mpirun '$MPIRUN' not runnable"
+}
+
+# The launcher's MPI (configure's FTI_MPI_IMPL under make check; by hand,
+# what "$MPIRUN --version" says): openmpi, mpich or unknown.  The tests
+# write their mpirun lines in Open MPI's words (-x, --enable-recovery,
+# --mca); under MPICH, MPIRUN becomes mpirun_hydra.sh, which says them in
+# hydra's (its header lists them) and execs the real launcher,
+# FTI_REAL_MPIRUN.
+#   need_mpi_impl IMPL REASON  skip (77) with REASON unless the launcher is IMPL's
+#   mpi_rank_pid PID W         pid of world rank W below launcher PID
+#   descendants PID            every process below PID
+#   mpi_cxx, mpi_fort          the MPI's C++, Fortran wrapper (empty if none)
+#   need_kill_recovery WHAT    skip unless survivors of a SIGKILL go on in one job
+: "${MPIRUN=$(command -v mpirun 2>/dev/null)}"
+if [ -z "${FTI_MPI_IMPL:-}" ] || [ "$FTI_MPI_IMPL" = unknown ]; then
+    case $("${FTI_REAL_MPIRUN:-${MPIRUN:-false}}" --version 2>&1 </dev/null | head -n 5) in
+    *"Open MPI"* | *OpenRTE* | *PRRTE*) FTI_MPI_IMPL=openmpi ;;
+    *HYDRA* | *MPICH* | *"Intel(R) MPI"*) FTI_MPI_IMPL=mpich ;;
+    *) FTI_MPI_IMPL=unknown ;;
+    esac
+fi
+if [ "$FTI_MPI_IMPL" = mpich ] && [ -n "$MPIRUN" ] && [ -z "${FTI_REAL_MPIRUN:-}" ]; then
+    FTI_REAL_MPIRUN=$MPIRUN
+    MPIRUN=$top_srcdir/tests/integration/mpirun_hydra.sh
+    export FTI_REAL_MPIRUN
+fi
+export FTI_MPI_IMPL MPIRUN
+
+# mpi_rank_pid PID W: the pid of world rank W among the processes below
+# PID (a launcher; Open MPI's ranks are its children, hydra's its proxy's,
+# each in a session of its own), found by the rank its environment names
+# (OMPI_COMM_WORLD_RANK, PMI_RANK); empty if none
+mpi_rank_pid() {
+    for _p in $(descendants "$1"); do
+        if tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null | grep -Eqx "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$2"; then
+            echo "$_p"
+            return 0
+        fi
+    done
+    return 0
+}
+
+# descendants PID: every process below PID (children first), one a line
+descendants() {
+    for _c in $(pgrep -P "$1"); do
+        echo "$_c"
+        descendants "$_c"
+    done
+}
+
+# mpi_cxx: the C++ compiler wrapper of the launcher's MPI (Debian names
+# them mpic++.openmpi and mpicxx.mpich; mpic++ is the default MPI's),
+# empty if none
+mpi_cxx() {
+    case $FTI_MPI_IMPL in
+    mpich) command -v mpicxx.mpich || command -v mpicxx || true ;;
+    *) command -v mpic++.openmpi || command -v mpic++ || true ;;
+    esac
+}
+
+# mpi_fort: the same for Fortran (mpifort.openmpi, mpifort.mpich)
+mpi_fort() {
+    case $FTI_MPI_IMPL in
+    mpich) command -v mpifort.mpich || command -v mpif90.mpich || true ;;
+    *) command -v mpifort.openmpi || command -v mpifort || true ;;
+    esac
+}
+
+# need_kill_recovery WHAT: skip unless the launcher lets the survivors of a
+# SIGKILLed rank go on within one job (Open MPI 4.1's --enable-recovery);
+# MPICH's hydra -disable-auto-cleanup keeps the job, but MPICH 4.0.2's ranks
+# end with the dead one (doc/INSTALL.md)
+need_kill_recovery() {
+    [ "$FTI_MPI_IMPL" = openmpi ] ||
+        skip "$1 needs the survivors of a SIGKILLed rank to go on in one job: Open MPI's mpirun --enable-recovery; this build's launcher is $FTI_MPI_IMPL's (doc/INSTALL.md)"
+}
+
+need_mpi_impl() {
+    [ "$FTI_MPI_IMPL" = "$1" ] || skip "needs $1's launcher, this build's is $FTI_MPI_IMPL's: $2"
 }
 
 # san_runtime LIB: the path of the ASan runtime LIB is linked with

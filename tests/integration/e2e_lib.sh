@@ -135,12 +135,17 @@ e2e_mpirun_pid() {
 # Number of "start" events of the group's agent (1 + restarts so far).
 e2e_starts() { count_lines "$TEST_TMPDIR/$1.agent" '"event":"start"'; }
 
-# The group's ranks: the children of its current mpirun (Open MPI puts each
-# rank in a process group of its own, so the mpirun's group alone is not
-# enough to take the whole replica group down at once).
+# The group's ranks: the descendants of its current mpirun whose
+# environment names a rank (Open MPI puts each rank in a process group of
+# its own, so the mpirun's group alone is not enough to take the whole
+# replica group down at once; hydra's ranks are its proxy's children).
 e2e_ranks() {
     _m=$(e2e_mpirun_pid "$1")
-    [ -n "$_m" ] && pgrep -P "$_m"
+    [ -n "$_m" ] || return 0
+    for _d in $(descendants "$_m"); do
+        tr '\0' '\n' <"/proc/$_d/environ" 2>/dev/null |
+            grep -Eq '^(OMPI_COMM_WORLD_RANK|PMI_RANK)=' && echo "$_d"
+    done
     return 0
 }
 
@@ -150,9 +155,12 @@ e2e_signal_group() {
     _m=$(e2e_mpirun_pid "$1")
     [ -n "$_m" ] || e2e_fail "group $1 has no running mpirun"
     _r=$(e2e_ranks "$1")
+    # and whatever else runs below the mpirun (hydra's proxy, which
+    # forwards the ranks' output)
+    _o=$(descendants "$_m")
     # dash's kill takes no "--": "-SIG -PGID" works in every shell
     kill "-$2" "-$_m" 2>/dev/null
-    for _p in $_r; do
+    for _p in $_o; do
         kill "-$2" "$_p" 2>/dev/null
     done
     e2e_log "group $1: SIG$2 to mpirun $_m and ranks" $_r

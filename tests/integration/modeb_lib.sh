@@ -79,16 +79,8 @@ mb_start() {
     mb_log "mpirun --enable-recovery -np $_np (pid $MB_PID), FTMPI_GROUP_SIZE=$FTMPI_GROUP_SIZE: $(basename "$1")"
 }
 
-# The pid of world rank W (a child of mpirun whose environment says so).
-mb_rank_pid() {
-    for _p in $(pgrep -P "$MB_PID"); do
-        if tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
-            echo "$_p"
-            return 0
-        fi
-    done
-    return 0
-}
+# The pid of world rank W (common.sh: mpi_rank_pid).
+mb_rank_pid() { mpi_rank_pid "$MB_PID" "$1"; }
 
 # Last committed step world rank W printed ("step N loss ..."), 0 if none.
 mb_step() { sgd_step "$(mb_out "$1")"; }

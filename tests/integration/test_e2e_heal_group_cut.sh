@@ -40,7 +40,7 @@ _g0_going() { [ "$(commits g0)" -ge $((g0_steps * 2)) ]; }
 _g1_healed() { [ "$(heals g1)" -ge 2 ]; }
 
 # world rank of a rank's pid (mode A: the group is MPI_COMM_WORLD)
-world_rank() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p'; }
+world_rank() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^\(OMPI_COMM_WORLD_RANK\|PMI_RANK\)=//p'; }
 
 e2e_lighthouse_start 1
 # g0 logs at debug level: "heal: metadata of step" marks a heal it serves

@@ -100,7 +100,7 @@ done
 # process group of its own) go too, and the group is started again
 if [ -n "$MPIRUN" ]; then
     cat >"$T/rank.sh" <<'EOF'
-echo $$ >"$0.$FTMPI_RESTART_COUNT.$OMPI_COMM_WORLD_RANK"
+echo $$ >"$0.$FTMPI_RESTART_COUNT.${OMPI_COMM_WORLD_RANK:-$PMI_RANK}"
 [ "$FTMPI_RESTART_COUNT" -ge 1 ] && exit 0
 trap '' TERM HUP
 while :; do sleep 0.1; done

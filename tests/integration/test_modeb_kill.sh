@@ -13,6 +13,7 @@
 # --enable-recovery: the output is what is checked).
 . "$top_srcdir/tests/integration/modeb_lib.sh"
 mb_init
+need_kill_recovery "mode B after a SIGKILL"
 STEPS=120
 
 mb_start 5 1 "$MB_SGD" --steps $STEPS --sleep-ms 20 --print-every 1 \

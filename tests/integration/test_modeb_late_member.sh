@@ -13,6 +13,7 @@
 # equal states on both its ranks, and mpirun ends.
 . "$top_srcdir/tests/integration/modeb_lib.sh"
 mb_init
+need_kill_recovery "mode B after a SIGKILL"
 command -v gdb >/dev/null 2>&1 || skip "no gdb (it stops the rank exactly at slice creation)"
 FTMPI_TIMEOUT_MS=2000
 # g0 must stay in the quorums while it is stopped: only the slice is late

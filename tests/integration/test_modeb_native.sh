@@ -21,6 +21,7 @@
 #  5. case 3 with zero-copy: the ring's all-gather lands in the gradient.
 . "$top_srcdir/tests/integration/modeb_lib.sh"
 mb_init
+need_kill_recovery "mode B after a SIGKILL"
 
 # counts W: "N M", world rank W's native and point-to-point counts
 counts() {

@@ -15,6 +15,7 @@
 #     that g2 leaves.
 . "$top_srcdir/tests/integration/modeb_lib.sh"
 mb_init
+need_kill_recovery "mode B after a SIGKILL"
 STEPS=100
 
 mb_start 7 2 "$MB_SGD" --steps $STEPS --sleep-ms 20 --print-every 1 \

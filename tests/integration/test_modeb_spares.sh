@@ -7,6 +7,7 @@
 # every survivor commits every step and holds the same state.
 . "$top_srcdir/tests/integration/modeb_lib.sh"
 mb_init
+need_kill_recovery "mode B after a SIGKILL"
 STEPS=80
 FTMPI_WORLD_SIZE_MODE=fixed_with_spares
 FTMPI_MIN_REPLICAS=2

@@ -22,7 +22,7 @@ fi
 INF=/usr/share/doc/hpcc/examples/_hpccinf.txt
 [ -f "$INF" ] || skip "no $INF (hpcc's example input)"
 # the shim wraps the MPI library it was built against: hpcc must use it
-mpi_lib=$(ldd "$SHIM" | sed -n 's/.*\(libmpi\.so[.0-9]*\) =>.*/\1/p' | head -n 1)
+mpi_lib=$(ldd "$SHIM" | sed -n 's/.*\(libmpi\(ch\)\{0,1\}\.so[.0-9]*\) =>.*/\1/p' | head -n 1)
 ldd "$(command -v hpcc)" | grep -q "$mpi_lib =>" || skip "hpcc is not linked with $mpi_lib"
 
 cd "$TEST_TMPDIR" || die "no $TEST_TMPDIR"

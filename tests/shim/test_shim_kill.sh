@@ -18,6 +18,7 @@
 #    ftmpi-lighthouse): world rank 0 killed, the 3 others finish alike.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
+need_kill_recovery "the drop-in after a SIGKILL"
 SHIM="$top_builddir/.libs/libftmpi_pmpi.so"
 [ -f "$SHIM" ] || skip "no $SHIM (shared libraries disabled?)"
 PRELOAD=$(san_preload "$SHIM")

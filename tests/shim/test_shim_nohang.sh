@@ -28,6 +28,7 @@
 #    FTMPI_TIMEOUT_MS=1000): the job ends normally, nothing is lost.
 . "$top_srcdir/tests/integration/common.sh"
 need_mpirun
+need_kill_recovery "the drop-in's watchdog after a lost rank (and its Fortran part, built with Open MPI's mpifort)"
 FTMPI_TIMEOUT_MS=3000
 lib_test_env
 SHIM="$top_builddir/.libs/libftmpi_pmpi.so"

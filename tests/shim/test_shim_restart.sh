@@ -14,6 +14,7 @@
 # without it.
 . "$top_srcdir/tests/integration/common.sh"
 need_mpirun
+need_kill_recovery "the drop-in's restart after a lost rank (and its Fortran part, built with Open MPI's mpifort)"
 FTMPI_TIMEOUT_MS=3000
 lib_test_env
 SHIM="$top_builddir/.libs/libftmpi_pmpi.so"

@@ -1,0 +1,90 @@
+/* launcher.c - FT_Init's launcher check (see launcher.h). */
+#include "mode/launcher.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftmpi.h"
+#include "ftmpi_config.h"
+#include "base/log.h"
+
+/* A positive decimal size, or 0 when s is NULL or not one. */
+static long parse_size(const char *s)
+{
+    if (s == NULL || *s == '\0')
+        return 0;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    return *end == '\0' && v > 0 ? v : 0;
+}
+
+bool fti_launcher_mismatch(int world_size, const char *ompi_size, const char *pmi_size,
+                           const char *mpi_library, const char *mpirun, char *msg, size_t len)
+{
+    if (world_size != 1)
+        return false; /* a launcher of another MPI makes singletons only */
+    long n = parse_size(ompi_size);
+    const char *var = "OMPI_COMM_WORLD_SIZE";
+    const char *who = "Open MPI's mpirun";
+    if (n <= 1) {
+        long p = parse_size(pmi_size);
+        if (p > 1) {
+            n = p;
+            var = "PMI_SIZE";
+            who = "a PMI launcher (MPICH's hydra, srun --mpi=pmi2)";
+        } else {
+            return false;
+        }
+    }
+    snprintf(msg, len,
+             "FT_Init: MPI says this process is alone in its world (size %d), but its launcher "
+             "started %ld "
+             "(%s=%ld, set by %s): the launcher belongs to another MPI than the one this "
+             "program runs on (libftmpi was built against %s), so every process started as a "
+             "singleton and would claim group rank 0 of its group. Start the group with the "
+             "launcher of %s (%s), or rebuild against the MPI of this launcher "
+             "(configure --with-mpi=openmpi|mpich|DIR)",
+             world_size, n, var, n, who, mpi_library, mpi_library,
+             mpirun[0] != '\0' ? mpirun : "its mpiexec");
+    return true;
+}
+
+int fti_launcher_check(int world_size)
+{
+    char msg[768];
+    /* the launchers' own variables, not settings (FTMPI_* are in the
+     * settings table): read here only */
+    if (!fti_launcher_mismatch(world_size, getenv("OMPI_COMM_WORLD_SIZE"), getenv("PMI_SIZE"),
+                               FTMPI_MPI_LIBRARY, FTMPI_MPIRUN, msg, sizeof(msg)))
+        return FT_SUCCESS;
+    FTI_ERROR("%s", msg);
+    return FT_ERR_CONFIG;
+}
+
+void fti_launcher_modeb_note(int world_rank)
+{
+    if (world_rank != 0)
+        return;
+#if defined(OPEN_MPI)
+    const char *rec = getenv("OMPI_MCA_orte_enable_recovery");
+    if (rec == NULL || strcmp(rec, "1") != 0)
+        FTI_WARN("mode B without mpirun --enable-recovery: a rank that dies ends the whole job "
+                 "(mpirun kills every rank); start it with mpirun --enable-recovery so that the "
+                 "other groups go on");
+#else
+    FTI_WARN("mode B on %s: a rank that dies ends the whole job (MPICH's hydra ends every rank "
+             "after one is killed, even with -disable-auto-cleanup%s); for the other groups to "
+             "go on, run mode B on Open MPI 4.1 with mpirun --enable-recovery, or use mode A "
+             "(one launcher per group under ftmpi-run), which survives on any MPI "
+             "(doc/INSTALL.md)",
+             FTMPI_MPI_LIBRARY,
+#ifdef HAVE_MPIX_ULFM
+             "; this MPI declares MPIX_Comm_revoke/shrink/agree, which libftmpi does not use yet"
+#else
+             ""
+#endif
+    );
+#endif
+}

@@ -1,0 +1,78 @@
+/*
+ * test_launcher.c - FT_Init's launcher check (src/mode/launcher.c): which
+ * worlds contradict the launcher's size variables, and what the message
+ * names.  Pure: no MPI_Init.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mode/launcher.h"
+
+#define LIB "MPICH 4.0.2"
+#define RUN "/usr/bin/mpiexec.hydra"
+
+static bool mismatch(int ws, const char *ompi, const char *pmi, char *msg, size_t len)
+{
+    return fti_launcher_mismatch(ws, ompi, pmi, LIB, RUN, msg, len);
+}
+
+static void test_consistent(void **state)
+{
+    (void)state;
+    char msg[512] = "";
+    assert_false(mismatch(1, NULL, NULL, msg, sizeof(msg)));   /* no launcher: singleton */
+    assert_false(mismatch(1, "1", NULL, msg, sizeof(msg)));    /* mpirun -np 1 */
+    assert_false(mismatch(1, NULL, "1", msg, sizeof(msg)));    /* hydra -np 1 */
+    assert_false(mismatch(2, "2", NULL, msg, sizeof(msg)));    /* a world of 2 */
+    assert_false(mismatch(4, NULL, "4", msg, sizeof(msg)));
+    assert_false(mismatch(3, "5", "7", msg, sizeof(msg)));     /* only singletons are judged */
+    assert_false(mismatch(1, "", "x", msg, sizeof(msg)));      /* not sizes */
+    assert_false(mismatch(1, "-2", "2z", msg, sizeof(msg)));
+    assert_string_equal(msg, "");
+}
+
+static void test_singleton_of_open_mpi(void **state)
+{
+    (void)state;
+    char msg[768];
+    assert_true(mismatch(1, "2", NULL, msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "OMPI_COMM_WORLD_SIZE=2"));
+    assert_non_null(strstr(msg, "Open MPI's mpirun"));
+    assert_non_null(strstr(msg, LIB));
+    assert_non_null(strstr(msg, RUN));
+}
+
+static void test_singleton_of_pmi(void **state)
+{
+    (void)state;
+    char msg[768];
+    assert_true(mismatch(1, NULL, "3", msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "PMI_SIZE=3"));
+    /* OMPI_COMM_WORLD_SIZE=1 says nothing; PMI_SIZE still counts */
+    assert_true(mismatch(1, "1", "2", msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "PMI_SIZE=2"));
+}
+
+static void test_short_buffer(void **state)
+{
+    (void)state;
+    char msg[16];
+    assert_true(mismatch(1, "2", NULL, msg, sizeof(msg)));
+    assert_int_equal(strlen(msg), sizeof(msg) - 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_consistent),
+        cmocka_unit_test(test_singleton_of_open_mpi),
+        cmocka_unit_test(test_singleton_of_pmi),
+        cmocka_unit_test(test_short_buffer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
