@@ -290,7 +290,8 @@ static void hub_step(int64_t now, bool ping)
         p[i + 1].fd = w.peers[i].fd;
         p[i + 1].events = POLLIN;
     }
-    int n = poll(p, (nfds_t)w.n_peers + 1, w.period_ms);
+    int polled = w.n_peers; /* p holds these; accept() below may add more */
+    int n = poll(p, (nfds_t)polled + 1, w.period_ms);
     now = fti_now_ms();
     if (n > 0 && (p[0].revents & POLLIN)) {
         int fd;
@@ -299,7 +300,7 @@ static void hub_step(int64_t now, bool ping)
             w.peers[w.n_peers++] = (struct conn){.fd = fd, .rank = -1, .heard = now};
         }
     }
-    for (int i = 0; n > 0 && i < w.n_peers; i++) {
+    for (int i = 0; n > 0 && i < polled; i++) {
         struct conn *c = &w.peers[i];
         if (c->fd < 0 || p[i + 1].revents == 0 || c->fd != p[i + 1].fd)
             continue;
