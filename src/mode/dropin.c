@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ftmpi.h"
 #include "lighthouse/lighthouse.h"
@@ -61,6 +62,22 @@ void fti_shim_select(void)
 bool fti_shim_selected(void)
 {
     return selected;
+}
+
+const char *const fti_shim_on_failure_names[] = {"auto", "abort", "return", "continue", NULL};
+
+int fti_shim_on_failure_parse(const char *name, int *mode, char *err, size_t errlen)
+{
+    for (int i = 0; fti_shim_on_failure_names[i]; i++) {
+        if (strcasecmp(name, fti_shim_on_failure_names[i]) == 0) {
+            *mode = i;
+            return FT_SUCCESS;
+        }
+    }
+    int n = snprintf(err, errlen, "FTMPI_SHIM_ON_FAILURE='%s': expected one of", name);
+    for (int i = 0; fti_shim_on_failure_names[i] && n > 0 && (size_t)n < errlen; i++)
+        n += snprintf(err + n, errlen - n, " %s", fti_shim_on_failure_names[i]);
+    return FT_ERR_CONFIG;
 }
 
 /* The replica id of world rank r of n: "r<r>", zero-padded so ids sort

@@ -21,6 +21,15 @@ const struct fti_mode *fti_mode_pick(const fti_config_t *cfg)
 int fti_mode_backend(const fti_config_t *cfg, bool one_world,
                      const struct fti_comm_backend **backend_p)
 {
+    /* the drop-in's setting is checked in every mode, as the settings
+     * table did when it held the names */
+    char err[160];
+    int on_failure = 0;
+    if (fti_shim_on_failure_parse(cfg->shim_on_failure, &on_failure, err, sizeof(err)) !=
+        FT_SUCCESS) {
+        FTI_ERROR("%s", err);
+        return FT_ERR_CONFIG;
+    }
     const struct fti_comm_backend *b = &fti_backend_tcp;
     if (strcmp(cfg->backend, "auto") != 0)
         b = fti_comm_backend_find(cfg->backend);

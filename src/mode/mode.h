@@ -90,6 +90,7 @@ const struct fti_mode *fti_mode_pick(const fti_config_t *cfg);
 
 /* Modes A and B: the backend FTMPI_BACKEND names (auto: mpi when
  * one_world, tcp otherwise).  FT_ERR_CONFIG (logged) for an unknown name
+ * (of a backend, or of FTMPI_SHIM_ON_FAILURE's failure modes, mode/dropin.h)
  * or a backend that needs one MPI world (FTI_COMM_NEEDS_WORLD) when not
  * one_world.  *backend_p set only on success. */
 int fti_mode_backend(const fti_config_t *cfg, bool one_world,
