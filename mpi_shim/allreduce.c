@@ -62,7 +62,7 @@
 #include "dtype.h"
 #include "ftmpi.h"
 #include "base/log.h"
-#include "base/settings.h"
+#include "mode/dropin.h"
 
 /* Re-forming after a failure is tried this many times (each a quorum and
  * one small allreduce) before the call gives up. */

@@ -70,8 +70,10 @@ static int setup(void)
     fti_config_t cfg;
     char err[512] = "";
     int rc = fti_config_load(&cfg, err, sizeof(err));
+    if (rc == FT_SUCCESS)
+        rc = fti_shim_on_failure_parse(cfg.shim_on_failure, &fti_shim_cfg.on_failure, err,
+                                       sizeof(err));
     if (rc == FT_SUCCESS) {
-        fti_shim_cfg.on_failure = cfg.shim_on_failure;
         fti_shim_cfg.rescale = cfg.shim_rescale;
         fti_shim_cfg.timeout_ms = cfg.timeout_ms;
         fti_shim_select();

@@ -30,7 +30,7 @@ extern __thread int fti_shim_busy;
 
 /* What a protected call does after a failure (FTMPI_SHIM_ON_FAILURE). */
 struct fti_shim_cfg {
-    int on_failure;   /* enum fti_shim_on_failure (settings.h) */
+    int on_failure;   /* enum fti_shim_on_failure (mode/dropin.h) */
     int rescale;
     int timeout_ms;
 };

@@ -196,7 +196,7 @@ static int pick(struct fti_step *s, fti_comm_h *c_p)
     }
     if (s->slice == NULL)
         return FT_ERR_INTERNAL;
-    if (strcmp(s->cfg.backend, "auto") == 0 && !s->mode_b &&
+    if (strcmp(s->cfg.backend, "auto") == 0 && s->mode->auto_device &&
         fti_comm_backend_find("nccl") != NULL)
         return auto_slice(s, c_p);
     return FT_SUCCESS;

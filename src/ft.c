@@ -71,12 +71,8 @@ static int progress_start(void)
 
 static void log_init(void)
 {
-    if (st.mode_b)
-        FTI_INFO("FT_Init: mode B, replica %s (world ranks %d-%d of %d), group rank %d of %d, "
-                 "server %s, lighthouse %s (world rank %d), backend %s",
-                 st.replica_id, st.mb.first_world_rank, st.mb.first_world_rank + st.group_size - 1,
-                 st.mb.world_size, st.group_rank, st.group_size, st.my_addr, st.cfg.lighthouse,
-                 st.mb.world_size - 1, st.backend->name);
+    if (st.mode->log_start != NULL)
+        st.mode->log_start(&st);
     else
         FTI_INFO("FT_Init: replica %s, group rank %d of %d, server %s, lighthouse %s, backend %s",
                  st.replica_id, st.group_rank, st.group_size, st.my_addr, st.cfg.lighthouse,
@@ -133,7 +129,7 @@ FTMPI_EXPORT int FT_Finalize(void)
      * in mode B every rank says so, as the manager may be the rank that
      * died (the application may have noticed before the library did) */
     if (!st.lost) {
-        if (st.mode_b)
+        if (st.mode->every_rank_leaves)
             FTI_INFO("FT_Finalize: %s leaves at step %" PRId64, st.replica_id, st.step);
         fti_ckpt_finish(st.ckpt); /* publishes the last checkpoint */
         fti_step_leave(&st);
@@ -500,7 +496,7 @@ FTMPI_EXPORT int FT_Wait(FT_Request *request)
 static int group_decide(int vote, int *decision_p)
 {
     int64_t win = st.cfg.timeout_ms, now = fti_now_ms();
-    if (st.mode_b && st.quorum_ok && st.res.heal)
+    if (st.mode->vote_waits_for_heal && st.quorum_ok && st.res.heal)
         win += st.cfg.heal_timeout_ms;
     return fti_group_decide(st.group, vote, now + win, now + 2 * win, decision_p);
 }
@@ -527,7 +523,7 @@ static int checkpoint_round(void)
 {
     int rc = fti_ckpt_after_commit(st.ckpt, st.step, st.res.replica_rank == 0, false);
     if ((rc == FT_ERR_TIMEOUT || rc == FT_ERR_PROC_FAILED || rc == FT_ERR_MPI) &&
-        fti_mode_group_failure(st.mode_b, rc) == FT_ERR_GROUP_LOST)
+        st.mode->group_failure(rc) == FT_ERR_GROUP_LOST)
         return fti_step_group_lost(&st, rc);
     return FT_SUCCESS;
 }
@@ -561,7 +557,7 @@ FTMPI_EXPORT int FT_Commit(int *committed)
      * on (both modes).  Mode B: a vote that missed rank 0's deadline means
      * a dead rank: every rank that learns it leaves with the group. */
     bool late_vote_lost = decision == FT_ERR_TIMEOUT &&
-                          fti_mode_group_failure(st.mode_b, decision) == FT_ERR_GROUP_LOST;
+                          st.mode->group_failure(decision) == FT_ERR_GROUP_LOST;
     if (rc != FT_SUCCESS || late_vote_lost) {
         st.commit_failures++;
         st.in_step = false;

@@ -5,8 +5,8 @@
  * and healing (step_quorum.c).
  *
  * One replica group = the ranks of the group communicator (mode A:
- * MPI_COMM_WORLD; mode B: its split into groups of FTMPI_GROUP_SIZE ranks,
- * mode/mode_b.h; duplicated either way).  Group rank 0 is the manager
+ * MPI_COMM_WORLD; mode B: its split into groups of FTMPI_GROUP_SIZE ranks;
+ * the drop-in: MPI_COMM_SELF; the mode table, mode/mode.h, says which).  Group rank 0 is the manager
  * (control/manager.h).
  *
  * Threads: every FT_ call runs on the application's thread (ftmpi.h); the
@@ -32,8 +32,7 @@
 #include "heal/heal.h"
 #include "control/manager.h"
 #include "state/ckpt_step.h"
-#include "mode/dropin.h"
-#include "mode/mode_b.h"
+#include "mode/mode.h"
 #include "progress.h"
 #include "control/rank_server.h"
 #include "control/results.h"
@@ -72,14 +71,14 @@ struct fti_step {
                                      * manager addresses: full replies); n 0 = unknown
                                      * (a compact reply that names no members) */
 
-    bool mode_b;
-    fti_modeb_t mb;                 /* mode B only */
-    const struct fti_comm_backend *backend; /* resolved (fti_mode_resolve) */
+    const struct fti_mode *mode;    /* how the job runs (mode/mode.h), picked once by
+                                     * fti_step_setup; NULL until resolved */
+    fti_modeb_t mb;                 /* mode B and the drop-in only */
+    const struct fti_comm_backend *backend; /* resolved (the mode's resolve) */
     MPI_Comm app_comm;              /* ftmpi_group_comm: mode A a dup of the world, mode B mb.split */
     bool lost;                      /* mode B: this group lost a rank */
     char member_data[16];           /* mode B: QuorumMember.data (first world rank) */
     size_t member_data_len;
-    bool shim;                      /* the drop-in: every world rank a group of one (mode/dropin.c) */
 
     /* asynchronous progress (ft.c, progress.h) */
     fti_progress_h progress;        /* threaded when async_allreduce */
@@ -112,24 +111,10 @@ void fti_step_agent_unmark(const struct fti_step *s);
  * the rank that died) through a client of its own. */
 void fti_step_leave(struct fti_step *s);
 
-/* Mode B: the group is gone as a whole (fti_mode_group_failure said so):
+/* Mode B: the group is gone as a whole (the mode's group_failure said so):
  * the first call logs why, marks the group lost and leaves.  Returns
  * FT_ERR_GROUP_LOST. */
 int fti_step_group_lost(struct fti_step *s, int why);
-
-/* ---- mode/dropin.c: the drop-in's set-up (mode/dropin.h has its entry,
- * fti_shim_select; these are the step's side of it) */
-/* init_config's last part in shim mode: the backend (mpi). */
-int fti_shim_resolve(struct fti_step *s);
-/* init_world in shim mode: collective over MPI_COMM_WORLD (the slices'
- * context, rank 0's lighthouse and its address). */
-int fti_shim_world(struct fti_step *s);
-/* The replica id of world rank r of n: "r<r>", zero-padded so ids sort
- * by rank.  Pure. */
-void fti_shim_replica_id(int r, int n, char *buf, size_t len);
-/* Frees what fti_shim_world made; rank 0 stops its lighthouse once every
- * group left (or after FTMPI_CONNECT_TIMEOUT_MS). */
-void fti_shim_release(struct fti_step *s);
 
 /* ---- step_quorum.c -------------------------------------------------------- */
 

@@ -67,9 +67,10 @@ static int init_config(struct fti_step *s)
         memcpy(s->cfg.bind_host, host, sizeof(host));
     }
     warn_exposed(s->cfg.bind_host);
-    if (s->shim)
-        return fti_shim_resolve(s);
-    rc = fti_mode_resolve(&s->cfg, &s->mode_b, &s->backend);
+    const struct fti_mode *mode = fti_mode_pick(&s->cfg);
+    rc = mode->resolve(s);
+    if (rc == FT_SUCCESS)
+        s->mode = mode;
     if (rc == FT_SUCCESS && (s->backend->needs & FTI_COMM_NEEDS_DEVICE)) {
         char why[256] = "";
         if (fti_device_usable(why, sizeof(why)) != FT_SUCCESS) {
@@ -160,37 +161,14 @@ static int init_world(struct fti_step *s)
         rc = check_uniform(s);
     if (rc != FT_SUCCESS)
         return rc;
-    if (s->shim)
-        return fti_shim_world(s);
-    if (s->mode_b) {
-        int wr = 0;
-        MPI_Comm_rank(MPI_COMM_WORLD, &wr);
-        fti_launcher_modeb_note(wr);
-        rc = fti_modeb_init(&s->cfg, &s->mb);
-        if (rc != FT_SUCCESS)
-            return rc;
-        fti_strlcpy(s->cfg.lighthouse, s->mb.lighthouse, sizeof(s->cfg.lighthouse));
-        s->app_comm = s->mb.split;
-        s->member_data_len = fti_results_world_rank_data(s->mb.first_world_rank, s->member_data,
-                                                         sizeof(s->member_data));
-        return FT_SUCCESS;
-    }
-    if (MPI_Comm_dup(MPI_COMM_WORLD, &s->app_comm) != MPI_SUCCESS) {
-        FTI_ERROR("FT_Init: MPI_Comm_dup of the world failed");
-        s->app_comm = MPI_COMM_NULL;
-        return FT_ERR_MPI;
-    }
-    return FT_SUCCESS;
+    return s->mode->world(s);
 }
 
 static int init_replica_id(struct fti_step *s)
 {
     char id[FTI_REPLICA_ID_SIZE] = "";
-    if (s->shim) {
-        fti_shim_replica_id(s->mb.world_rank, s->mb.world_size, id, sizeof(id));
-    } else if (s->mode_b) {
-        fti_modeb_replica_id(s->cfg.replica_id, s->mb.group_index, s->mb.n_groups, id,
-                             sizeof(id));
+    if (s->mode->replica_id != NULL) {
+        s->mode->replica_id(s, id, sizeof(id));
     } else if (s->cfg.replica_id[0] != '\0') {
         fti_strlcpy(id, s->cfg.replica_id, sizeof(id));
     } else if (s->group_rank == 0) {
@@ -267,12 +245,10 @@ static int init_services(struct fti_step *s)
 int fti_step_setup(struct fti_step *s)
 {
     /* every world rank takes part, whatever its config */
-    s->shim = fti_shim_selected();
     s->fresh = true;
     int rc = init_world(s);
     if (rc == FT_SUCCESS)
-        rc = fti_group_create(s->shim ? MPI_COMM_SELF : s->mode_b ? s->mb.split : MPI_COMM_WORLD,
-                              &s->group);
+        rc = fti_group_create(s->mode->group_comm(s), &s->group);
     if (rc != FT_SUCCESS)
         return rc;
     s->group_rank = fti_group_rank(s->group);
@@ -327,12 +303,8 @@ void fti_step_teardown(struct fti_step *s)
     s->group = NULL;
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (s->shim)
-        fti_shim_release(s);
-    else if (s->mode_b)
-        fti_modeb_release(&s->mb, s->lost);
-    else if (s->app_comm != MPI_COMM_NULL && !finalized)
-        MPI_Comm_free(&s->app_comm);
+    if (s->mode != NULL)
+        s->mode->release(s, finalized != 0);
     s->app_comm = MPI_COMM_NULL;
     if (ftmpi_op_avg != MPI_OP_NULL && !finalized)
         MPI_Op_free(&ftmpi_op_avg);
@@ -349,7 +321,7 @@ void fti_step_leave(struct fti_step *s)
         (void)fti_manager_leave(s->manager, timeout_ms); /* logs its failure */
         return;
     }
-    if (!s->mode_b || s->cfg.lighthouse[0] == '\0')
+    if (!s->mode->every_rank_leaves || s->cfg.lighthouse[0] == '\0')
         return;
     fti_lighthouse_client_h c = NULL;
     int rc = fti_lighthouse_client_create(s->cfg.lighthouse, timeout_ms, &c);

@@ -16,18 +16,13 @@
 #include "comm/slice.h"
 #include "base/util.h"
 
-/* Mode B: a group rank waiting for its manager's quorum broadcast gives it
- * this much longer than the manager's own deadlines add up to, so that
- * only a dead manager makes the group lost. */
-#define MODEB_SLACK_MS 1000
-
 /* Compact replies (the group's own results, one per group rank, instead of
  * every member) keep a reply from growing with the number of groups; a
  * backend that builds its slice from the members' world ranks needs them
  * all, and so does mode B's results. */
 static bool want_compact(const struct fti_step *s)
 {
-    return !s->mode_b && !(s->backend->needs & FTI_COMM_NEEDS_WORLD);
+    return !s->mode->full_members && !(s->backend->needs & FTI_COMM_NEEDS_WORLD);
 }
 
 /* Group rank 0: gathers the group's asks and runs the manager's round.
@@ -44,7 +39,7 @@ static int manager_round(struct fti_step *s, const fti_quorum_ask_t *mine, void 
     if (rc != FT_SUCCESS) {
         /* a rank that does not show up: the broadcast tells the others
          * what that means (mode B: the group is lost) */
-        rc = fti_mode_group_failure(s->mode_b, rc);
+        rc = s->mode->group_failure(rc);
     } else {
         fti_manager_round_t r = {
             .address = s->my_addr,
@@ -82,7 +77,7 @@ int fti_step_exchange(struct fti_step *s, int flags, Ftmpi__LighthouseQuorumResp
          * operations must not depend on local outcomes */
         rc = fti_group_bcast(s->group, 0, NULL, 0, &status, &got, &got_len,
                              fti_now_ms() + s->cfg.quorum_timeout_ms + s->cfg.timeout_ms +
-                                 (s->mode_b ? MODEB_SLACK_MS : 0));
+                                 s->mode->quorum_bcast_slack_ms);
         if (grc != FT_SUCCESS) {
             if (rc == FT_SUCCESS)
                 free(got);
@@ -91,7 +86,7 @@ int fti_step_exchange(struct fti_step *s, int flags, Ftmpi__LighthouseQuorumResp
     }
     int why = rc;
     if (rc != FT_SUCCESS) {
-        rc = fti_mode_group_failure(s->mode_b, rc);
+        rc = s->mode->group_failure(rc);
     } else if (status != FT_SUCCESS) {
         free(got);
         rc = why = status;
@@ -290,7 +285,7 @@ static bool heal_direct(const struct fti_step *s)
     case FTI_HEAL_INSTALL_STAGED:
         return false;
     default:
-        return s->fresh && !s->mode_b && !s->shim;
+        return s->fresh && s->mode->direct_heal_when_fresh;
     }
 }
 
@@ -333,7 +328,7 @@ int fti_step_heal(struct fti_step *s)
                                &decision);
     bool lost = drc != FT_SUCCESS ||
                 (decision == FT_ERR_TIMEOUT &&
-                 fti_mode_group_failure(s->mode_b, decision) == FT_ERR_GROUP_LOST);
+                 s->mode->group_failure(decision) == FT_ERR_GROUP_LOST);
     bool install = rc == FT_SUCCESS && !lost && decision == FT_SUCCESS;
     if (install)
         hs.install_ms = fti_heal_install(s->heal, staged);

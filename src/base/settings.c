@@ -20,7 +20,6 @@
 
 static const char *const world_choices[] = {"dynamic", "fixed_with_spares", NULL};
 static const char *const bool_choices[] = {"0", "1", NULL};
-static const char *const shim_choices[] = {"auto", "abort", "return", "continue", NULL};
 static const char *const heal_install_choices[] = {"auto", "staged", "direct", NULL};
 
 const fti_config_field_t fti_config_table[] = {
@@ -86,7 +85,7 @@ const fti_config_field_t fti_config_table[] = {
     {"FTMPI_BABY_PATH", "", "the ftmpi-baby program the baby-<backend> data planes start (empty = the installed one)",
      FTI_CFG_STRING, OFF(baby_path), 0, 0, NULL},
     {"FTMPI_SHIM_ON_FAILURE", "auto", "libftmpi_pmpi: what a protected call (MPI_Allreduce, MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allgather on a communicator spanning the world) does when a rank is lost: abort (the job, naming the lost ranks; non-zero exit status), return (an error; later calls run over the survivors), continue (redone over the survivors where it can be); auto = abort under MPI_ERRORS_ARE_FATAL, return otherwise; a rank blocked in any other call ends the job in every mode",
-     FTI_CFG_ENUM, OFF(shim_on_failure), 0, 0, shim_choices},
+     FTI_CFG_NAME, OFF(shim_on_failure), 0, 0, NULL},
     {"FTMPI_SHIM_RESCALE", "0", "libftmpi_pmpi, continue: 1 scales sums by world size / survivors, so that a code that averages keeps averaging",
      FTI_CFG_BOOL, OFF(shim_rescale), 0, 1, bool_choices},
     {"FTMPI_MODEB_ZERO_COPY", "0", "mode B, mpi backend: 1 lets MPI write an FT_Allreduce buffer from ftmpi_mem_alloc itself (MPI_Iallreduce's or the ring's all-gather receives: no staging copy); "

@@ -17,9 +17,6 @@
 /* A name setting (FTI_CFG_NAME) holds at most this many characters - 1. */
 #define FTI_CFG_NAME_SIZE 32
 enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
-/* FTMPI_SHIM_ON_FAILURE; auto: abort under MPI_ERRORS_ARE_FATAL, return
- * otherwise (DESIGN section 10). */
-enum fti_shim_on_failure { FTI_SHIM_AUTO, FTI_SHIM_ABORT, FTI_SHIM_RETURN, FTI_SHIM_CONTINUE };
 /* FTMPI_HEAL_INSTALL (src/step_quorum.c, fti_step_heal) */
 enum fti_heal_install { FTI_HEAL_INSTALL_AUTO, FTI_HEAL_INSTALL_STAGED, FTI_HEAL_INSTALL_DIRECT };
 
@@ -55,7 +52,8 @@ typedef struct fti_config {
     char ckpt_load[FTI_PATH_SIZE]; /* auto, never, or a folder */
     int affinity;               /* bool: bind the baby child near its GPU */
     char baby_path[FTI_PATH_SIZE];      /* ftmpi-baby, "" = installed one */
-    int shim_on_failure;        /* enum fti_shim_on_failure (libftmpi_pmpi) */
+    char shim_on_failure[FTI_CFG_NAME_SIZE]; /* a failure mode of the drop-in's table
+                                              * (mode/dropin.h, libftmpi_pmpi) */
     int shim_rescale;           /* bool: libftmpi_pmpi's continue scales sums */
     int modeb_zero_copy;        /* bool: mode B's MPI writes ftmpi_mem_alloc buffers itself */
 } fti_config_t;

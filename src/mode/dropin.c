@@ -1,15 +1,16 @@
 /*
- * mode/dropin.c - the step's set-up for the drop-in, libftmpi_pmpi (DESIGN
- * section 10; see step.h): every world rank a replica group of one, the
- * `mpi` backend's slices over the world, and the lighthouse on a thread of
- * world rank 0 unless FTMPI_LIGHTHOUSE names one.
+ * mode/dropin.c - the drop-in's mode, libftmpi_pmpi (DESIGN section 10;
+ * its table entry fti_mode_dropin, mode/mode.h): every world rank a
+ * replica group of one, the `mpi` backend's slices over the world, and the
+ * lighthouse on a thread of world rank 0 unless FTMPI_LIGHTHOUSE names one.
  *
- * Threads: fti_shim_world and fti_shim_release run on the application's
- * thread (inside MPI_Init / MPI_Finalize); the lighthouse has its own
- * thread and event loop, which only its check timer touches after start.
+ * Threads: the table's entries run on the application's thread (inside
+ * MPI_Init / MPI_Finalize); the lighthouse has its own thread and event
+ * loop, which only its check timer touches after start.
  */
 #include "step.h"
 #include "mode/dropin.h"
+#include "mode/mode_b.h"
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ftmpi.h"
 #include "lighthouse/lighthouse.h"
@@ -62,7 +64,25 @@ bool fti_shim_selected(void)
     return selected;
 }
 
-void fti_shim_replica_id(int r, int n, char *buf, size_t len)
+const char *const fti_shim_on_failure_names[] = {"auto", "abort", "return", "continue", NULL};
+
+int fti_shim_on_failure_parse(const char *name, int *mode, char *err, size_t errlen)
+{
+    for (int i = 0; fti_shim_on_failure_names[i]; i++) {
+        if (strcasecmp(name, fti_shim_on_failure_names[i]) == 0) {
+            *mode = i;
+            return FT_SUCCESS;
+        }
+    }
+    int n = snprintf(err, errlen, "FTMPI_SHIM_ON_FAILURE='%s': expected one of", name);
+    for (int i = 0; fti_shim_on_failure_names[i] && n > 0 && (size_t)n < errlen; i++)
+        n += snprintf(err + n, errlen - n, " %s", fti_shim_on_failure_names[i]);
+    return FT_ERR_CONFIG;
+}
+
+/* The replica id of world rank r of n: "r<r>", zero-padded so ids sort
+ * by rank.  Pure. */
+static void shim_replica_id(int r, int n, char *buf, size_t len)
 {
     int width = 1;
     for (int m = n - 1; m >= 10 && width < 10; m /= 10)
@@ -70,7 +90,8 @@ void fti_shim_replica_id(int r, int n, char *buf, size_t len)
     snprintf(buf, len, "r%0*d", width & 15, r);
 }
 
-int fti_shim_resolve(struct fti_step *s)
+/* The backend: mpi. */
+static int shim_resolve(struct fti_step *s)
 {
     if (fti_comm_backend_find(s->cfg.backend) == &fti_backend_tcp) {
         FTI_ERROR("FTMPI_BACKEND=tcp: the drop-in (libftmpi_pmpi) runs on the mpi backend "
@@ -81,7 +102,6 @@ int fti_shim_resolve(struct fti_step *s)
         FTI_WARN("FTMPI_GROUP_SIZE=%d is ignored by the drop-in: every rank is a group of one",
                  s->cfg.group_size);
     s->backend = &fti_backend_mpi;
-    s->mode_b = false;
     /* no state is registered: a quorum at step 0 must not heal */
     s->cfg.init_sync = 0;
     return FT_SUCCESS;
@@ -97,7 +117,7 @@ static void check_cb(evutil_socket_t fd, short what, void *arg)
     int left = 0;
     for (int i = 0; i < lh.n; i++) {
         char id[FTI_REPLICA_ID_SIZE];
-        fti_shim_replica_id(i, lh.n, id, sizeof(id));
+        shim_replica_id(i, lh.n, id, sizeof(id));
         fti_lh_group_status_t st = fti_lighthouse_group_status(lh.lh, id, NULL);
         if (st == FTI_LH_GROUP_LIVE || st == FTI_LH_GROUP_SILENT)
             lh.seen[i] = 1;
@@ -157,7 +177,7 @@ static int lh_start(const fti_config_t *cfg, int n, char *addr, size_t addr_len)
         rc = FT_ERR_NO_MEMORY;
     for (int i = 0; rc == FT_SUCCESS && i < n; i++) {
         char id[FTI_REPLICA_ID_SIZE];
-        fti_shim_replica_id(i, n, id, sizeof(id));
+        shim_replica_id(i, n, id, sizeof(id));
         (void)fti_lighthouse_expect_group(lh.lh, id); /* the first quorum waits for all */
     }
     if (rc == FT_SUCCESS && fti_strlcpy(addr, fti_lighthouse_address(lh.lh), addr_len) != 0)
@@ -182,7 +202,9 @@ struct lh_hello {
     char addr[FTI_ADDRESS_SIZE];
 };
 
-int fti_shim_world(struct fti_step *s)
+/* Collective over MPI_COMM_WORLD: the slices' context, rank 0's
+ * lighthouse and its address. */
+static int shim_world(struct fti_step *s)
 {
     MPI_Comm_rank(MPI_COMM_WORLD, &s->mb.world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &s->mb.world_size);
@@ -210,8 +232,11 @@ int fti_shim_world(struct fti_step *s)
     return rc;
 }
 
-void fti_shim_release(struct fti_step *s)
+/* Frees what shim_world made; rank 0 stops its lighthouse once every
+ * group left (or after FTMPI_CONNECT_TIMEOUT_MS). */
+static void shim_release(struct fti_step *s, bool finalized)
 {
+    (void)finalized;
     fti_mpi_ctx_destroy(s->mb.mpi);
     s->mb.mpi = NULL;
     if (!lh.running)
@@ -225,3 +250,38 @@ void fti_shim_release(struct fti_step *s)
     lh.running = false;
     lh_free();
 }
+
+static MPI_Comm shim_group_comm(const struct fti_step *s)
+{
+    (void)s;
+    return MPI_COMM_SELF;
+}
+
+static void shim_replica_id_of(const struct fti_step *s, char *buf, size_t len)
+{
+    shim_replica_id(s->mb.world_rank, s->mb.world_size, buf, len);
+}
+
+/* A lost rank is the call's failure, as in mode A: the drop-in's wrappers
+ * decide what it means (FTMPI_SHIM_ON_FAILURE). */
+static int shim_group_failure(int rc)
+{
+    return rc;
+}
+
+const struct fti_mode fti_mode_dropin = {
+    .name = "drop-in",
+    .resolve = shim_resolve,
+    .world = shim_world,
+    .group_comm = shim_group_comm,
+    .replica_id = shim_replica_id_of,
+    .group_failure = shim_group_failure,
+    .log_start = NULL,
+    .release = shim_release,
+    .every_rank_leaves = false,
+    .full_members = false,
+    .auto_device = true,
+    .vote_waits_for_heal = false,
+    .quorum_bcast_slack_ms = 0,
+    .direct_heal_when_fresh = false,
+};

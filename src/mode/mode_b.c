@@ -14,6 +14,9 @@
 #include "base/log.h"
 #include "base/net.h"
 #include "base/util.h"
+#include "control/results.h"
+#include "mode/launcher.h"
+#include "step.h"
 
 #if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
 /* Open MPI 4.x's switch behind the MCA parameter async_mpi_finalize:
@@ -38,50 +41,15 @@ static void finalize_without_fence(void)
 #endif
 }
 
+/* A group rank waiting for its manager's quorum broadcast gives it
+ * this much longer than the manager's own deadlines add up to, so that
+ * only a dead manager makes the group lost. */
+#define MODEB_SLACK_MS 1000
+
 /* How often the lighthouse rank looks whether every group is done. */
 #define MODEB_CHECK_MS 100
 /* A group is gone after this many heartbeat timeouts without one. */
 #define MODEB_GONE_FACTOR 2
-
-int fti_mode_resolve(const fti_config_t *cfg, bool *mode_b_p,
-                     const struct fti_comm_backend **backend_p)
-{
-    bool mode_b = cfg->lighthouse[0] == '\0' && cfg->group_size > 0;
-    if (cfg->lighthouse[0] == '\0' && !mode_b) {
-        FTI_ERROR("FTMPI_LIGHTHOUSE is not set: mode A needs the lighthouse address host:port "
-                  "(mode B, one mpirun with a lighthouse rank, needs FTMPI_GROUP_SIZE instead)");
-        return FT_ERR_CONFIG;
-    }
-    const struct fti_comm_backend *b = &fti_backend_tcp;
-    if (strcmp(cfg->backend, "auto") != 0)
-        b = fti_comm_backend_find(cfg->backend);
-    else if (mode_b)
-        b = &fti_backend_mpi;
-    if (b == NULL) {
-        char known[256] = "";
-        size_t n = 0;
-        char name[FTI_CFG_NAME_SIZE];
-        for (int i = 0; fti_comm_backend_name_at(i, name, sizeof(name)) && n < sizeof(known); i++)
-            n += (size_t)snprintf(known + n, sizeof(known) - n, " %s", name);
-        FTI_ERROR("FTMPI_BACKEND=%s: no such backend in this build (auto or one of:%s)",
-                  cfg->backend, known);
-        return FT_ERR_CONFIG;
-    }
-    if (!mode_b && (b->needs & FTI_COMM_NEEDS_WORLD)) {
-        FTI_ERROR("FTMPI_BACKEND=%s needs mode B (one job: FTMPI_GROUP_SIZE set, "
-                  "FTMPI_LIGHTHOUSE empty); mode A uses tcp",
-                  b->name);
-        return FT_ERR_CONFIG;
-    }
-    *mode_b_p = mode_b;
-    *backend_p = b;
-    return FT_SUCCESS;
-}
-
-int fti_mode_group_failure(bool mode_b, int rc)
-{
-    return mode_b ? FT_ERR_GROUP_LOST : rc;
-}
 
 /* Whether a world of world_size ranks fits groups of group_size plus one
  * lighthouse rank; if not, writes a message naming FTMPI_GROUP_SIZE and the
@@ -383,3 +351,75 @@ void fti_modeb_release(fti_modeb_t *mb, int lost)
     fti_mpi_ctx_destroy(mb->mpi);
     mb->mpi = NULL;
 }
+
+/* ---- the mode table's entry ---------------------------------------------- */
+
+static int b_resolve(struct fti_step *s)
+{
+    return fti_mode_backend(&s->cfg, true, &s->backend);
+}
+
+static int b_world(struct fti_step *s)
+{
+    int wr = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+    fti_launcher_modeb_note(wr);
+    int rc = fti_modeb_init(&s->cfg, &s->mb);
+    if (rc != FT_SUCCESS)
+        return rc;
+    fti_strlcpy(s->cfg.lighthouse, s->mb.lighthouse, sizeof(s->cfg.lighthouse));
+    s->app_comm = s->mb.split;
+    s->member_data_len = fti_results_world_rank_data(s->mb.first_world_rank, s->member_data,
+                                                     sizeof(s->member_data));
+    return FT_SUCCESS;
+}
+
+static MPI_Comm b_group_comm(const struct fti_step *s)
+{
+    return s->mb.split;
+}
+
+static void b_replica_id(const struct fti_step *s, char *buf, size_t len)
+{
+    fti_modeb_replica_id(s->cfg.replica_id, s->mb.group_index, s->mb.n_groups, buf, len);
+}
+
+/* Nothing ends the group when one of its ranks dies: a rank of it is dead
+ * or hopelessly late, so the group is lost. */
+static int b_group_failure(int rc)
+{
+    (void)rc;
+    return FT_ERR_GROUP_LOST;
+}
+
+static void b_log_start(const struct fti_step *s)
+{
+    FTI_INFO("FT_Init: mode B, replica %s (world ranks %d-%d of %d), group rank %d of %d, "
+             "server %s, lighthouse %s (world rank %d), backend %s",
+             s->replica_id, s->mb.first_world_rank, s->mb.first_world_rank + s->group_size - 1,
+             s->mb.world_size, s->group_rank, s->group_size, s->my_addr, s->cfg.lighthouse,
+             s->mb.world_size - 1, s->backend->name);
+}
+
+static void b_release(struct fti_step *s, bool finalized)
+{
+    (void)finalized;
+    fti_modeb_release(&s->mb, s->lost);
+}
+
+const struct fti_mode fti_mode_b = {
+    .name = "B",
+    .resolve = b_resolve,
+    .world = b_world,
+    .group_comm = b_group_comm,
+    .replica_id = b_replica_id,
+    .group_failure = b_group_failure,
+    .log_start = b_log_start,
+    .release = b_release,
+    .every_rank_leaves = true,
+    .full_members = true,
+    .auto_device = false,
+    .vote_waits_for_heal = true,
+    .quorum_bcast_slack_ms = MODEB_SLACK_MS,
+    .direct_heal_when_fresh = false,
+};

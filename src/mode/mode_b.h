@@ -27,40 +27,13 @@
 #include <stddef.h>
 
 #include "comm/comm.h"
+#include "mode/mode.h"
 #include "comm/mpi_backend.h"
 #include "lighthouse/lighthouse.h"
 #include "base/settings.h"
 #include "base/sizes.h"
 
-typedef struct fti_modeb {
-    int world_rank, world_size;
-    int group_size;        /* FTMPI_GROUP_SIZE */
-    int n_groups;          /* (world_size - 1) / group_size */
-    int group_index;       /* this rank's group */
-    int first_world_rank;  /* world rank of this group's rank 0 */
-    MPI_Comm split;        /* this group's ranks (the application's group
-                            * communicator, ftmpi_group_comm) */
-    fti_mpi_ctx_h mpi;     /* what the `mpi` backend builds slices from */
-    char lighthouse[FTI_ADDRESS_SIZE]; /* the lighthouse rank's address host:port */
-} fti_modeb_t;
-
-/* The mode and the backend, resolved once from the configuration (DESIGN
- * sections 2 and 5): mode B when FTMPI_LIGHTHOUSE is empty and
- * FTMPI_GROUP_SIZE is set, mode A when FTMPI_LIGHTHOUSE is set; the
- * backend of the table (comm.h) that FTMPI_BACKEND names, auto: mpi in
- * mode B, tcp otherwise.  FT_ERR_CONFIG (logged) when neither mode is set
- * up, or when a backend that needs one MPI world (FTI_COMM_NEEDS_WORLD) is
- * named in mode A.  Outputs are set only on success. */
-int fti_mode_resolve(const fti_config_t *cfg, bool *mode_b_p,
-                     const struct fti_comm_backend **backend_p);
-
-/* What a failed intra-group operation (the quorum's gather or broadcast,
- * the commit vote) means; decided here and nowhere else.  Mode A: the
- * failure itself, latched for the step (when a rank died, the group's own
- * mpirun ends the others).  Mode B: nothing ends the group, so a rank of it
- * is dead or hopelessly late and the group is lost: FT_ERR_GROUP_LOST (the
- * step layer then leaves, see ft.c).  Pure. */
-int fti_mode_group_failure(bool mode_b, int rc);
+/* fti_modeb_t, the world as mode B splits it: mode/mode.h. */
 
 /* The replica id of group k of n: "g<k>", zero-padded to the width of
  * n - 1 so ids sort by k; "<prefix>-g<k>" with a prefix (FTMPI_REPLICA_ID).

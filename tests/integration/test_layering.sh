@@ -20,6 +20,9 @@
 #     ftmpi-baby links no control plane;
 #  6. (see below) a library built without configure --enable-test-hooks
 #     holds no FTMPI_TEST_* name: no production build reads a test hook;
+#  7. (see below) no code outside src/mode/ asks which mode runs: no
+#     `mode_b` and no `->shim`/`.shim` in src/ but in src/mode/ (the step
+#     reads the mode table, mode/mode.h);
 #  5. every "DESIGN section N" (or "DESIGN.md sections N and M", "DESIGN §N")
 #     cited in the code, the build files and the tests is a heading
 #     "## N." of doc/DESIGN.md.
@@ -281,5 +284,10 @@ for so in "$B/.libs/libftmpi.so" "$B/.libs/libftmpi_pmpi.so"; do
         die "$so was built without --enable-test-hooks but holds $n FTMPI_TEST_* string(s)"
     fi
 done
+
+# ---- 7. the mode table: only src/mode/ knows which mode runs
+asks=$(cd "$S" && grep -rnE '\bmode_b\b|(->|\.)shim\b' src | grep -v '^src/mode/' || true)
+[ -z "$asks" ] || die "code outside src/mode/ asks which mode runs (read the mode table, src/mode/mode.h, instead):
+$asks"
 
 echo "ok: test hooks $hooks; $ncites DESIGN citations found in doc/DESIGN.md; $(wc -l < "$rules") rows of README Layout; includes of $(echo "$files" | wc -w) files; link dependencies of $nlibs libraries; $checked libraries and programs without MPI"
