@@ -485,6 +485,8 @@ FTMPI_EXPORT int FT_Wait(FT_Request *request)
     return rc;
 }
 
+#define FTI_VOTE_SLACK_MS 500 /* group_decide */
+
 /* ---- FT_Commit ---------------------------------------------------------- */
 
 /* The group's decision on the step is group rank 0's (group.h,
@@ -498,7 +500,11 @@ static int group_decide(int vote, int *decision_p)
     int64_t win = st.cfg.timeout_ms, now = fti_now_ms();
     if (st.mode->vote_waits_for_heal && st.quorum_ok && st.res.heal)
         win += st.cfg.heal_timeout_ms;
-    return fti_group_decide(st.group, vote, now + win, now + 2 * win, decision_p);
+    /* a partner still in a cross-group operation that began with rank 0's
+     * reaches its deadline about when rank 0's window ends, and votes after
+     * its clean-up: the slack keeps that vote from reading as a dead rank */
+    int64_t slack = FTI_MIN(FTI_VOTE_SLACK_MS, win / 2);
+    return fti_group_decide(st.group, vote, now + win + slack, now + 2 * win + slack, decision_p);
 }
 
 /* Groups heal from this rank in this step: a step without a collective
