@@ -23,10 +23,13 @@ NP=4
 
 run() { # LOG PRELOAD PROGRAM: runs PROGRAM on NP ranks, output in LOG
     if [ -n "$2" ]; then
-        timeout 120 "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$2" "$3" > "$1" 2>&1
+        timeout 600 "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$2" "$3" > "$1" 2>&1
     else
-        timeout 120 "$MPIRUN" --enable-recovery -np $NP "$3" > "$1" 2>&1
+        timeout 600 "$MPIRUN" --enable-recovery -np $NP "$3" > "$1" 2>&1
     fi
+    rc=$?
+    [ $rc -ne 124 ] || echo "(mpirun killed after 600 s by timeout)" >> "$1"
+    return $rc
 }
 
 # LOG PREFIX: the sorted result lines of a run

@@ -25,11 +25,14 @@ NP=3
 
 run() { # LOG PRELOAD PROGRAM: runs PROGRAM on NP ranks, output in LOG
     if [ -n "$2" ]; then
-        timeout 120 "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$2" -x SHIM_CHECK_CHILD \
+        timeout 600 "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$2" -x SHIM_CHECK_CHILD \
             "$3" > "$1" 2>&1
     else
-        timeout 120 "$MPIRUN" --enable-recovery -np $NP -x SHIM_CHECK_CHILD "$3" > "$1" 2>&1
+        timeout 600 "$MPIRUN" --enable-recovery -np $NP -x SHIM_CHECK_CHILD "$3" > "$1" 2>&1
     fi
+    rc=$?
+    [ $rc -ne 124 ] || echo "(mpirun killed after 600 s by timeout)" >> "$1"
+    return $rc
 }
 
 SHIM_CHECK_CHILD="echo child-ran > $TEST_TMPDIR/child.out; env | grep -c FTMPI_SHIM_CHILD_MARK >/dev/null || true"
