@@ -283,7 +283,8 @@ static bool same_sums(const struct stripe *sp, const struct stripe_src *a,
         const Ftmpi__HealBuffer *x = buf_of(a->sums, sp->stage[i].b->name);
         const Ftmpi__HealBuffer *y = buf_of(b->sums, sp->stage[i].b->name);
         if (x->checksum != y->checksum || x->n_piece_sums != y->n_piece_sums ||
-            memcmp(x->piece_sums, y->piece_sums, x->n_piece_sums * sizeof(uint64_t)) != 0)
+            (x->n_piece_sums > 0 &&
+             memcmp(x->piece_sums, y->piece_sums, x->n_piece_sums * sizeof(uint64_t)) != 0))
             return false;
     }
     return true;
