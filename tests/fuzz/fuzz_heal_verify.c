@@ -262,9 +262,8 @@ static bool stage_matches(const struct heal_stage *s, const Ftmpi__HealBuffer *b
     chain_sums(s->data, s->b->len, ps);
     if (b->checksum != ps[s->n_pieces - 1])
         return false;
-    return b->n_piece_sums == 0 ||
-           (b->n_piece_sums == s->n_pieces &&
-            memcmp(b->piece_sums, ps, s->n_pieces * sizeof(uint64_t)) == 0);
+    return b->n_piece_sums == 0 || (b->n_piece_sums == s->n_pieces &&
+                                    memcmp(b->piece_sums, ps, s->n_pieces * sizeof(uint64_t)) == 0);
 }
 
 static const Ftmpi__HealBuffer *buf_of(const Ftmpi__HealMetadataResponse *m, const char *name)
@@ -396,8 +395,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(ok[i], 0, sizeof(ok[i]));
         memset(mem[i], 0x5a, stage[i].b->len);
         for (size_t off = 0; off < stage[i].b->len; off += chunk)
-            r[sp.n_r++] = (struct stripe_range){i, off, FTI_MIN(chunk, stage[i].b->len - off),
-                                                R_TODO, -1, 0, -1, 0};
+            r[sp.n_r++] = (struct stripe_range){
+                i, off, FTI_MIN(chunk, stage[i].b->len - off), R_TODO, -1, 0, -1, 0};
     }
     sp.stage = stage;
     sp.n_stage = 2;
@@ -463,8 +462,8 @@ void fuzz_generated(fuzz_emit_fn emit)
 {
     /* head: sources 1 + head % 3; ranges of 8 << ((head >> 2) % 4) bytes */
     const uint8_t sel[12] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2};
-    const uint8_t truth[12] = {0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40,
-                               0x40};
+    const uint8_t truth[12] = {0x40, 0x40, 0x40, 0x40, 0x40, 0x40,
+                               0x40, 0x40, 0x40, 0x40, 0x40, 0x40};
     const uint8_t m_def[3] = {0x42, 0x42, 0x42}, s_def[3] = {0x40, 0x40, 0x40};
     const uint8_t m_now[3] = {0x40, 0x40, 0x40}, s_none[3] = {0, 0, 0};
     emit_case(emit, 2, 3, m_def, sel, truth, 9, s_def);
