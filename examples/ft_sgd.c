@@ -936,7 +936,8 @@ static int outer_inner(void *ctx, int64_t index, int participants, int replica_r
     return 0;
 }
 
-/* --localsgd / --diloco: the whole run.  1 when the group is lost. */
+/* --localsgd / --diloco: the whole run.  1 when the group is lost or
+ * killed (a->killed: exit status 5, as the per-step loop). */
 static int outer_run(struct app *a)
 {
     const struct opts *o = &a->o;
@@ -947,6 +948,10 @@ static int outer_run(struct app *a)
         .die_me = a->world_rank == o->die_rank, .die_at_sync = o->die_at_step,
         .die_where = o->die_where};
     int lost = sgd_outer_train(&c, a->w, a->F + 1, outer_inner, a, &a->outer, &a->attempts);
+    if (lost == 2) {
+        a->killed = 1;
+        lost = 1;
+    }
     ftmpi_outer_stats_t st;
     if (a->outer != NULL && ftmpi_outer_stats(a->outer, &st) == FT_SUCCESS)
         a->commits_here = st.committed;

@@ -59,7 +59,12 @@ int sgd_outer_train(const struct sgd_outer_cfg *c, float *w, long n, sgd_inner_f
     while (FT_Step() < target && attempts < c->max_attempts) {
         int result = 0;
         rc = FT_Outer_step(o, &result);
-        if (rc == FT_ERR_GROUP_LOST || rc == FT_ERR_KILLED) {
+        if (rc == FT_ERR_KILLED) { /* as the per-step loop (ft_sgd.c): exit status 5 */
+            printf("killed at step %" PRId64 ": %s\n", FT_Step(), FT_Error_string(rc));
+            *attempts_p = attempts;
+            return 2;
+        }
+        if (rc == FT_ERR_GROUP_LOST) {
             printf("group lost at step %" PRId64 ": %s (sync)\n", FT_Step(), FT_Error_string(rc));
             *attempts_p = attempts;
             return 1;

@@ -33,8 +33,8 @@ typedef int (*sgd_inner_fn)(void *ctx, int64_t index, int participants, int repl
                             float *loss_p);
 
 /* Creates *outer_p (freed by the caller after FT_Finalize), registers the
- * n floats at w and trains.  *attempts_p: inner steps run.  0, or 1 when
- * the group was lost (or killed). */
+ * n floats at w and trains.  *attempts_p: inner steps run.  0; 1 when the
+ * group was lost; 2 when the lighthouse killed it (FT_ERR_KILLED). */
 int sgd_outer_train(const struct sgd_outer_cfg *cfg, float *w, long n, sgd_inner_fn inner,
                     void *ctx, FT_Outer *outer_p, long *attempts_p);
 

@@ -117,8 +117,8 @@ int fti_heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, con
  * step, the buffers as fti_heal_check wants them, and for each buffer
  * either no piece sums or one per FTI_HEAL_SUM_BYTES piece, the last equal
  * to the buffer's checksum.  Logs what was wrong.  Mutex held. */
-static int heal_check_sums(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, int64_t step,
-                           const char *src)
+int fti_heal_check_sums(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, int64_t step,
+                        const char *src)
 {
     if (m->step != step) {
         FTI_WARN("heal: %s sent the checksums of step %" PRId64 ", not %" PRId64 "; dropped", src,
@@ -341,7 +341,7 @@ static int src_open(struct stripe *sp, struct stripe_src *w)
     if (w->m->sums_deferred)
         rc = fti_heal_check(sp->h, w->m, w->addr);
     else
-        rc = heal_check_sums(sp->h, w->m, sp->step, w->addr);
+        rc = fti_heal_check_sums(sp->h, w->m, sp->step, w->addr);
     pthread_mutex_unlock(&sp->h->mu);
     if (rc == FT_SUCCESS && !w->m->sums_deferred)
         w->sums = w->m; /* the checksums came with the metadata */
@@ -506,7 +506,7 @@ static void *src_main(void *arg)
         int rc = heal_sums(w->c, sp->step, sp->deadline_ms, &sums);
         if (rc == FT_SUCCESS) {
             pthread_mutex_lock(&sp->h->mu);
-            rc = heal_check_sums(sp->h, sums, sp->step, w->addr);
+            rc = fti_heal_check_sums(sp->h, sums, sp->step, w->addr);
             pthread_mutex_unlock(&sp->h->mu);
             if (rc != FT_SUCCESS) {
                 bad = true;

@@ -34,8 +34,12 @@
 /* A buffer's checksum is fti_heal_sum chained over pieces of this many
  * bytes (each piece's sum is the seed of the next, 0 for the first; an
  * empty buffer's is fti_heal_sum of nothing with seed 0); part of the wire
- * contract between source and healer. */
+ * contract between source and healer.  The libFuzzer build (tests/fuzz)
+ * sets it to a few bytes, for the whole build, so that its small buffers
+ * have several pieces. */
+#ifndef FTI_HEAL_SUM_BYTES
 #define FTI_HEAL_SUM_BYTES ((size_t)8 << 20)
+#endif
 
 /* The heal checksum of [data, +len): xxHash's XXH3, 64 bits, with the
  * seed (libxxhash).  Both ends of a heal read the whole state once for it,

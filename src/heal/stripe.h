@@ -122,6 +122,11 @@ bool fti_heal_stripe_all_done(const struct stripe *sp);
 /* fetch.c: a source's metadata against this rank's registrations; drops a
  * source (logged by the caller); a source's failure as heal reports it. */
 int fti_heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, const char *src);
+/* fetch.c: a source's checksums of step (metadata or the checksum reply)
+ * as they arrive: the step, the buffers as fti_heal_check wants them, the
+ * piece sums' count and last one; logs what was wrong.  h's mutex held. */
+int fti_heal_check_sums(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, int64_t step,
+                        const char *src);
 void fti_heal_src_dead(struct stripe_src *w, int rc);
 int fti_heal_code(int rc);
 

@@ -29,7 +29,7 @@ static bool sums_agree(const struct stripe *sp, const struct stripe_src *a,
     for (size_t i = 0; i < sp->n_stage; i++) {
         const Ftmpi__HealBuffer *x = sums_of(a, sp->stage[i].b->name);
         const Ftmpi__HealBuffer *y = sums_of(b, sp->stage[i].b->name);
-        if (x == NULL || y == NULL) /* not after heal_check_sums: never agree */
+        if (x == NULL || y == NULL) /* not after fti_heal_check_sums: never agree */
             return false;
         if (x->checksum != y->checksum || x->n_piece_sums != y->n_piece_sums ||
             (x->n_piece_sums > 0 &&
@@ -82,7 +82,7 @@ static void src_drop_ranges(struct stripe *sp, int a, int rc)
 }
 
 /* The reference checksums: of the live sources that sent theirs (each
- * checked on arrival, fetch.c's heal_check_sums), those that more sources
+ * checked on arrival, fetch.c's fti_heal_check_sums), those that more sources
  * agree with than with any other; the others are dropped, their ranges to
  * do again.  A disagreement nobody decides (two sources, or a tie) fails
  * the heal with FT_ERR_CHECKSUM: no source's word counts more for being
@@ -219,7 +219,7 @@ int fti_heal_stripe_verify(struct stripe *sp, bool chain_ok, int *bad_p)
         return rc;
     for (size_t i = 0; i < sp->n_stage; i++) {
         const Ftmpi__HealBuffer *rb = sums_of(ref, sp->stage[i].b->name);
-        if (rb == NULL) { /* heal_check_sums passed: not reached */
+        if (rb == NULL) { /* fti_heal_check_sums passed: not reached */
             FTI_ERROR("heal: %s sent no checksum of '%s'", ref->addr, sp->stage[i].b->name);
             return FT_ERR_INTERNAL;
         }

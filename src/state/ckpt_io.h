@@ -105,6 +105,11 @@ typedef struct fti_ckpt_staged {
 int fti_ckpt_stage_dir(const char *dir, const fti_ckpt_target_t *t, size_t n,
                        fti_ckpt_staged_t *s_p, char *err, size_t errlen);
 
+/* A load (fti_ckpt_stage, fti_ckpt_stage_dir) that takes longer than this
+ * many ms logs a progress line (step, folder, bytes, rate, time left) every
+ * this many ms, at the default level; 5000 (a test sets it lower). */
+extern int64_t fti_ckpt_progress_ms;
+
 /* `where` is a root (its newest complete checkpoint that loads is taken;
  * one that fails is logged as a warning, with the file it names, and the
  * next older one tried) or a step folder (only that one).  FT_ERR_NOT_FOUND

@@ -18,17 +18,47 @@
 
 #define PATH_MAX_LEN 1024
 
-/* The open files of one checkpoint, opened on first use, sizes checked. */
+int64_t fti_ckpt_progress_ms = 5000;
+
+/* The open files of one checkpoint, opened on first use, sizes checked,
+ * and the progress of a load from them (total 0: not reported). */
 struct files {
     const char *dir;
     const fti_ckpt_meta_t *m;
     int *fd;
+    uint64_t done, total;
+    int64_t t0_ms, next_ms;
 };
+
+/* A load that takes longer than fti_ckpt_progress_ms says what it loads
+ * and how far it is (bytes, rate, time left) every fti_ckpt_progress_ms,
+ * at the default level, as a long heal does (heal/fetch.c): a user
+ * waiting on a restarted job sees it move. */
+static void progress(struct files *f, uint64_t n)
+{
+    f->done += n;
+    if (f->total == 0)
+        return;
+    int64_t now = fti_now_ms();
+    if (now < f->next_ms)
+        return;
+    f->next_ms = now + fti_ckpt_progress_ms;
+    double s = (double)(now - f->t0_ms) / 1000.0;
+    double rate = s > 0 ? (double)f->done / s : 0; /* bytes/s */
+    double left = rate > 0 ? (double)(f->total - FTI_MIN(f->total, f->done)) / rate : -1;
+    FTI_WARN("checkpoint load progress: step %" PRId64 " from %s: %" PRIu64 " of %" PRIu64
+             " bytes (%.0f%%) in %.1f s, %.1f MB/s, about %.0f s left",
+             f->m->step, f->dir, f->done, f->total,
+             100.0 * (double)FTI_MIN(f->done, f->total) / (double)f->total, s, rate / 1e6, left);
+}
 
 static int files_open(struct files *f, const char *dir, const fti_ckpt_meta_t *m)
 {
     f->dir = dir;
     f->m = m;
+    f->done = f->total = 0;
+    f->t0_ms = fti_now_ms();
+    f->next_ms = f->t0_ms + fti_ckpt_progress_ms;
     f->fd = malloc((size_t)m->group_size * sizeof(int));
     if (f->fd == NULL)
         return FT_ERR_NO_MEMORY;
@@ -111,6 +141,7 @@ static int read_shard(struct files *f, const fti_ckpt_buf_t *b, const fti_ckpt_s
             return FT_ERR_SYSTEM;
         }
         sum = fti_checksum64(tmp, n, sum);
+        progress(f, n);
         uint64_t lo = FTI_MAX(at, copy_off), hi = FTI_MIN(at + n, copy_off + copy_len);
         if (dst != NULL && lo < hi)
             memcpy((char *)dst + (lo - copy_off), (char *)tmp + (lo - at), hi - lo);
@@ -204,6 +235,33 @@ void fti_ckpt_staged_copy(const fti_ckpt_staged_t *s, size_t i, void *dst, size_
         memcpy(dst, s->bufs[i], len);
 }
 
+/* The bytes a load of targets t reads (whole old shards, each time a
+ * piece of the plan needs one); 0 when a target does not match (the load
+ * fails on it) or the sum overflows. */
+static uint64_t load_bytes(const fti_ckpt_meta_t *m, const fti_ckpt_target_t *t, size_t n)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const fti_ckpt_buf_t *b = fti_ckpt_meta_find(m, t[i].name);
+        fti_reshard_piece_t *p = NULL;
+        size_t np = 0;
+        if (b == NULL || b->elem == 0 ||
+            fti_reshard_plan(b, t[i].start, t[i].count, &p, &np) != FT_SUCCESS)
+            return 0;
+        for (size_t k = 0; k < np; k++) {
+            const fti_ckpt_shard_t *sh = &b->shards[p[k].shard];
+            uint64_t len = sh->end >= sh->start ? (uint64_t)(sh->end - sh->start) : 0;
+            if (len > (UINT64_MAX - total) / b->elem) {
+                free(p);
+                return 0;
+            }
+            total += len * b->elem;
+        }
+        free(p);
+    }
+    return total;
+}
+
 static int stage_meta(const char *dir, const fti_ckpt_meta_t *m, const fti_ckpt_target_t *t,
                       size_t n, fti_ckpt_staged_t *s, char *err, size_t errlen)
 {
@@ -218,6 +276,7 @@ static int stage_meta(const char *dir, const fti_ckpt_meta_t *m, const fti_ckpt_
         snprintf(err, errlen, "out of memory");
         return rc;
     }
+    f.total = rc == FT_SUCCESS ? load_bytes(m, t, n) : 0;
     for (size_t i = 0; i < n && rc == FT_SUCCESS; i++) {
         const fti_ckpt_buf_t *b = NULL;
         rc = match_target(dir, m, &t[i], &b, err, errlen);

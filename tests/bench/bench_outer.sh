@@ -17,7 +17,12 @@
 #    per second of group 0 between its second and its last step line (time
 #    stamped by bench_stamp; dp prints every 10 steps, the outer modes every
 #    sync), and each group's veth tx bytes over the whole run per inner step
-#    (start-up, its init-sync heal, heartbeats and quorums included).
+#    (start-up, its init-sync heal, heartbeats and quorums included), and
+#    group 0's CPU time per inner step (/usr/bin/time over the run): an
+#    8 MiB dp step puts 8.4 MB through the 1 Gbit/s link (67 ms) and an
+#    outer inner step 1/20 of that, so the ratio is (c + 67) / (c + 3.4)
+#    ms for an inner step's compute c, which is its CPU time only on an
+#    idle core (wall ms / CPU ms: how long it waited for one).
 #    Needs root, ip and tc; otherwise B is skipped and says why.
 . "$(dirname "$0")/bench_common.sh"
 bench_selected outer || exit 0
@@ -31,6 +36,7 @@ if [ -n "$BENCH_QUICK" ]; then
     SEEDS="42"
 fi
 status=0
+TIME_CMD= # part B: /usr/bin/time's command, its output file follows
 
 # run_pair TAG NSPREFIX FT_SGD_FLAGS...: a lighthouse (min 2 replicas) and
 # groups o0 and o1 (in namespaces NSPREFIX0/1 when NSPREFIX is set, the
@@ -67,6 +73,7 @@ run_pair() {
             FTMPI_REPLICA_ID="o$_i" FTMPI_BACKEND=tcp FTMPI_BIND_HOST="$_host" \
             FTMPI_TIMEOUT_MS=60000 timeout -s KILL 600 \
             sh -c '{ "$@" 2>&1; echo "EXIT $?"; } | "$0"' "$BENCH_BIN/bench_stamp" \
+            $TIME_CMD ${TIME_CMD:+"$BT/$_tag.$_i.cpu"} \
             "$MPIRUN" --oversubscribe --bind-to none -np 1 "$SGD" "$@"
         _pids="$_pids $BG_PID"
     done
@@ -159,6 +166,13 @@ ns_setup() {
 ns_cleanup() { for ns in $NS_MADE; do ip netns del "$ns" 2>/dev/null; done; }
 tx_bytes() { ip netns exec "${NSB}G$1" cat "/sys/class/net/v$NSB$1/statistics/tx_bytes"; }
 
+# cpu_ms TAG STEPS: group 0's CPU time (user + system, of mpirun and
+# ft_sgd, the whole run) per inner step, in ms; "-" without /usr/bin/time.
+cpu_ms() {
+    awk -F: -v s="$2" 'NF == 2 && $1 ~ /^[0-9.]+$/ { printf "%.1f\n", ($1 + $2) * 1000 / s; f = 1 }
+        END { if (!f) print "-" }' "$BT/$1.0.cpu" 2>/dev/null || echo -
+}
+
 # rate TAG STEP_PER_LINE: inner steps per second of group 0 between its
 # second and its last "step N" line.
 rate() {
@@ -172,6 +186,11 @@ NET=10.79.$(($$ % 250 + 1))
 NS_MADE="${NSB}L ${NSB}G0 ${NSB}G1"
 if why=$(ns_setup); then
     F=2097151
+    # group 0's CPU time: with the wall time per step it shows how much of
+    # an inner step is compute and how much waiting for a loaded core
+    TIME_CMD=
+    [ -x /usr/bin/time ] && TIME_CMD="/usr/bin/time -f %U:%S -o"
+    load0=$(cut -d ' ' -f 1-3 /proc/loadavg)
     rows=""
     for m in dp localsgd diloco; do
         note "B: $m, $S inner steps, $F features, behind tbf 1gbit"
@@ -187,17 +206,22 @@ if why=$(ns_setup); then
         k=1
         [ "$m" = dp ] || k=20
         r=$(rate "b.$m" $k)
-        rows="$rows$m $r $tx0 $tx1
+        rows="$rows$m $r $tx0 $tx1 $(cpu_ms "b.$m" "$S")
 "
     done
     ns_cleanup
     {
         echo "B. 2 groups, each behind tc tbf 1gbit, $F features (8 MiB), batch 1, $S inner steps"
-        printf "%-10s %12s %9s %16s %16s\n" mode "steps/s" "vs dp" "tx B/step g0" "tx B/step g1"
+        printf "%-10s %10s %8s %13s %13s %10s %10s\n" mode "steps/s" "vs dp" "tx B/step g0" \
+            "tx B/step g1" "wall ms" "CPU ms"
         dpr=$(echo "$rows" | awk '$1 == "dp" { print $2 }')
-        echo "$rows" | awk -v d="$dpr" -v s="$S" 'NF == 4 {
-            printf "%-10s %12.2f %8.2fx %16.0f %16.0f\n", $1, $2, (d > 0 ? $2 / d : 0), $3 / s, $4 / s }'
-        echo "(steps/s: group 0 between its 2nd and last step line; tx: the group's veth over the whole run)"
+        echo "$rows" | awk -v d="$dpr" -v s="$S" 'NF == 5 {
+            printf "%-10s %10.2f %7.2fx %13.0f %13.0f %10.1f %10s\n", $1, $2, (d > 0 ? $2 / d : 0),
+                $3 / s, $4 / s, ($2 > 0 ? 1000 / $2 : 0), $5 }'
+        echo "(steps/s, wall ms: group 0 in steady state, between its 2nd and last step line;"
+        echo " tx: the group's veth over the whole run; CPU ms: group 0's user + system time over"
+        echo " the whole run, start-up included, per inner step)"
+        echo "load average before: $load0, after: $(cut -d ' ' -f 1-3 /proc/loadavg)"
         echo "machine: $BENCH_MACHINE"
         echo
     } | table_out outer.txt

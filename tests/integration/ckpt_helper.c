@@ -12,6 +12,8 @@
  *       every rank of a group of R loads its block; prints "loaded step N"
  *       when every element is bitwise what step N saved.  Exit 1 otherwise.
  * CKPT_HELPER_TOKEN=FILE: with that job secret (fti_auth_configure).
+ * CKPT_HELPER_PROGRESS_MS=N: a load logs its progress every N ms
+ * (fti_ckpt_progress_ms; the library's is 5000).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -161,6 +163,10 @@ int main(int argc, char **argv)
 {
     /* CKPT_HELPER_TOKEN=FILE: the job secret, as FT_Init takes FTMPI_TOKEN_FILE */
     const char *tok = getenv("CKPT_HELPER_TOKEN");
+    /* CKPT_HELPER_PROGRESS_MS=N: a load's progress lines every N ms */
+    const char *pms = getenv("CKPT_HELPER_PROGRESS_MS");
+    if (pms != NULL)
+        fti_ckpt_progress_ms = atoll(pms);
     char err[2048];
     if (tok != NULL && fti_auth_configure(tok, err, sizeof(err)) != FT_SUCCESS) {
         fprintf(stderr, "ckpt_helper: %s\n", err);
