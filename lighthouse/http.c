@@ -28,6 +28,7 @@
 
 #include "lighthouse/dashboard.h"
 #include "lighthouse/http_guard.h"
+#include "lighthouse/obs_pages.h"
 #include "ftmpi_errors.h"
 #include "base/log.h"
 #include "base/net.h"
@@ -151,6 +152,7 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const
         evbuffer_add_printf(b, "</td></tr>\n");
     }
     evbuffer_add_printf(b, "</table>\n");
+    fti_lh_obs_html(b, s);
     fti_lh_dash_html(b, s);
     evbuffer_add_printf(
         b,
@@ -200,6 +202,7 @@ static void page_status_json(struct evbuffer *b, const fti_lh_snapshot_t *s, boo
                             m->killed ? "true" : "false");
     }
     evbuffer_add_printf(b, "]");
+    fti_lh_obs_json(b, s);
     fti_lh_dash_json(b, s);
     evbuffer_add_printf(b, "}\n");
 }
@@ -274,6 +277,7 @@ static void page_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
     evbuffer_add_printf(b, "ftmpi_lighthouse_quorum_formation_seconds_count %" PRIu64 "\n",
                         s->hist_count);
     fti_lh_dash_metrics(b, s);
+    fti_lh_obs_metrics(b, s);
 }
 
 /* ---- kill ------------------------------------------------------------------ */

@@ -76,6 +76,8 @@ struct event_base;
 #define FTI_LH_MAX_FINALIZED 10000        /* default max_finalized */
 #define FTI_LH_MAX_WAITERS_PER_GROUP 4    /* default max_waiters_per_group */
 
+#define FTI_LH_JOB_SIZE 64
+
 typedef struct fti_lighthouse_opts {
     char bind[FTI_ADDRESS_SIZE]; /* "host:port" of the RPC server (default
                                   * FTI_LH_BIND_LOOPBACK) */
@@ -95,6 +97,7 @@ typedef struct fti_lighthouse_opts {
                                   * >= 1 (default FTI_LH_MAX_WAITERS_PER_GROUP) */
     int64_t summary_interval_ms; /* an info line with steps/s, quorum and
                                   * failures this often; 0 = none (default 60000) */
+    char job[FTI_LH_JOB_SIZE];   /* /metrics' job label (default "ftmpi") */
 } fti_lighthouse_opts_t;
 
 void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o);
@@ -161,6 +164,7 @@ typedef struct fti_lh_member_view {
 } fti_lh_member_view_t;
 
 struct fti_lh_history;
+struct fti_lh_recov;
 
 typedef struct fti_lh_snapshot {
     int64_t quorum_id;         /* -1 before the first quorum */
@@ -183,6 +187,8 @@ typedef struct fti_lh_snapshot {
     uint64_t hist_count;
     int64_t wall_ms;           /* when the snapshot was taken */
     struct fti_lh_history *history; /* a copy (history.h); NULL on no memory */
+    struct fti_lh_recov *recov; /* a copy (recoveries.h); NULL on no memory */
+    char job[FTI_LH_JOB_SIZE];  /* opts.job */
 } fti_lh_snapshot_t;
 
 /* Takes a consistent copy.  Free with fti_lh_snapshot_free. */

@@ -59,6 +59,8 @@ static void usage(const fti_lighthouse_opts_t *d)
            "                            (default %" PRId64 ")\n"
            "  --http-bind HOST:PORT     serve the dashboard, /status.json and /metrics there\n"
            "                            (default: off; e.g. " HTTP_BIND_EXAMPLE ")\n"
+           "  --job NAME                the job label of /metrics' recovery and rank series\n"
+           "                            (default ftmpi)\n"
            "  --token-file FILE         the job secret (the file's content, trimmed; the file\n"
            "                            must not be readable by others): every RPC\n"
            "                            connection must prove it (groups set\n"
@@ -148,7 +150,7 @@ struct lh_args {
 static const char *const known_flags[] = {
     "--bind", "--min-replicas", "--join-timeout-ms", "--quorum-tick-ms",
     "--heartbeat-timeout-ms", "--http-bind", "--token-file", "--max-frame-bytes",
-    "--initial-quorum-id", "--summary-interval", "--log-level"};
+    "--initial-quorum-id", "--summary-interval", "--log-level", "--job"};
 
 /* Applies one known flag with its value (exits 2 on a bad value). */
 static void apply_flag(struct lh_args *a, const char *flag, const char *v)
@@ -176,7 +178,12 @@ static void apply_flag(struct lh_args *a, const char *flag, const char *v)
         o->initial_quorum_id = parse_num(flag, v, false, 0, INT64_MAX / 2);
     else if (strcmp(flag, "--summary-interval") == 0)
         o->summary_interval_ms = parse_num(flag, v, false, 0, MAX_TIMEOUT_MS / 1000) * 1000;
-    else if (strcmp(flag, "--log-level") == 0) {
+    else if (strcmp(flag, "--job") == 0) {
+        if (v[0] == '\0' || fti_strlcpy(o->job, v, sizeof(o->job)) != 0 ||
+            strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:") !=
+                strlen(v))
+            die_usage(flag, "'%s': 1 to %d letters, digits or _-.:", v, FTI_LH_JOB_SIZE - 1);
+    } else if (strcmp(flag, "--log-level") == 0) {
         a->log_level = fti_log_level_parse(v);
         if (a->log_level < 0)
             die_usage(flag, "'%s' is not one of error|warn|info|debug|trace|none", v);

@@ -604,6 +604,7 @@ static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len
         fti_lh_history_alive(&lh->history, wall, req->replica_id);
         fti_lh_history_report(&lh->history, wall, req->replica_id, req->restarts, req->heals,
                               req->heal_bytes, req->last_failure);
+        fti_lh_recov_report(&lh->recov, req);
     }
     pthread_mutex_unlock(&lh->mu);
     if (rc == FT_SUCCESS && !fin)
@@ -935,6 +936,7 @@ void fti_lighthouse_destroy(fti_lighthouse_h lh)
     fti_rpc_server_destroy(lh->rpc);
     fti_liveness_destroy(lh->live);
     fti_lh_history_clear(&lh->history);
+    fti_lh_recov_clear(&lh->recov);
     fti_quorum_state_destroy(lh->st);
     pthread_mutex_destroy(&lh->mu);
     free(lh->finalized);

@@ -30,6 +30,7 @@ void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o)
     o->max_finalized = FTI_LH_MAX_FINALIZED;
     o->max_waiters_per_group = FTI_LH_MAX_WAITERS_PER_GROUP;
     o->summary_interval_ms = 60000;
+    snprintf(o->job, sizeof(o->job), "ftmpi");
 }
 
 /* ---- kill ---------------------------------------------------------------- */
@@ -248,6 +249,12 @@ int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
         free(s->history);
         s->history = NULL;
     }
+    s->recov = malloc(sizeof(*s->recov));
+    if (s->recov && fti_lh_recov_copy(&lh->recov, s->recov) != FT_SUCCESS) {
+        free(s->recov);
+        s->recov = NULL;
+    }
+    fti_strlcpy(s->job, lh->opts.job, sizeof(s->job));
     pthread_mutex_unlock(&lh->mu);
     *snap_p = s;
     return FT_SUCCESS;
@@ -261,5 +268,8 @@ void fti_lh_snapshot_free(fti_lh_snapshot_t *snap)
     if (snap->history)
         fti_lh_history_clear(snap->history);
     free(snap->history);
+    if (snap->recov)
+        fti_lh_recov_clear(snap->recov);
+    free(snap->recov);
     free(snap);
 }

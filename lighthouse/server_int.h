@@ -17,6 +17,7 @@
 #include "lighthouse/lighthouse.h"
 #include "lighthouse/liveness.h"
 #include "lighthouse/quorum.h"
+#include "lighthouse/recoveries.h"
 #include "lighthouse/killed.h"
 #include "lighthouse/waiters.h"
 
@@ -65,6 +66,7 @@ struct fti_lighthouse {
     size_t n_finalized, cap_finalized;
     uint64_t fin_seq; /* finalizes so far */
     fti_lh_killed_t killed; /* incarnations killed by an operator (killed.h) */
+    fti_lh_recov_t recov;   /* recoveries, failed steps, rank counters (recoveries.h) */
 };
 
 /* The reply to a killed group's calls (killed.h). */

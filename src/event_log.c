@@ -1,6 +1,7 @@
 /* event_log.c - JSON-lines event log (see event_log.h). */
 #include "event_log.h"
 #include "base/error.h"
+#include "control/obs_report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -224,5 +225,37 @@ void fti_event_checkpoint(fti_event_log_h l, int64_t step, const char *what, uin
     sb_json_string(&b, what);
     sb_printf(&b, ",\"bytes\":%" PRIu64 ",\"error\":%d,\"error_name\":\"%s\"", bytes, error,
               fti_error_name(error));
+    line_end(l, &b);
+}
+
+void fti_event_recovery(fti_event_log_h l, const fti_recovery_rec_t *r)
+{
+    struct sbuf b = {0};
+    if (l == NULL || r == NULL)
+        return;
+    line_begin(l, &b, "recovery", r->resumed_step);
+    sb_printf(&b, ",\"seq\":%" PRIu64 ",\"kind\":\"%s\",\"failed_step\":%" PRId64
+                  ",\"start_ms\":%" PRId64 ",\"end_ms\":%" PRId64 ",\"detect_ms\":%" PRId64
+                  ",\"quorum_ms\":%" PRId64 ",\"slice_ms\":%" PRId64 ",\"heal_ms\":%" PRId64
+                  ",\"heal_bytes\":%" PRId64 ",\"steps_lost\":%" PRId64 ",\"error_name\":",
+              r->seq, r->kind == FTI_RECOVERY_RESTART ? "restart" : "survivor", r->failed_step, r->start_ms, r->end_ms,
+              r->detect_ms, r->quorum_ms, r->slice_ms, r->heal_ms, r->heal_bytes, r->steps_lost);
+    sb_json_string(&b, r->error);
+    sb_field_or_null(&b, "peer", r->peer[0] ? r->peer : NULL);
+    line_end(l, &b);
+}
+
+void fti_event_flight(fti_event_log_h l, int64_t step, uint64_t dump, const char *reason,
+                      uint64_t seq, const char *op, uint64_t bytes, int64_t quorum_id,
+                      int64_t start_ms, int64_t end_ms, const char *result)
+{
+    struct sbuf b = {0};
+    if (l == NULL)
+        return;
+    line_begin(l, &b, "flight", step);
+    sb_printf(&b, ",\"dump\":%" PRIu64 ",\"reason\":\"%s\",\"seq\":%" PRIu64 ",\"op\":\"%s\""
+                  ",\"bytes\":%" PRIu64 ",\"quorum_id\":%" PRId64 ",\"start_ms\":%" PRId64
+                  ",\"end_ms\":%" PRId64 ",\"result\":\"%s\"",
+              dump, reason, seq, op, bytes, quorum_id, start_ms, end_ms, result);
     line_end(l, &b);
 }

@@ -15,12 +15,23 @@
  *           when unknown), peer_replica_rank (-1 unknown), peer_address
  *           (its slice listener, null unknown), error
  *   checkpoint: what (published, loaded, dropped, write_failed), bytes, error
+ *   recovery: a recovery that ended (recovery.h; "step" = the step committed
+ *           at its end): seq, kind (survivor, restart), failed_step,
+ *           start_ms, end_ms (wall), detect_ms (-1 unknown), quorum_ms,
+ *           slice_ms, heal_ms, heal_bytes, steps_lost, error_name, peer
+ *           (null unknown): the numbers the lighthouse's /metrics gets
+ *   flight: one entry of the flight recorder (flight.h): dump (the
+ *           process's dump number), reason (error, sigusr1), seq, op
+ *           (quorum, allreduce, commit), bytes, quorum_id, start_ms,
+ *           end_ms (-1: still running), result (FT_* name or "running")
  * ("error" is the FT_Error code, 0 on success, "error_name" its enum name
  * such as "FT_ERR_PROC_FAILED"; members: the quorum's replica ids, from a
  * compact reply up to 64 of them; "step" is the step the
  * event belongs to, before a commit advances it).
  *
- * Threads: one thread at a time per log (the application thread).
+ * Threads: one thread at a time per log (the application thread), except
+ * the flight recorder's lines, which its dump thread may write at any time
+ * (each line is one write()).
  */
 #ifndef FTI_EVENT_LOG_H
 #define FTI_EVENT_LOG_H
@@ -30,6 +41,7 @@
 #include <stdint.h>
 
 typedef struct fti_event_log *fti_event_log_h;
+struct fti_recovery_rec;
 
 /* Opens (creates, appends to) path.  Release with fti_event_log_close. */
 int fti_event_log_open(const char *path, const char *replica_id, int group_rank,
@@ -55,5 +67,13 @@ void fti_event_collective_failed(fti_event_log_h log, int64_t step, int64_t quor
  * this rank's write failed (state/ckpt_step.c). */
 void fti_event_checkpoint(fti_event_log_h log, int64_t step, const char *what, uint64_t bytes,
                           int error);
+
+/* A recovery ended (recovery.h). */
+void fti_event_recovery(fti_event_log_h log, const struct fti_recovery_rec *r);
+
+/* One flight-recorder entry (flight.h). */
+void fti_event_flight(fti_event_log_h log, int64_t step, uint64_t dump, const char *reason,
+                      uint64_t seq, const char *op, uint64_t bytes, int64_t quorum_id,
+                      int64_t start_ms, int64_t end_ms, const char *result);
 
 #endif

@@ -103,6 +103,8 @@ FTMPI_EXPORT int FT_Init(int *argc, char ***argv)
     int rc = fti_step_setup(&st);
     if (rc == FT_SUCCESS)
         rc = progress_start();
+    if (rc == FT_SUCCESS)
+        rc = fti_obs_start(&st);
     if (rc != FT_SUCCESS) {
         fti_step_teardown(&st);
         return rc;
@@ -141,6 +143,7 @@ FTMPI_EXPORT int FT_Finalize(void)
                  " bytes kept alive)",
                  n, bytes);
     fti_device_release();
+    fti_obs_stop(&st);
     fti_step_teardown(&st);
     return FT_SUCCESS;
 }
@@ -196,12 +199,17 @@ static int quorum_apply(const Ftmpi__LighthouseQuorumResponse *resp,
                  res->quorum_id, res->replica_world_size, res->participants, res->replica_rank,
                  res->spare ? " (spare)" : "", res->max_step, st.res.heal ? ", healing" : "");
     int rc = FT_SUCCESS;
-    if (st.slice == NULL || st.slice_quorum_id != res->quorum_id)
+    int64_t t0 = fti_now_ms();
+    if (st.slice == NULL || st.slice_quorum_id != res->quorum_id) {
         rc = fti_step_rebuild_slice(&st, resp->quorum);
+        fti_obs_slice(&st, fti_now_ms() - t0);
+    }
     if (st.res.heal) {
         /* also when the slice failed: every rank of the group takes part
          * in the group's decision on the heal */
+        int64_t h0 = fti_now_ms(), b0 = st.heal_bytes;
         int hrc = fti_step_heal(&st);
+        fti_obs_heal(&st, fti_now_ms() - h0, st.heal_bytes - b0);
         rc = rc != FT_SUCCESS && hrc != FT_ERR_GROUP_LOST ? rc : hrc;
     }
     *changed_p = changed;
@@ -210,7 +218,7 @@ static int quorum_apply(const Ftmpi__LighthouseQuorumResponse *resp,
 
 /* The quorum round and everything it brings (slice, heal): on the progress
  * thread for FT_QUORUM_ASYNC, which owns `st` until quorum_sync. */
-static int quorum_run(int flags)
+static int quorum_round(int flags)
 {
     int64_t t0 = fti_now_ms();
     Ftmpi__LighthouseQuorumResponse *resp = NULL;
@@ -219,6 +227,7 @@ static int quorum_run(int flags)
      * broadcasting FT_ERR_KILLED */
     int rc = fti_step_exchange(&st, flags, &resp);
     int64_t qms = fti_now_ms() - t0;
+    fti_obs_quorum(&st, qms);
     if (rc != FT_SUCCESS) {
         if (rc == FT_ERR_KILLED && !st.killed) {
             st.killed = true;
@@ -241,6 +250,16 @@ static int quorum_run(int flags)
     log_ctx_update();
     quorum_event(resp, qms, changed, rc);
     ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
+    return rc;
+}
+
+/* quorum_round in the flight recorder and the counters. */
+static int quorum_run(int flags)
+{
+    uint64_t seq = fti_obs_call_begin(&st, FTI_FLIGHT_QUORUM, 0);
+    int64_t t0 = fti_now_us();
+    int rc = quorum_round(flags);
+    fti_obs_call_end(&st, FTI_FLIGHT_QUORUM, seq, rc, fti_now_us() - t0, 0);
     return rc;
 }
 
@@ -331,9 +350,20 @@ static void allreduce_failed(int rc)
 
 /* The job: on the progress thread while requests are in flight, else on
  * the application's (fti_progress_run). */
+static int allreduce_run(struct ftmpi_request *r);
+
 static int allreduce_job(void *arg)
 {
     struct ftmpi_request *r = arg;
+    uint64_t seq = fti_obs_call_begin(&st, FTI_FLIGHT_ALLREDUCE, r->bytes);
+    int64_t t0 = fti_now_us();
+    int rc = allreduce_run(r);
+    fti_obs_call_end(&st, FTI_FLIGHT_ALLREDUCE, seq, rc, fti_now_us() - t0, r->bytes);
+    return rc;
+}
+
+static int allreduce_run(struct ftmpi_request *r)
+{
     if (r->device) { /* a CUDA buffer (device.h): its own slice or staging */
         int rc = fti_device_allreduce(&st, r->sendbuf, r->recvbuf, r->count, r->dt, r->op);
         if (rc != FT_SUCCESS)
@@ -534,7 +564,18 @@ static int checkpoint_round(void)
     return FT_SUCCESS;
 }
 
+static int commit_run(int *committed);
+
 FTMPI_EXPORT int FT_Commit(int *committed)
+{
+    uint64_t seq = fti_obs_call_begin(&st, FTI_FLIGHT_COMMIT, 0);
+    int64_t t0 = fti_now_us();
+    int rc = commit_run(committed);
+    fti_obs_call_end(&st, FTI_FLIGHT_COMMIT, seq, rc, fti_now_us() - t0, 0);
+    return rc;
+}
+
+static int commit_run(int *committed)
 {
     if (committed == NULL)
         return FT_ERR_ARG;
@@ -570,6 +611,7 @@ FTMPI_EXPORT int FT_Commit(int *committed)
         st.latched = FT_SUCCESS;
         if (st.group_rank == 0)
             fti_event_commit(st.elog, st.step, false, participants, FT_ERR_GROUP_LOST);
+        fti_obs_commit(&st, st.step, false, FT_ERR_GROUP_LOST);
         return fti_step_group_lost(&st, rc != FT_SUCCESS ? rc : decision);
     }
     int all = decision == FT_SUCCESS;
@@ -598,6 +640,7 @@ FTMPI_EXPORT int FT_Commit(int *committed)
     }
     if (st.group_rank == 0)
         fti_event_commit(st.elog, step, all != 0, participants, rc);
+    fti_obs_commit(&st, step, all != 0, rc);
     *committed = all;
     st.in_step = false;
     st.latched = FT_SUCCESS;

@@ -33,6 +33,7 @@
 #include "control/manager.h"
 #include "state/ckpt_step.h"
 #include "mode/mode.h"
+#include "obs_step.h"
 #include "progress.h"
 #include "control/rank_server.h"
 #include "control/results.h"
@@ -85,6 +86,8 @@ struct fti_step {
     bool async_allreduce;           /* reductions run on the progress thread */
     bool async_quorum;              /* FT_QUORUM_ASYNC runs there too */
     int64_t epoch;                  /* FT_Quorum calls: a request's step */
+
+    fti_obs_step_t obs;             /* counters, recoveries, flight recorder (obs_step.h) */
 };
 
 /* ---- step_init.c ---------------------------------------------------------- */

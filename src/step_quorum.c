@@ -59,7 +59,7 @@ static int manager_round(struct fti_step *s, const fti_quorum_ask_t *mine, void 
 
 int fti_step_exchange(struct fti_step *s, int flags, Ftmpi__LighthouseQuorumResponse **resp_p)
 {
-    fti_quorum_ask_t mine = {s->step, (flags & FT_QUORUM_SHRINK_ONLY) != 0};
+    fti_quorum_ask_t mine = {s->step, (flags & FT_QUORUM_SHRINK_ONLY) != 0, s->obs.metrics};
     void *got = NULL;
     size_t got_len = 0;
     int status, rc;
@@ -189,6 +189,7 @@ void fti_step_collective_failed(struct fti_step *s, int rc)
                   FT_Error_string(rc));
     fti_event_collective_failed(s->elog, s->step, s->res.quorum_id, peer, id,
                                 addr[0] ? addr : NULL, rc);
+    fti_obs_collective_failed(s, rc, id);
 }
 
 /* Where a child-process backend (baby-*) starts its child: FTMPI_BABY_PATH,

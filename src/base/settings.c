@@ -91,6 +91,8 @@ const fti_config_field_t fti_config_table[] = {
     {"FTMPI_MODEB_ZERO_COPY", "0", "mode B, mpi backend: 1 lets MPI write an FT_Allreduce buffer from ftmpi_mem_alloc itself (MPI_Iallreduce's or the ring's all-gather receives: no staging copy); "
      "after such a reduction failed, MPI may still write that buffer: FT_Allreduce refuses it (FT_ERR_STATE) and ftmpi_mem_free leaves it mapped; allocate another",
      FTI_CFG_BOOL, OFF(modeb_zero_copy), 0, 1, bool_choices},
+    {"FTMPI_FLIGHT_RECORDS", "64", "flight recorder: the last N FT_Quorum/FT_Allreduce/FT_Commit calls each rank keeps in memory (operation, bytes, quorum id, start, end, result) and writes to FTMPI_EVENT_LOG (else its log) on a step's first FT_ERR_* and on SIGUSR1 (when the program has no SIGUSR1 handler); tools: ftmpi-flight; 0 = off",
+     FTI_CFG_INT, OFF(flight_records), 0, 1 << 20, NULL},
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
 

@@ -56,6 +56,7 @@ typedef struct fti_config {
                                               * (mode/dropin.h, libftmpi_pmpi) */
     int shim_rescale;           /* bool: libftmpi_pmpi's continue scales sums */
     int modeb_zero_copy;        /* bool: mode B's MPI writes ftmpi_mem_alloc buffers itself */
+    int flight_records;         /* flight recorder entries per rank, 0 = off (flight.h) */
 } fti_config_t;
 
 /* FTI_CFG_NAME: a lower-cased name of letters, digits, '-' and '_' whose

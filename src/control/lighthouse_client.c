@@ -1,5 +1,6 @@
 /* lighthouse_client.c - blocking lighthouse client (see lighthouse_client.h). */
 #include "control/lighthouse_client.h"
+#include "control/obs_report.h"
 #include "control/message.h"
 
 #include <stdatomic.h>
@@ -166,6 +167,8 @@ int fti_lighthouse_heartbeat_report(fti_lighthouse_client_h c, const char *repli
         req.heals = rep->heals;
         req.heal_bytes = rep->heal_bytes;
         req.last_failure = (char *)rep->last_failure;
+        if (rep->obs)
+            fti_obs_batch_apply(rep->obs, &req);
     }
     return call_no_reply(c, FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT, &req.base,
                          &ftmpi__lighthouse_heartbeat_response__descriptor, timeout_ms);

@@ -69,6 +69,8 @@ typedef struct fti_lighthouse_report {
     int64_t restarts;     /* FTMPI_RESTART_COUNT */
     int64_t heals, heal_bytes;
     char last_failure[FTI_LH_FAILURE_SIZE]; /* "" = no failed step */
+    struct fti_obs_batch *obs; /* NULL, or recoveries, failed steps and rank
+                                * counters to carry (control/obs_report.h) */
 } fti_lighthouse_report_t;
 
 /* A heartbeat with rep's fields (rep may be NULL: a plain heartbeat). */

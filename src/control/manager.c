@@ -39,7 +39,22 @@ struct fti_manager {
     int leave_rc;
     fti_lighthouse_report_t report; /* under mu */
     _Atomic int killed; /* the lighthouse answered FT_ERR_KILLED */
+    fti_obs_queue_t obs;      /* recoveries, failed steps, rank counters (own lock) */
+    fti_obs_batch_t *batch;   /* the heartbeat thread's (then leave's) */
 };
+
+/* One heartbeat with the report and a batch of the observability queue;
+ * the batch leaves the queue once the lighthouse answered. */
+static int send_heartbeat(struct fti_manager *m, fti_lighthouse_report_t *rep)
+{
+    if (m->batch)
+        fti_obs_take(&m->obs, m->batch);
+    rep->obs = m->batch;
+    int rc = fti_lighthouse_heartbeat_report(m->hb_client, m->replica_id, rep, m->hb_timeout_ms);
+    if (rc == FT_SUCCESS && m->batch)
+        fti_obs_acked(&m->obs, m->batch);
+    return rc;
+}
 
 static void *heartbeat_thread(void *arg)
 {
@@ -50,8 +65,7 @@ static void *heartbeat_thread(void *arg)
     while (!m->stop) {
         fti_lighthouse_report_t rep = m->report;
         pthread_mutex_unlock(&m->mu);
-        int rc = fti_lighthouse_heartbeat_report(m->hb_client, m->replica_id, &rep,
-                                                 m->hb_timeout_ms);
+        int rc = send_heartbeat(m, &rep);
         if (rc == FT_ERR_KILLED) { /* no more heartbeats: the group is to end */
             atomic_store(&m->killed, 1);
             FTI_WARN("manager: the lighthouse says %s was killed; heartbeats stop", m->replica_id);
@@ -95,6 +109,8 @@ int fti_manager_create(const char *lighthouse, const char *replica_id, int conne
     if (m == NULL)
         return FT_ERR_NO_MEMORY;
     fti_strlcpy(m->replica_id, replica_id, sizeof(m->replica_id));
+    fti_obs_init(&m->obs);
+    m->batch = malloc(sizeof(*m->batch)); /* NULL: heartbeats carry no batch */
     m->heartbeat_ms = heartbeat_ms > 0 ? heartbeat_ms : 100;
     /* a heartbeat may take a few periods, not more (it must not hold up
      * FT_Finalize long when the lighthouse is gone) */
@@ -144,6 +160,24 @@ void fti_manager_report_failure(fti_manager_h m, const char *why)
     pthread_mutex_unlock(&m->mu);
 }
 
+void fti_manager_report_recovery(fti_manager_h m, const fti_recovery_rec_t *r)
+{
+    if (m && r)
+        fti_obs_add_recovery(&m->obs, r);
+}
+
+void fti_manager_report_step_failure(fti_manager_h m, const fti_step_failure_t *f)
+{
+    if (m && f)
+        fti_obs_add_failure(&m->obs, f);
+}
+
+void fti_manager_report_ranks(fti_manager_h m, const fti_rank_metrics_t *r, size_t n)
+{
+    if (m && r)
+        fti_obs_set_ranks(&m->obs, r, n);
+}
+
 void fti_manager_want_member_ids(fti_manager_h m)
 {
     if (m)
@@ -170,6 +204,14 @@ int fti_manager_leave(fti_manager_h m, int timeout_ms)
     /* the last heartbeat has been answered before the lighthouse hears
      * the finalize (one loop, in order): it cannot bring the group back */
     stop_heartbeats(m);
+    /* what the heartbeats did not carry yet (the last recovery, the ranks'
+     * final counters) goes in one more, before the group is forgotten */
+    if (!atomic_load(&m->killed)) {
+        pthread_mutex_lock(&m->mu);
+        fti_lighthouse_report_t rep = m->report;
+        pthread_mutex_unlock(&m->mu);
+        (void)send_heartbeat(m, &rep);
+    }
     m->leave_rc = fti_lighthouse_finalize(m->quorum_client, m->replica_id, timeout_ms);
     if (m->leave_rc != FT_SUCCESS)
         FTI_INFO("manager: telling the lighthouse that %s leaves failed: %s (it will notice "
@@ -187,6 +229,8 @@ void fti_manager_destroy(fti_manager_h m)
     fti_lighthouse_client_destroy(m->hb_client);
     pthread_cond_destroy(&m->cv);
     pthread_mutex_destroy(&m->mu);
+    fti_obs_clear(&m->obs);
+    free(m->batch);
     free(m);
 }
 
@@ -255,6 +299,19 @@ static int64_t fold_asks(const fti_quorum_ask_t *asks, int n, bool *shrink_p)
     return step;
 }
 
+/* The ranks' counters the asks carry, for the heartbeats. */
+static void note_rank_metrics(struct fti_manager *m, const fti_quorum_ask_t *asks, int n)
+{
+    size_t k = FTI_MIN((size_t)n, (size_t)FTI_OBS_MAX_RANKS);
+    fti_rank_metrics_t *r = malloc(k * sizeof(*r));
+    if (r == NULL)
+        return;
+    for (size_t i = 0; i < k; i++)
+        r[i] = asks[i].metrics;
+    fti_obs_set_ranks(&m->obs, r, k);
+    free(r);
+}
+
 static bool killed(fti_rank_server_h server)
 {
     char msg[FTI_REASON_SIZE] = "";
@@ -268,6 +325,7 @@ int fti_manager_round(fti_manager_h m, const fti_quorum_ask_t *asks, int n,
         return FT_ERR_ARG;
     bool shrink = false;
     int64_t step = fold_asks(asks, n, &shrink);
+    note_rank_metrics(m, asks, n);
     if (killed(r->server) || atomic_load(&m->killed))
         return FT_ERR_KILLED;
 

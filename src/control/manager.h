@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 
+#include "control/obs_report.h"
 #include "control/proto/ftmpi.pb-c.h"
 #include "control/rank_server.h"
 
@@ -42,6 +43,13 @@ void fti_manager_report(fti_manager_h m, int64_t restarts, int64_t heals, int64_
  * with the next heartbeats).  NULL-safe. */
 void fti_manager_report_failure(fti_manager_h m, const char *why);
 
+/* A finished recovery, a failed step, the group's rank counters (n ranks,
+ * group-rank order): queued for the heartbeats (control/obs_report.h);
+ * FT_Finalize's leave sends what is left.  NULL-safe, any thread. */
+void fti_manager_report_recovery(fti_manager_h m, const fti_recovery_rec_t *r);
+void fti_manager_report_step_failure(fti_manager_h m, const fti_step_failure_t *f);
+void fti_manager_report_ranks(fti_manager_h m, const fti_rank_metrics_t *r, size_t n);
+
 /* Compact quorum replies name the members (up to 64), for the event log.
  * Application thread, between rounds. */
 void fti_manager_want_member_ids(fti_manager_h m);
@@ -59,6 +67,7 @@ int fti_manager_leave(fti_manager_h m, int timeout_ms);
 typedef struct fti_quorum_ask {
     int64_t step;        /* the rank's committed steps */
     int64_t shrink_only; /* 1: the rank asked FT_QUORUM_SHRINK_ONLY */
+    fti_rank_metrics_t metrics; /* the rank's counters, for /metrics (issue 26) */
 } fti_quorum_ask_t;
 
 /* This group's part of the quorum request besides the asks. */

@@ -1,0 +1,132 @@
+/* obs_step.c - the rank's counters, recoveries and flight recorder (see
+ * obs_step.h). */
+#include "obs_step.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "ftmpi.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "step.h"
+
+int fti_obs_start(struct fti_step *s)
+{
+    fti_obs_step_t *o = &s->obs;
+    o->dumped_epoch = -1;
+    if (s->cfg.restart_count > 0)
+        fti_recovery_restart(&o->rec, fti_wall_ms());
+    if (s->cfg.flight_records > 0)
+        return fti_flight_create((size_t)s->cfg.flight_records, s->elog, &o->flight);
+    return FT_SUCCESS;
+}
+
+void fti_obs_stop(struct fti_step *s)
+{
+    fti_flight_destroy(s->obs.flight);
+    s->obs.flight = NULL;
+}
+
+void fti_obs_quorum(struct fti_step *s, int64_t ms)
+{
+    fti_recovery_quorum(&s->obs.rec, ms);
+}
+
+void fti_obs_slice(struct fti_step *s, int64_t ms)
+{
+    fti_recovery_slice(&s->obs.rec, ms);
+}
+
+void fti_obs_heal(struct fti_step *s, int64_t ms, int64_t bytes)
+{
+    fti_recovery_heal(&s->obs.rec, ms, bytes);
+    s->obs.metrics.heal_bytes += bytes;
+}
+
+uint64_t fti_obs_call_begin(struct fti_step *s, int op, uint64_t bytes)
+{
+    if (op == FTI_FLIGHT_ALLREDUCE)
+        s->obs.call_start_ms = fti_now_ms();
+    return fti_flight_begin(s->obs.flight, op, bytes, s->have_quorum ? s->res.quorum_id : -1,
+                            s->step);
+}
+
+void fti_obs_call_end(struct fti_step *s, int op, uint64_t seq, int rc, int64_t us,
+                      uint64_t bytes)
+{
+    fti_obs_step_t *o = &s->obs;
+    fti_flight_end(o->flight, seq, rc);
+    switch (op) {
+    case FTI_FLIGHT_QUORUM:
+        o->metrics.steps++;
+        o->metrics.quorum_us += us;
+        break;
+    case FTI_FLIGHT_ALLREDUCE:
+        o->metrics.allreduce_us += us;
+        if (rc == FT_SUCCESS)
+            o->metrics.bytes_reduced += (int64_t)bytes;
+        break;
+    default:
+        o->metrics.commit_us += us;
+        break;
+    }
+    if (rc != FT_SUCCESS && o->dumped_epoch != s->epoch) {
+        o->dumped_epoch = s->epoch; /* once per step: the first error shows the calls */
+        fti_flight_dump(o->flight, "error");
+    }
+}
+
+void fti_obs_collective_failed(struct fti_step *s, int rc, const char *peer)
+{
+    fti_obs_step_t *o = &s->obs;
+    if (o->step_error == 0) {
+        o->step_error = rc;
+        fti_strlcpy(o->step_peer, peer ? peer : "", sizeof(o->step_peer));
+    }
+    fti_recovery_failed(&o->rec, s->step, fti_wall_ms(), fti_now_ms() - o->call_start_ms, rc,
+                        peer);
+}
+
+/* Group rank 0: the failed step's reason for the lighthouse's dashboard. */
+static void report_step_failure(struct fti_step *s, int64_t step, int rc)
+{
+    fti_obs_step_t *o = &s->obs;
+    fti_step_failure_t f = {
+        .seq = ++o->fail_seq,
+        .step = step,
+        .wall_ms = fti_wall_ms(),
+        .group_rank = s->group_rank,
+    };
+    fti_strlcpy(f.error, fti_error_name(o->step_error ? o->step_error : rc), sizeof(f.error));
+    fti_strlcpy(f.peer, o->step_peer, sizeof(f.peer));
+    fti_manager_report_step_failure(s->manager, &f);
+}
+
+void fti_obs_commit(struct fti_step *s, int64_t step, bool committed, int rc)
+{
+    fti_obs_step_t *o = &s->obs;
+    fti_recovery_rec_t r;
+    if (committed) {
+        o->metrics.commits++;
+    } else {
+        int why = o->step_error ? o->step_error : rc;
+        o->metrics.fail[fti_fail_kind(why)]++;
+        if (s->group_rank == 0)
+            report_step_failure(s, step, rc);
+    }
+    if (fti_recovery_step_end(&o->rec, committed, step, s->step, fti_wall_ms(),
+                              o->step_error ? o->step_error : rc, &r) &&
+        s->group_rank == 0) {
+        fti_event_recovery(s->elog, &r);
+        fti_manager_report_recovery(s->manager, &r);
+        FTI_INFO("recovery %s (failed step %" PRId64 ", %s%s%s): detect %" PRId64
+                 " ms, quorum %" PRId64 " ms, slice %" PRId64 " ms, heal %" PRId64 " ms (%" PRId64
+                 " bytes), %" PRId64 " step(s) lost, resumed at step %" PRId64,
+                 fti_recovery_kind_name(r.kind), r.failed_step, r.error[0] ? r.error : "-",
+                 r.peer[0] ? " from " : "", r.peer, r.detect_ms, r.quorum_ms, r.slice_ms,
+                 r.heal_ms, r.heal_bytes, r.steps_lost, r.resumed_step);
+    }
+    o->step_error = 0;
+    o->step_peer[0] = '\0';
+}
