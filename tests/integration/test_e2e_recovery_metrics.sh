@@ -89,5 +89,12 @@ grep -q 'id="failed-steps"' "$HTTP_BODY" && grep -q '<td>FT_ERR_' "$HTTP_BODY" |
     e2e_fail "the dashboard gives no failed step's reason"
 grep -q '^ftmpi_rank_commits_total{job="'"$JOB"'",group="g0",rank="0"} [1-9]' "$TEST_TMPDIR/metrics.txt" ||
     e2e_fail "/metrics has no per-rank commits of g0"
+# every metric the Grafana dashboard and the alert examples use is exported
+for f in "$top_srcdir/doc/grafana-ftmpi.json" "$top_srcdir/doc/prometheus-ftmpi-alerts.yml"; do
+    for name in $(grep -o 'ftmpi_[a-z_]*' "$f" | sed 's/_\(bucket\|sum\|count\)$//' | sort -u); do
+        grep -q "^# TYPE $name " "$TEST_TMPDIR/metrics.txt" ||
+            e2e_fail "$(basename "$f") uses $name, which /metrics does not export"
+    done
+done
 e2e_log "$total recoveries in all agree with the event logs"
 echo "PASS ($TEST_NAME)"
