@@ -83,6 +83,7 @@ void fti_obs_set_ranks(fti_obs_queue_t *q, const fti_rank_metrics_t *m, size_t n
         q->n_ranks = n;
     }
     memcpy(q->ranks, m, n * sizeof(*m));
+    q->ranks_gen++;
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -93,9 +94,10 @@ void fti_obs_take(fti_obs_queue_t *q, fti_obs_batch_t *b)
     memcpy(b->rec, q->rec, b->n_rec * sizeof(b->rec[0]));
     b->n_fail = FTI_MIN(q->n_fail, (size_t)FTI_OBS_BATCH);
     memcpy(b->fail, q->fail, b->n_fail * sizeof(b->fail[0]));
-    b->n_ranks = q->n_ranks;
-    if (q->n_ranks)
-        memcpy(b->ranks, q->ranks, q->n_ranks * sizeof(b->ranks[0]));
+    b->n_ranks = q->ranks_gen != q->ranks_acked ? q->n_ranks : 0;
+    b->ranks_gen = q->ranks_gen;
+    if (b->n_ranks)
+        memcpy(b->ranks, q->ranks, b->n_ranks * sizeof(b->ranks[0]));
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -114,6 +116,8 @@ void fti_obs_acked(fti_obs_queue_t *q, const fti_obs_batch_t *b)
         k++;
     memmove(q->fail, q->fail + k, (q->n_fail - k) * sizeof(q->fail[0]));
     q->n_fail -= k;
+    if (b->n_ranks)
+        q->ranks_acked = b->ranks_gen;
     pthread_mutex_unlock(&q->mu);
 }
 

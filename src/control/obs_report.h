@@ -77,6 +77,7 @@ typedef struct fti_obs_queue {
     size_t n_fail;
     fti_rank_metrics_t *ranks; /* n_ranks, group-rank order; NULL none yet */
     size_t n_ranks;
+    uint64_t ranks_gen, ranks_acked; /* set_ranks calls; the last one answered */
 } fti_obs_queue_t;
 
 /* What one heartbeat carries: copies, so the request is built without the
@@ -87,7 +88,8 @@ typedef struct fti_obs_batch {
     fti_step_failure_t fail[FTI_OBS_BATCH];
     size_t n_fail;
     fti_rank_metrics_t ranks[FTI_OBS_MAX_RANKS];
-    size_t n_ranks;
+    size_t n_ranks;          /* 0: the counters did not change since the last answered one */
+    uint64_t ranks_gen;
     /* the messages fti_obs_batch_apply builds */
     Ftmpi__RecoveryReport m_rec[FTI_OBS_BATCH], *p_rec[FTI_OBS_BATCH];
     Ftmpi__RecoveryStepFailure m_fail[FTI_OBS_BATCH], *p_fail[FTI_OBS_BATCH];
@@ -102,7 +104,8 @@ void fti_obs_add_failure(fti_obs_queue_t *q, const fti_step_failure_t *f);
 /* The group's counters (n ranks, group-rank order), replacing the last. */
 void fti_obs_set_ranks(fti_obs_queue_t *q, const fti_rank_metrics_t *m, size_t n);
 
-/* Copies the oldest pending records (and the counters) into *b. */
+/* Copies the oldest pending records (and the counters, when they changed
+ * since the last answered heartbeat) into *b. */
 void fti_obs_take(fti_obs_queue_t *q, fti_obs_batch_t *b);
 /* The lighthouse answered the heartbeat that carried b: its records go. */
 void fti_obs_acked(fti_obs_queue_t *q, const fti_obs_batch_t *b);

@@ -100,6 +100,12 @@ static void test_queue(void **state)
     assert_int_equal(req.rank_metrics[1]->commits, 4);
     assert_int_equal(req.rank_metrics[1]->group_rank, 1);
     assert_int_equal(req.n_recoveries, FTI_OBS_BATCH);
+    fti_obs_acked(&q, &b); /* the counters went: not again until they change */
+    fti_obs_take(&q, &b);
+    assert_int_equal(b.n_ranks, 0);
+    fti_obs_set_ranks(&q, m, 2);
+    fti_obs_take(&q, &b);
+    assert_int_equal(b.n_ranks, 2);
     fti_obs_clear(&q);
 }
 
