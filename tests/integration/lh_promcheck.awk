@@ -8,7 +8,8 @@
 #             names, escapes \\ \" \n only, a float value (or NaN, +Inf, -Inf);
 #             every sample's family has a TYPE, a family's samples are
 #             contiguous, counters are >= 0
-#   histograms  _bucket samples carry le, le ascending, counts cumulative
+#   histograms  per series (label set without le): _bucket samples carry le,
+#             le ascending, counts cumulative
 #             (non-decreasing), the last bucket is le="+Inf" and equals
 #             _count, _sum is present
 
@@ -90,9 +91,12 @@ function parse_labels(str,    i, c, lname, val, n) {
     name = substr($0, 1, RLENGTH)
     rest = substr($0, RLENGTH + 1)
     split("", lab)
+    ltxt = ""
     if (substr(rest, 1, 1) == "{") {
+        orig = rest
         rest = parse_labels(rest)
         if (rest == "ERR") { problem("bad label set"); next }
+        ltxt = substr(orig, 1, length(orig) - length(rest))
     }
     if (substr(rest, 1, 1) != " ") { problem("no space before the value"); next }
     nf = split(substr(rest, 2), parts, " ")
@@ -118,26 +122,31 @@ function parse_labels(str,    i, c, lname, val, n) {
 
     if (type[family] == "histogram") {
         if (suffix == "") { problem("histogram sample without _bucket/_sum/_count"); next }
+        # one series per label set (le aside): its own buckets, _sum, _count
+        sub(/le="[^"]*",?/, "", ltxt)
+        sub(/,}$/, "}", ltxt)
+        if (ltxt == "{}") ltxt = ""
+        hs = family "|" ltxt
+        hseries[hs] = 1
         if (suffix == "bucket") {
             if (!("le" in lab)) { problem("bucket without le"); next }
             if (!valid_value(lab["le"])) { problem("le is not a float"); next }
-            if (family in inf_seen) problem("bucket after le=\"+Inf\"")
-            if ((family in last_le) && num(lab["le"]) <= last_le[family]) problem("le not ascending")
-            if ((family in last_cnt) && num(value) < last_cnt[family]) problem("buckets not cumulative")
-            last_le[family] = num(lab["le"])
-            last_cnt[family] = num(value)
-            if (lab["le"] == "+Inf") { inf_seen[family] = 1; inf_val[family] = num(value) }
+            if (hs in inf_seen) problem("bucket after le=\"+Inf\"")
+            if ((hs in last_le) && num(lab["le"]) <= last_le[hs]) problem("le not ascending")
+            if ((hs in last_cnt) && num(value) < last_cnt[hs]) problem("buckets not cumulative")
+            last_le[hs] = num(lab["le"])
+            last_cnt[hs] = num(value)
+            if (lab["le"] == "+Inf") { inf_seen[hs] = 1; inf_val[hs] = num(value) }
         } else if (suffix == "count") {
-            count_val[family] = num(value)
-            has_count[family] = 1
+            count_val[hs] = num(value)
+            has_count[hs] = 1
         } else {
-            has_sum[family] = 1
+            has_sum[hs] = 1
         }
     }
 }
 END {
-    for (f in type) {
-        if (type[f] != "histogram" || !(f in seen)) continue
+    for (f in hseries) {
         if (!(f in inf_seen)) { printf "histogram %s: no le=\"+Inf\" bucket\n", f; bad = 1 }
         if (!(f in has_count)) { printf "histogram %s: no _count\n", f; bad = 1 }
         if (!(f in has_sum)) { printf "histogram %s: no _sum\n", f; bad = 1 }

@@ -51,6 +51,8 @@ wait_until 30 _counts_match || {
 }
 http GET /metrics
 cp "$HTTP_BODY" "$TEST_TMPDIR/metrics.txt"
+awk -f "$top_srcdir/tests/integration/lh_promcheck.awk" "$TEST_TMPDIR/metrics.txt" >"$TEST_TMPDIR/promcheck.out" ||
+    e2e_fail "/metrics is not valid Prometheus text: $(head -n 5 "$TEST_TMPDIR/promcheck.out")"
 
 total=0
 for g in g0 g1 g2; do
