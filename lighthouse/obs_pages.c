@@ -138,6 +138,7 @@ static void recovery_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
 {
     static const char *const help[FTI_LH_PHASES] = {
         "Recoveries: a failing collective's start to its error, on the group that saw it.",
+        "Restarts: the agent saw the last run fail to the new process's FT_Init done.",
         "Recoveries: time in quorum exchanges until the next committed step.",
         "Recoveries: time rebuilding the cross-group slice.",
         "Recoveries: time healing (fetch, verify, the group's decision, install).",
@@ -264,7 +265,7 @@ static void html_recoveries(struct evbuffer *b, const fti_lh_recov_t *t)
 {
     evbuffer_add_printf(b, "<h2>Recoveries</h2>\n<table id=\"recoveries\">\n<tr><th>ended (UTC)"
                            "</th><th>group</th><th>kind</th><th>failed step</th><th>why</th>"
-                           "<th>detect</th><th>quorum</th><th>slice</th><th>heal</th>"
+                           "<th>detect</th><th>restart</th><th>quorum</th><th>slice</th><th>heal</th>"
                            "<th>healed</th><th>steps lost</th><th>total</th></tr>\n");
     size_t first = t->n_rec > FTI_LH_DASH_RECOVERIES ? t->n_rec - FTI_LH_DASH_RECOVERIES : 0;
     for (size_t i = t->n_rec; i-- > first;) { /* newest first */
@@ -287,6 +288,9 @@ static void html_recoveries(struct evbuffer *b, const fti_lh_recov_t *t)
         evbuffer_add_printf(b, "</td><td>");
         if (r->detect_ms >= 0)
             evbuffer_add_printf(b, "%" PRId64 " ms", r->detect_ms);
+        evbuffer_add_printf(b, "</td><td>");
+        if (r->restart_ms >= 0)
+            evbuffer_add_printf(b, "%" PRId64 " ms", r->restart_ms);
         double rate = r->heal_ms > 0 ? (double)r->heal_bytes / 1048576.0 * 1000.0 / (double)r->heal_ms
                                      : 0.0;
         evbuffer_add_printf(b, "</td><td>%" PRId64 " ms</td><td>%" PRId64 " ms</td><td>%" PRId64
@@ -346,10 +350,11 @@ void fti_lh_obs_json(struct evbuffer *b, const fti_lh_snapshot_t *s)
                                ",\"detect_ms\":%" PRId64 ",\"quorum_ms\":%" PRId64
                                ",\"slice_ms\":%" PRId64 ",\"heal_ms\":%" PRId64
                                ",\"heal_bytes\":%" PRId64 ",\"steps_lost\":%" PRId64
-                               ",\"resumed_step\":%" PRId64 ",\"error_name\":",
+                               ",\"resumed_step\":%" PRId64 ",\"restart_ms\":%" PRId64
+                               ",\"error_name\":",
                             r->seq, fti_recovery_kind_name(r->kind), r->failed_step, r->start_ms,
                             r->end_ms, r->detect_ms, r->quorum_ms, r->slice_ms, r->heal_ms,
-                            r->heal_bytes, r->steps_lost, r->resumed_step);
+                            r->heal_bytes, r->steps_lost, r->resumed_step, r->restart_ms);
         fti_lh_json_string(b, r->error);
         evbuffer_add_printf(b, ",\"peer\":");
         fti_lh_json_string(b, r->peer);

@@ -16,7 +16,8 @@ const double fti_lh_byte_bounds[FTI_LH_BYTE_BUCKETS - 1] = {
 
 const char *fti_lh_phase_name(int phase)
 {
-    static const char *const n[FTI_LH_PHASES] = {"detect", "quorum", "slice", "heal", "duration"};
+    static const char *const n[FTI_LH_PHASES] = {"detect", "restart", "quorum", "slice", "heal",
+                                                        "duration"};
     return phase >= 0 && phase < FTI_LH_PHASES ? n[phase] : "?";
 }
 
@@ -74,11 +75,11 @@ static void take_recovery(fti_lh_recov_t *t, fti_lh_recov_group_t *g,
         .failed_step = m->failed_step, .start_ms = m->start_ms, .end_ms = m->end_ms,
         .detect_ms = m->detect_ms, .quorum_ms = m->quorum_ms, .slice_ms = m->slice_ms,
         .heal_ms = m->heal_ms, .heal_bytes = m->heal_bytes, .steps_lost = m->steps_lost,
-        .resumed_step = m->resumed_step};
+        .resumed_step = m->resumed_step, .restart_ms = m->restart_ms};
     fti_strlcpy(r.error, m->error ? m->error : "", sizeof(r.error));
     fti_strlcpy(r.peer, m->peer ? m->peer : "", sizeof(r.peer));
-    const int64_t ms[FTI_LH_PHASES] = {r.detect_ms, r.quorum_ms, r.slice_ms, r.heal_ms,
-                                       r.end_ms - r.start_ms};
+    const int64_t ms[FTI_LH_PHASES] = {r.detect_ms, r.restart_ms, r.quorum_ms, r.slice_ms,
+                                       r.heal_ms, r.end_ms - r.start_ms};
     for (int p = 0; p < FTI_LH_PHASES; p++)
         if (ms[p] >= 0)
             hist_add(&g->phase[p], fti_lh_sec_bounds, FTI_LH_SEC_BUCKETS, ms[p], 0.001);

@@ -31,9 +31,10 @@
 #define FTI_LH_BYTE_BUCKETS 10 /* le 4 KiB .. 64 GiB, +Inf */
 
 /* The phases of /metrics' ftmpi_recovery_<phase>_seconds. */
-enum { FTI_LH_PH_DETECT, FTI_LH_PH_QUORUM, FTI_LH_PH_SLICE, FTI_LH_PH_HEAL, FTI_LH_PH_TOTAL,
-       FTI_LH_PHASES };
-const char *fti_lh_phase_name(int phase); /* "detect", "quorum", "slice", "heal", "duration" */
+enum { FTI_LH_PH_DETECT, FTI_LH_PH_RESTART, FTI_LH_PH_QUORUM, FTI_LH_PH_SLICE, FTI_LH_PH_HEAL,
+       FTI_LH_PH_TOTAL, FTI_LH_PHASES };
+/* "detect", "restart", "quorum", "slice", "heal", "duration" */
+const char *fti_lh_phase_name(int phase);
 
 extern const double fti_lh_sec_bounds[FTI_LH_SEC_BUCKETS - 1];
 extern const double fti_lh_byte_bounds[FTI_LH_BYTE_BUCKETS - 1];

@@ -237,9 +237,11 @@ void fti_event_recovery(fti_event_log_h l, const fti_recovery_rec_t *r)
     sb_printf(&b, ",\"seq\":%" PRIu64 ",\"kind\":\"%s\",\"failed_step\":%" PRId64
                   ",\"start_ms\":%" PRId64 ",\"end_ms\":%" PRId64 ",\"detect_ms\":%" PRId64
                   ",\"quorum_ms\":%" PRId64 ",\"slice_ms\":%" PRId64 ",\"heal_ms\":%" PRId64
-                  ",\"heal_bytes\":%" PRId64 ",\"steps_lost\":%" PRId64 ",\"error_name\":",
+                  ",\"heal_bytes\":%" PRId64 ",\"steps_lost\":%" PRId64 ",\"restart_ms\":%" PRId64
+                  ",\"error_name\":",
               r->seq, r->kind == FTI_RECOVERY_RESTART ? "restart" : "survivor", r->failed_step, r->start_ms, r->end_ms,
-              r->detect_ms, r->quorum_ms, r->slice_ms, r->heal_ms, r->heal_bytes, r->steps_lost);
+              r->detect_ms, r->quorum_ms, r->slice_ms, r->heal_ms, r->heal_bytes, r->steps_lost,
+              r->restart_ms);
     sb_json_string(&b, r->error);
     sb_field_or_null(&b, "peer", r->peer[0] ? r->peer : NULL);
     line_end(l, &b);

@@ -18,7 +18,8 @@
  *   recovery: a recovery that ended (recovery.h; "step" = the step committed
  *           at its end): seq, kind (survivor, restart), failed_step,
  *           start_ms, end_ms (wall), detect_ms (-1 unknown), quorum_ms,
- *           slice_ms, heal_ms, heal_bytes, steps_lost, error_name, peer
+ *           slice_ms, heal_ms, heal_bytes, steps_lost, restart_ms (the
+ *           agent's restart to FT_Init, -1 survivor), error_name, peer
  *           (null unknown): the numbers the lighthouse's /metrics gets
  *   flight: one entry of the flight recorder (flight.h): dump (the
  *           process's dump number), reason (error, sigusr1), seq, op

@@ -16,7 +16,7 @@ int fti_obs_start(struct fti_step *s)
     fti_obs_step_t *o = &s->obs;
     o->dumped_epoch = -1;
     if (s->cfg.restart_count > 0)
-        fti_recovery_restart(&o->rec, fti_wall_ms());
+        fti_recovery_restart(&o->rec, fti_wall_ms(), s->cfg.restart_lost_ms);
     if (s->cfg.flight_records > 0)
         return fti_flight_create((size_t)s->cfg.flight_records, s->elog, &o->flight);
     return FT_SUCCESS;
@@ -122,10 +122,10 @@ void fti_obs_commit(struct fti_step *s, int64_t step, bool committed, int rc)
         fti_manager_report_recovery(s->manager, &r);
         FTI_INFO("recovery %s (failed step %" PRId64 ", %s%s%s): detect %" PRId64
                  " ms, quorum %" PRId64 " ms, slice %" PRId64 " ms, heal %" PRId64 " ms (%" PRId64
-                 " bytes), %" PRId64 " step(s) lost, resumed at step %" PRId64,
+                 " bytes), restart %" PRId64 " ms, %" PRId64 " step(s) lost, resumed at step %" PRId64,
                  fti_recovery_kind_name(r.kind), r.failed_step, r.error[0] ? r.error : "-",
                  r.peer[0] ? " from " : "", r.peer, r.detect_ms, r.quorum_ms, r.slice_ms,
-                 r.heal_ms, r.heal_bytes, r.steps_lost, r.resumed_step);
+                 r.heal_ms, r.heal_bytes, r.restart_ms, r.steps_lost, r.resumed_step);
     }
     o->step_error = 0;
     o->step_peer[0] = '\0';

@@ -14,12 +14,15 @@ static void open_rec(fti_recovery_t *r, int kind, int64_t step, int64_t wall)
     r->cur.start_ms = wall;
     r->cur.detect_ms = -1;
     r->cur.resumed_step = -1;
+    r->cur.restart_ms = -1;
     r->open = true;
 }
 
-void fti_recovery_restart(fti_recovery_t *r, int64_t wall)
+void fti_recovery_restart(fti_recovery_t *r, int64_t wall, int64_t lost)
 {
-    open_rec(r, FTI_RECOVERY_RESTART, -1, wall);
+    bool known = lost > 0 && lost <= wall;
+    open_rec(r, FTI_RECOVERY_RESTART, -1, known ? lost : wall);
+    r->cur.restart_ms = known ? wall - lost : -1;
 }
 
 void fti_recovery_failed(fti_recovery_t *r, int64_t step, int64_t wall, int64_t detect_ms,

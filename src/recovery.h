@@ -27,8 +27,10 @@ typedef struct fti_recovery {
     uint64_t seq;       /* recoveries ended so far */
 } fti_recovery_t;
 
-/* A restarted process (FTMPI_RESTART_COUNT > 0) starts at wall. */
-void fti_recovery_restart(fti_recovery_t *r, int64_t wall);
+/* A restarted process (FTMPI_RESTART_COUNT > 0) is up at wall (FT_Init
+ * done); its agent saw the last run fail at lost (0 unknown): the
+ * recovery starts there, restart_ms = wall - lost. */
+void fti_recovery_restart(fti_recovery_t *r, int64_t wall, int64_t lost);
 
 /* A failure seen in `step` at wall; detect_ms -1 when unknown; error the
  * FT_ERR_* code, peer the replica id named ("" / NULL unknown).  Opens a

@@ -106,6 +106,9 @@ struct agent {
     pid_t child;          /* running command (not reaped yet), also its process group
                              id; 0 = none */
     int restarts;         /* restarts done so far (FTMPI_RESTART_COUNT of the child) */
+    int64_t lost_ms;      /* wall ms the agent saw the run fail (a rank died, or a
+                           * non-zero exit), 0 none: the next run's
+                           * FTMPI_RESTART_LOST_MS (its recovery starts there) */
     pid_t last_pid;       /* the last command that ended */
     int last_status;      /* its status, as the agent would exit */
     pid_t self;           /* the agent's pid */
@@ -125,7 +128,9 @@ static void usage(FILE *out)
             "\n"
             "Runs one replica group's command in its own process group and restarts it\n"
             "when it fails (mode A of libftmpi).  The command gets FTMPI_REPLICA_ID=ID and\n"
-            "FTMPI_RESTART_COUNT=k (0 on the first start).\n"
+            "FTMPI_RESTART_COUNT=k (0 on the first start) and FTMPI_RESTART_LOST_MS (the\n"
+            "wall-clock ms when the agent saw the last run fail: the restarted group's\n"
+            "recovery starts there; 0 on the first start).\n"
             "\n"
             "Options:\n"
             "  --replica-id ID       replica group id (required, 1..%d characters)\n"
@@ -367,9 +372,13 @@ static int start_child(struct agent *a)
     char count[16];
     int pfd[2];
 
+    char lost[24];
     snprintf(count, sizeof(count), "%d", a->restarts);
+    snprintf(lost, sizeof(lost), "%" PRId64, a->restarts > 0 ? a->lost_ms : 0);
+    a->lost_ms = 0;
     if (setenv("FTMPI_REPLICA_ID", a->o.replica_id, 1) != 0 ||
-        setenv("FTMPI_RESTART_COUNT", count, 1) != 0) {
+        setenv("FTMPI_RESTART_COUNT", count, 1) != 0 ||
+        setenv("FTMPI_RESTART_LOST_MS", lost, 1) != 0) {
         FTI_ERROR("setenv: %m");
         return EXIT_AGENT;
     }
@@ -558,6 +567,8 @@ static void record_exit(struct agent *a, int st)
 
     a->child = 0;
     a->last_pid = pid;
+    if ((!WIFEXITED(st) || WEXITSTATUS(st) != 0) && a->lost_ms == 0)
+        a->lost_ms = fti_wall_ms();
     if (WIFEXITED(st)) {
         a->last_status = WEXITSTATUS(st);
         if (a->last_status == 0)
@@ -723,6 +734,8 @@ static void supervise(struct agent *a)
                          "waiting for the command to notice)",
                          (long)dead);
             event(a, "rank_died", dead, -1, 0, -1);
+            if (a->lost_ms == 0)
+                a->lost_ms = fti_wall_ms();
             /* the dead rank's last lines may still be in mpirun's pipes */
             a->dead_rank = dead;
             a->dead_kill_ms = fti_now_ms() + RANK_DRAIN_MS;

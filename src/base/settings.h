@@ -42,6 +42,7 @@ typedef struct fti_config {
     int64_t chunk_bytes;        /* ring pipeline chunk */
     int64_t max_frame_bytes;    /* control-plane frame cap */
     int restart_count;          /* set by ftmpi-run */
+    int64_t restart_lost_ms;    /* set by ftmpi-run: wall ms it saw the last run fail, 0 none */
     char agent_dir[FTI_PATH_SIZE]; /* set by ftmpi-run: rank marks, "" = none */
     int lh_join_timeout_ms;     /* mode B: the in-process lighthouse's join timeout */
     int lh_heartbeat_timeout_ms;/* mode B: ... and heartbeat timeout */

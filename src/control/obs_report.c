@@ -138,6 +138,7 @@ static void rec_msg(const fti_recovery_rec_t *r, Ftmpi__RecoveryReport *m)
     m->error = (char *)r->error;
     m->peer = (char *)r->peer;
     m->resumed_step = r->resumed_step;
+    m->restart_ms = r->restart_ms;
 }
 
 static void rank_msg(const fti_rank_metrics_t *r, int64_t group_rank, Ftmpi__RankMetrics *m)

@@ -38,6 +38,7 @@ typedef struct fti_recovery_rec {
     int kind;
     int64_t failed_step, start_ms, end_ms;
     int64_t detect_ms, quorum_ms, slice_ms, heal_ms, heal_bytes, steps_lost, resumed_step;
+    int64_t restart_ms;
     char error[FTI_OBS_ERR_SIZE];
     char peer[FTI_REPLICA_ID_SIZE];
 } fti_recovery_rec_t;

@@ -62,7 +62,7 @@ static void test_restart(void **state)
     (void)state;
     fti_recovery_t r = {0};
     fti_recovery_rec_t out;
-    fti_recovery_restart(&r, 500);
+    fti_recovery_restart(&r, 500, 450);
     fti_recovery_quorum(&r, 40);
     fti_recovery_heal(&r, 10, 100);
     assert_true(fti_recovery_step_end(&r, true, 30, 31, 600, 0, &out));
@@ -70,7 +70,13 @@ static void test_restart(void **state)
     assert_int_equal(out.failed_step, -1);
     assert_int_equal(out.detect_ms, -1);
     assert_int_equal(out.steps_lost, 0);
-    assert_int_equal(out.end_ms - out.start_ms, 100);
+    assert_int_equal(out.start_ms, 450); /* when the agent saw the last run fail */
+    assert_int_equal(out.restart_ms, 50);
+    assert_int_equal(out.end_ms - out.start_ms, 150);
+    fti_recovery_restart(&r, 500, 0); /* unknown: from FT_Init */
+    assert_true(fti_recovery_step_end(&r, true, 30, 31, 600, 0, &out));
+    assert_int_equal(out.restart_ms, -1);
+    assert_int_equal(out.start_ms, 500);
 }
 
 static void test_queue(void **state)
