@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include <event2/buffer.h>
+
 #include "lighthouse/history.h"
 #include "lighthouse/obs_pages.h"
 #include "lighthouse/recoveries.h"
@@ -76,6 +78,21 @@ static void test_goodput(void **state)
     report(&t, 8, 1, 1, 2);
     assert_int_equal(t.n_rec, 2);
     assert_int_equal(t.groups[0].steps_lost, 2);
+    /* the pages: exact sums (2 x 1500 ms), labels, the tables */
+    strcpy(s.job, "j");
+    struct evbuffer *b = evbuffer_new();
+    fti_lh_obs_metrics(b, &s);
+    fti_lh_obs_html(b, &s);
+    fti_lh_obs_json(b, &s);
+    evbuffer_add(b, "", 1);
+    const char *text = (const char *)evbuffer_pullup(b, -1);
+    assert_non_null(strstr(text, "ftmpi_recovery_quorum_seconds_sum{job=\"j\",group=\"g0\"} 3.000\n"));
+    assert_non_null(strstr(text, "ftmpi_recovery_quorum_seconds_bucket{job=\"j\",group=\"g0\",le=\"2.5\"} 2\n"));
+    assert_non_null(strstr(text, "ftmpi_recovery_steps_lost_total{job=\"j\",group=\"g0\"} 2\n"));
+    assert_non_null(strstr(text, "ftmpi_job_goodput_ratio{job=\"j\"} "));
+    assert_non_null(strstr(text, "<table id=\"recoveries\">"));
+    assert_non_null(strstr(text, "\"recoveries\":["));
+    evbuffer_free(b);
     fti_lh_recov_t copy;
     assert_int_equal(fti_lh_recov_copy(&t, &copy), 0);
     assert_int_equal(fti_lh_recov_at(&copy, 1)->r.start_ms, 1);
