@@ -8,7 +8,9 @@
  * Runs one replica group's command (usually `mpirun -np R ./app`) in its own
  * process group with FTMPI_REPLICA_ID and FTMPI_RESTART_COUNT set, and starts
  * it again when it fails, after a doubling backoff, up to --max-restarts
- * times.  SIGTERM, SIGINT and SIGHUP are forwarded to the command's process
+ * times.  SIGUSR1 is passed to the command's process group (the ranks'
+ * flight recorders dump: src/flight.h).  SIGTERM, SIGINT and SIGHUP are
+ * forwarded to the command's process
  * group; the agent then waits at most --grace-ms for the command and what it
  * started, kills whatever is still there with SIGKILL, and exits with the
  * command's status without restarting it.
@@ -130,7 +132,8 @@ static void usage(FILE *out)
             "when it fails (mode A of libftmpi).  The command gets FTMPI_REPLICA_ID=ID and\n"
             "FTMPI_RESTART_COUNT=k (0 on the first start) and FTMPI_RESTART_LOST_MS (the\n"
             "wall-clock ms when the agent saw the last run fail: the restarted group's\n"
-            "recovery starts there; 0 on the first start).\n"
+            "recovery starts there; 0 on the first start).  SIGUSR1 is passed to the\n"
+            "command's process group (the ranks' flight recorders dump).\n"
             "\n"
             "Options:\n"
             "  --replica-id ID       replica group id (required, 1..%d characters)\n"
@@ -406,6 +409,7 @@ static int start_child(struct agent *a)
         signal(SIGINT, SIG_DFL);  /* agent was started with them ignored */
         signal(SIGHUP, SIG_DFL);
         signal(SIGCHLD, SIG_DFL);
+        signal(SIGUSR1, SIG_DFL);
         sigprocmask(SIG_SETMASK, &a->orig_mask, NULL);
         /* if the agent itself is killed (SIGKILL), the command gets SIGTERM
          * and can take its ranks down instead of running on unsupervised */
@@ -662,8 +666,21 @@ static void forward(struct agent *a, int sig)
     }
 }
 
-/* Reads the pending signals.  Returns the last stop signal read (0: none,
- * only SIGCHLD), or -1 on an error. */
+/* SIGUSR1 goes to the command's process group (mpirun passes it to the
+ * ranks: their flight recorders dump, src/flight.h); no stop. */
+static void pass_usr1(struct agent *a)
+{
+    if (a->child == 0)
+        return;
+    if (kill(-a->child, SIGUSR1) != 0 && errno != ESRCH)
+        FTI_ERROR("kill(-%ld, SIGUSR1): %m", (long)a->child);
+    else
+        FTI_INFO("got SIGUSR1: passed to process group %ld (the ranks' flight recorders)",
+                 (long)a->child);
+}
+
+/* Reads the pending signals (SIGUSR1 passed on at once).  Returns the last
+ * stop signal read (0: none, only SIGCHLD or SIGUSR1), or -1 on an error. */
 static int drain_signals(struct agent *a)
 {
     struct signalfd_siginfo si[8];
@@ -679,9 +696,12 @@ static int drain_signals(struct agent *a)
             FTI_ERROR("read(signalfd): %m");
             return -1;
         }
-        for (size_t k = 0; k < (size_t)r / sizeof(si[0]); k++)
-            if (si[k].ssi_signo != SIGCHLD)
+        for (size_t k = 0; k < (size_t)r / sizeof(si[0]); k++) {
+            if (si[k].ssi_signo == SIGUSR1)
+                pass_usr1(a);
+            else if (si[k].ssi_signo != SIGCHLD)
                 stop = (int)si[k].ssi_signo;
+        }
     }
 }
 
@@ -893,6 +913,7 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGUSR1);
     if (sigprocmask(SIG_BLOCK, &mask, &a.orig_mask) != 0) {
         FTI_ERROR("sigprocmask: %m");
         return EXIT_AGENT;

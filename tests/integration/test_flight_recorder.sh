@@ -25,13 +25,16 @@ e2e_wait_step g1 10 60
 dumps() { count_lines "$TEST_TMPDIR/$1.events" "\"event\":\"flight\".*\"reason\":\"$2\""; }
 _more_dumps() { [ "$(dumps "$1" "$2")" -gt "$3" ]; }
 
-# 1. SIGUSR1: a dump of at most 12 records, consecutive, each a known call
-for g in g0 g1; do
-    r=$(e2e_ranks $g)
-    [ -n "$r" ] || e2e_fail "no rank of $g found"
-    kill -USR1 $r
-    wait_until 30 _more_dumps $g sigusr1 0 || e2e_fail "$g wrote no flight records on SIGUSR1"
-done
+# 1. SIGUSR1: a dump of at most 12 records, consecutive, each a known call;
+# g0's rank gets it directly, g1's through its agent (ftmpi-run -> mpirun)
+r=$(e2e_ranks g0)
+[ -n "$r" ] || e2e_fail "no rank of g0 found"
+kill -USR1 $r
+wait_until 30 _more_dumps g0 sigusr1 0 || e2e_fail "g0 wrote no flight records on SIGUSR1"
+kill -USR1 "$(e2e_agent_pid g1)"
+wait_until 30 _more_dumps g1 sigusr1 0 || e2e_fail "g1 wrote no flight records on SIGUSR1 to its agent"
+pid_alive "$(e2e_agent_pid g1)" || e2e_fail "g1's agent ended on SIGUSR1"
+[ "$(e2e_starts g1)" -eq 1 ] || e2e_fail "g1 was restarted after SIGUSR1"
 grep '"event":"flight".*"reason":"sigusr1"' "$TEST_TMPDIR/g0.events" |
     awk -F'"seq":' '{ split($2, a, ","); print a[1] }' >"$TEST_TMPDIR/seqs"
 n=$(wc -l <"$TEST_TMPDIR/seqs")
