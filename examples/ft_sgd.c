@@ -164,6 +164,7 @@ struct opts {
     uint64_t init_seed;
     int init_seed_set;
     const char *dump;
+    const char *pace_file; /* --pace-file: a test holds every rank before a step's allreduce */
 };
 
 struct data {
@@ -386,6 +387,8 @@ static void usage(FILE *out)
             "  --die-where W      compute (default) or commit: die after the step's\n"
             "                     FT_Allreduce instead, while the group votes\n"
             "  --dump FILE        write the parameter bytes at the end (rank g>0: FILE.g)\n"
+            "  --pace-file FILE   for tests: before step N's allreduce wait until FILE holds\n"
+            "                     a number > N (a test kills a rank before the run can end)\n"
             "  --shard 1          each rank registers only its block of the parameters\n"
             "                     (FT_State_register_shard: durable checkpoints store blocks\n"
             "                     and reshard them for another group size); after a heal\n"
@@ -500,6 +503,8 @@ static int parse_flag(struct opts *o, const char *a, const char *val)
         }
     } else if (!strcmp(a, "--dump")) {
         o->dump = val;
+    } else if (!strcmp(a, "--pace-file")) {
+        o->pace_file = val;
     } else {
         fprintf(stderr, "ft_sgd: unknown flag: %s\n", a);
         usage(stderr);
@@ -611,6 +616,24 @@ static int group_sum(MPI_Comm comm, float *g, int n, long timeout_ms)
         }
     }
     return 0;
+}
+
+/* --pace-file: wait until the file holds a number greater than step (a
+ * test bounds how far the run gets until it has done its part). */
+static void pace_wait(const char *file, int64_t step)
+{
+    for (;;) {
+        long long limit = -1;
+        FILE *f = fopen(file, "r");
+        if (f != NULL) {
+            if (fscanf(f, "%lld", &limit) != 1)
+                limit = -1;
+            fclose(f);
+        }
+        if (limit > step)
+            return;
+        sleep_ms(5);
+    }
 }
 
 /* --die-at-step: a node failure, as seen from the other ranks. */
@@ -826,6 +849,8 @@ static int step_reduce(struct app *a, struct step *s)
 {
     if (a->o.sleep_ms > 0)
         sleep_ms(a->o.sleep_ms);
+    if (a->o.pace_file != NULL)
+        pace_wait(a->o.pace_file, s->step);
     if (s->step == a->o.die_at_step && a->world_rank == a->o.die_rank && !a->o.die_in_commit)
         die_now(a->world_rank, s->step, "compute");
     if (a->nranks > 1 && group_sum(a->group, a->g, a->n, a->o.group_timeout_ms) != 0) {

@@ -62,6 +62,15 @@ mb_init() {
     MB_SGD=$top_builddir/examples/ft_sgd
     [ -x "$MB_SGD" ] || die "$MB_SGD is not built"
     MB_PID=
+    MB_PACE=$TEST_TMPDIR/pace
+}
+
+# mb_pace N: ft_sgd --pace-file "$MB_PACE" holds every rank before the
+# allreduce of step N until the test writes a larger number: a test that
+# kills a rank "later" bounds the run so that it cannot end first on a
+# loaded machine (written whole, then renamed).
+mb_pace() {
+    echo "$1" > "$MB_PACE.tmp" && mv -f "$MB_PACE.tmp" "$MB_PACE"
 }
 
 # mb_start NP R PROG [ARGS...]: FTMPI_GROUP_SIZE=R, -np NP.

@@ -16,8 +16,10 @@ mb_init
 need_kill_recovery "mode B after a SIGKILL"
 STEPS=120
 
+# the run holds before step 40's allreduce until g2 is killed (mb_pace)
+mb_pace 40
 mb_start 5 1 "$MB_SGD" --steps $STEPS --sleep-ms 20 --print-every 1 \
-    --die-at-step 20 --die-rank 1 --dump "$TEST_TMPDIR/state"
+    --die-at-step 20 --die-rank 1 --dump "$TEST_TMPDIR/state" --pace-file "$MB_PACE"
 
 # 1. g1 dies in the middle of step 20
 wait_until 40 file_has "$(mb_err 1)" 'SIGKILL to myself at step 20' || mb_fail "world rank 1 did not die at step 20"
@@ -36,9 +38,9 @@ done
 mb_log "next quorum without g1: $(grep -m 1 'participants 3$' "$(mb_out 0)")"
 
 # 2. g2 killed from outside, later
-s=$(mb_step 0)
-mb_wait_step 0 $((s + 20)) 30
+mb_wait_step 0 30 60
 mb_kill 2
+mb_pace $((STEPS + 1))
 for w in 0 3; do
     mb_wait_line $w '^step [0-9]+ loss .* participants 2$' 20
 done

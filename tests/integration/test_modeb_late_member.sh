@@ -22,8 +22,10 @@ export FTMPI_TIMEOUT_MS FTMPI_LH_HEARTBEAT_TIMEOUT_MS
 STEPS=150
 STOP_S=5
 
+# the run holds before step 20's allreduce until g2 is killed (mb_pace)
+mb_pace 20
 mb_start 7 2 "$MB_SGD" --steps $STEPS --sleep-ms 20 --print-every 1 \
-    --group-timeout-ms 120000 --dump "$TEST_TMPDIR/state"
+    --group-timeout-ms 120000 --dump "$TEST_TMPDIR/state" --pace-file "$MB_PACE"
 # gdb attaches while FT_Init's collectives wait for everyone (no deadline
 # there) or, on a loaded machine, later; it reads libftmpi's symbols only
 # (auto-solib-add off), so the attach stops rank 0 briefly, and --group-timeout-ms and the
@@ -45,6 +47,7 @@ wait_until 120 file_has "$TEST_TMPDIR/gdb.out" FTI_GDB_READY ||
 mb_wait_step 0 10 120
 mb_kill 4
 mb_kill 5
+mb_pace $((STEPS + 1))
 wait_pid_timeout "$gdb_pid" 120 || { cat "$TEST_TMPDIR/gdb.out"; mb_fail "world rank 0 built no slice"; }
 grep -q 'Breakpoint 1, .*fti_mpi_slice_create' "$TEST_TMPDIR/gdb.out" ||
     { cat "$TEST_TMPDIR/gdb.out"; mb_fail "gdb did not stop world rank 0 at its slice"; }

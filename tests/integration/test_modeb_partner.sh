@@ -18,10 +18,13 @@ mb_init
 need_kill_recovery "mode B after a SIGKILL"
 STEPS=100
 
+# the run holds before step 30's allreduce until world rank 3 is killed
+mb_pace 30
 mb_start 7 2 "$MB_SGD" --steps $STEPS --sleep-ms 20 --print-every 1 \
-    --group-timeout-ms "$FTMPI_TIMEOUT_MS" --dump "$TEST_TMPDIR/state"
+    --group-timeout-ms "$FTMPI_TIMEOUT_MS" --dump "$TEST_TMPDIR/state" --pace-file "$MB_PACE"
 mb_wait_step 2 20 40
 mb_kill 3
+mb_pace $((STEPS + 1))
 wait_until 20 file_has "$(mb_out 2)" '^group lost' || mb_fail "world rank 2 did not leave"
 ms=$(($(mb_now_ms) - MB_KILL_MS))
 mb_log "world rank 2: $(grep -m 1 '^group lost' "$(mb_out 2)") -- $ms ms after the kill"
