@@ -228,6 +228,11 @@ void fti_config_format(const fti_config_t *cfg, const fti_config_field_t *f, cha
         snprintf(buf, len, "%s", src);
         break;
     case FTI_CFG_INT:
+        if (f->size == sizeof(int64_t))
+            snprintf(buf, len, "%" PRId64, *(const int64_t *)src);
+        else
+            snprintf(buf, len, "%d", *(const int *)src);
+        break;
     case FTI_CFG_BOOL:
         snprintf(buf, len, "%d", *(const int *)src);
         break;

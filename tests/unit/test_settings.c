@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include "ftmpi_errors.h"
@@ -114,7 +115,11 @@ static void test_table_is_sane(void **state)
         case FTI_CFG_STRING:
             assert_true(f->size > 1);
             break;
-        case FTI_CFG_INT:
+        case FTI_CFG_INT: /* an int, or an int64_t where the range needs it */
+            assert_true(f->size == sizeof(int) || f->size == sizeof(int64_t));
+            assert_true(f->size == sizeof(int64_t) || f->max <= INT_MAX);
+            assert_true(f->min <= f->max);
+            break;
         case FTI_CFG_BOOL:
         case FTI_CFG_LOGLEVEL:
             assert_int_equal(f->size, sizeof(int));
