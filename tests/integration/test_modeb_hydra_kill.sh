@@ -24,7 +24,10 @@ FTMPI_MODEB_ALLOW_NO_RECOVERY=0
 export FTMPI_MODEB_ALLOW_NO_RECOVERY
 STEPS=150
 
-mb_start 5 1 "$MB_SGD" --steps $STEPS --sleep-ms 20 --print-every 1 --dump "$TEST_TMPDIR/state"
+# the run holds before step 40's allreduce until g1 is killed (mb_pace)
+mb_pace 40
+mb_start 5 1 "$MB_SGD" --steps $STEPS --sleep-ms 20 --print-every 1 --dump "$TEST_TMPDIR/state" \
+    --pace-file "$MB_PACE"
 
 # 1. either FT_Init refused (every rank exits 2 before training) or rank 0 trains
 _refused_or_training() {
@@ -50,7 +53,9 @@ if file_has "$(mb_err 0)" 'FT_Init: mode B cannot keep the other groups going'; 
 fi
 
 # 2. the MPI keeps survivors: kill g1 from outside, the others go on
+mb_wait_step 0 30 60
 mb_kill 1
+mb_pace $((STEPS + 1))
 for w in 0 2 3; do
     mb_wait_line $w '^step [0-9]+ loss .* participants 3$' 60
 done
