@@ -149,7 +149,13 @@ if [ "$MODE_B" = 1 ]; then
     deadline=$(($(date +%s) + 55))
     while [ "$(step_of_rank $((vgroup * RB)))" -lt "$kill_step" ]; do
         [ "$(date +%s)" -lt "$deadline" ] || die "g$vgroup never reached step $kill_step"
-        kill -0 "$MB_PID" 2>/dev/null || die "mpirun ended early: $(tail -n 5 "$W/mpirun.out")"
+        if ! kill -0 "$MB_PID" 2>/dev/null; then
+            # FT_Init refuses mode B where a dead rank cannot be survived
+            # (MPICH 4.0.2; doc/USER_GUIDE.md, "Mode B and MPICH")
+            why=$(grep -h -m 1 'mode B cannot keep' "$W/out/1/rank.0/stderr" 2>/dev/null | sed 's/^\[[^]]*\] //')
+            [ -n "$why" ] && die "mode B is refused on this MPI: $why"
+            die "mpirun ended early: $(tail -n 5 "$W/mpirun.out")"
+        fi
         sleep 0.05
     done
     vpid=

@@ -95,6 +95,8 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_BOOL, OFF(modeb_zero_copy), 0, 1, bool_choices},
     {"FTMPI_FLIGHT_RECORDS", "64", "flight recorder: the last N FT_Quorum/FT_Allreduce/FT_Commit calls each rank keeps in memory (operation, bytes, quorum id, start, end, result) and writes to FTMPI_EVENT_LOG (else its log) on a step's first FT_ERR_* and on SIGUSR1 (when the program has no SIGUSR1 handler); tools: ftmpi-flight; 0 = off",
      FTI_CFG_INT, OFF(flight_records), 0, 1 << 20, NULL},
+    {"FTMPI_MODEB_ALLOW_NO_RECOVERY", "0", "mode B on an MPI whose ranks cannot survive a dead rank within one job (neither Open MPI's mpirun --enable-recovery nor working MPIX_Comm_revoke/shrink/agree, e.g. MPICH 4.0.2): 0 = FT_Init fails (FT_ERR_UNSUPPORTED) naming what is needed; 1 = start anyway (healthy runs work, one dead rank ends the job)",
+     FTI_CFG_BOOL, OFF(modeb_allow_no_recovery), 0, 1, bool_choices},
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
 

@@ -58,6 +58,7 @@ typedef struct fti_config {
     int shim_rescale;           /* bool: libftmpi_pmpi's continue scales sums */
     int modeb_zero_copy;        /* bool: mode B's MPI writes ftmpi_mem_alloc buffers itself */
     int flight_records;         /* flight recorder entries per rank, 0 = off (flight.h) */
+    int modeb_allow_no_recovery; /* bool: mode B starts where a dead rank ends the job */
 } fti_config_t;
 
 /* FTI_CFG_NAME: a lower-cased name of letters, digits, '-' and '_' whose

@@ -15,6 +15,7 @@
 #include "ftmpi.h"
 #include "base/log.h"
 #include "comm/ring.h"
+#include "comm/ulfm.h"
 #include "base/util.h"
 
 /* The pre-made communicator of the initial slice (fti_mpi_ctx_add_fast). */
@@ -356,6 +357,9 @@ static bool use_ring(const struct fast *f, size_t bytes)
  * never used or freed again). */
 static void fast_retire(struct fast *f, unsigned left, bool lose_stage)
 {
+    /* with ULFM (comm/ulfm.h) the other members' requests on comm complete
+     * now, revoked, instead of at their own deadlines; elsewhere a no-op */
+    (void)fti_ulfm_revoke(f->comm);
     abandoned_requests += left;
     if (lose_stage) {
         abandoned_bytes += f->stage_len;

@@ -9,6 +9,7 @@
 #include "ftmpi.h"
 #include "ftmpi_config.h"
 #include "base/log.h"
+#include "comm/ulfm.h"
 
 /* A positive decimal size, or 0 when s is NULL or not one. */
 static long parse_size(const char *s)
@@ -63,28 +64,49 @@ int fti_launcher_check(int world_size)
     return FT_ERR_CONFIG;
 }
 
-void fti_launcher_modeb_note(int world_rank)
+int fti_launcher_modeb_check(int world_rank, bool allow_no_recovery)
 {
-    if (world_rank != 0)
-        return;
-#if defined(OPEN_MPI)
+    char why[256];
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION < 5
+    /* Open MPI 4.x: mpirun --enable-recovery keeps the survivors (mode B's
+     * deadlines and abandoned requests do the rest; mode/mode_b.c) */
+    (void)why;
+    (void)allow_no_recovery;
     const char *rec = getenv("OMPI_MCA_orte_enable_recovery");
-    if (rec == NULL || strcmp(rec, "1") != 0)
+    if (world_rank == 0 && (rec == NULL || strcmp(rec, "1") != 0))
         FTI_WARN("mode B without mpirun --enable-recovery: a rank that dies ends the whole job "
                  "(mpirun kills every rank); start it with mpirun --enable-recovery so that the "
                  "other groups go on");
+    return FT_SUCCESS;
 #else
-    FTI_WARN("mode B on %s: a rank that dies ends the whole job (MPICH's hydra ends every rank "
-             "after one is killed, even with -disable-auto-cleanup%s); for the other groups to "
-             "go on, run mode B on Open MPI 4.1 with mpirun --enable-recovery, or use mode A "
-             "(one launcher per group under ftmpi-run), which survives on any MPI "
-             "(doc/INSTALL.md)",
-             FTMPI_MPI_LIBRARY,
-#ifdef HAVE_MPIX_ULFM
-             "; this MPI declares MPIX_Comm_revoke/shrink/agree, which libftmpi does not use yet"
+    if (fti_ulfm_usable(why, sizeof(why))) {
+        if (world_rank == 0)
+            FTI_INFO("mode B on %s: a dead rank's communicators are revoked (MPIX_Comm_revoke)%s",
+                     FTMPI_MPI_LIBRARY,
+#if defined(OPEN_MPI)
+                     "; start it with mpirun --with-ft ulfm, without which a dead rank ends the job"
 #else
-             ""
+                     "; start it with mpiexec -disable-auto-cleanup"
 #endif
-    );
+            );
+        return FT_SUCCESS;
+    }
+    if (allow_no_recovery) {
+        if (world_rank == 0)
+            FTI_WARN("mode B on %s without recovery (FTMPI_MODEB_ALLOW_NO_RECOVERY=1): %s; a rank "
+                     "that dies ends the whole job",
+                     FTMPI_MPI_LIBRARY, why);
+        return FT_SUCCESS;
+    }
+    if (world_rank == 0)
+        FTI_ERROR("FT_Init: mode B cannot keep the other groups going after a rank dies on this "
+                  "MPI: %s, and its launcher (MPICH's hydra, even with -disable-auto-cleanup) "
+                  "ends or strands the survivors (doc/USER_GUIDE.md, \"Mode B and MPICH\"). Run "
+                  "mode B on Open MPI 4.1 with mpirun --enable-recovery or on Open MPI 5 with "
+                  "mpirun --with-ft ulfm, or use mode A (one launcher per group under ftmpi-run: "
+                  "any MPI), or set FTMPI_MODEB_ALLOW_NO_RECOVERY=1 to run mode B anyway (a dead "
+                  "rank then ends the job)",
+                  why);
+    return FT_ERR_UNSUPPORTED;
 #endif
 }

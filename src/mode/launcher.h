@@ -25,10 +25,13 @@ bool fti_launcher_mismatch(int world_size, const char *ompi_size, const char *pm
 int fti_launcher_check(int world_size);
 
 /* Mode B: whether a rank's death leaves the others running in this job.
- * Open MPI's mpirun does so with --enable-recovery (its ranks then see
- * OMPI_MCA_orte_enable_recovery=1); MPICH's hydra does not (4.0.2 ends the
- * job on a SIGKILL even with -disable-auto-cleanup, see doc/INSTALL.md).
- * Warns once (world rank 0) when it does not, naming what is needed. */
-void fti_launcher_modeb_note(int world_rank);
+ * Open MPI 4.x's mpirun does so with --enable-recovery (its ranks then see
+ * OMPI_MCA_orte_enable_recovery=1; without it: a warning, FT_SUCCESS); an
+ * MPI whose ULFM calls work (comm/ulfm.h: Open MPI 5, MPICH from 4.2) with
+ * MPIX_Comm_revoke.  Anywhere else (MPICH 4.0.2: doc/USER_GUIDE.md, "Mode B and MPICH") it cannot:
+ * FT_ERR_UNSUPPORTED naming what is needed, unless allow_no_recovery
+ * (FTMPI_MODEB_ALLOW_NO_RECOVERY=1: a warning).  The same answer on every
+ * rank; world rank 0 logs it. */
+int fti_launcher_modeb_check(int world_rank, bool allow_no_recovery);
 
 #endif

@@ -282,6 +282,11 @@ int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb)
             FTI_ERROR("%s", err);
         return FT_ERR_CONFIG;
     }
+    /* whether the survivors of a dead rank can go on here: the same answer
+     * on every rank, before any collective */
+    int frc = fti_launcher_modeb_check(mb->world_rank, cfg->modeb_allow_no_recovery != 0);
+    if (frc != FT_SUCCESS)
+        return frc;
     mb->n_groups = (mb->world_size - 1) / mb->group_size;
     int lh_rank = mb->world_size - 1;
     bool is_lh = mb->world_rank == lh_rank;
@@ -361,9 +366,6 @@ static int b_resolve(struct fti_step *s)
 
 static int b_world(struct fti_step *s)
 {
-    int wr = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
-    fti_launcher_modeb_note(wr);
     int rc = fti_modeb_init(&s->cfg, &s->mb);
     if (rc != FT_SUCCESS)
         return rc;

@@ -123,6 +123,14 @@ if [ "$FTI_MPI_IMPL" = mpich ] && [ -n "$MPIRUN" ] && [ -z "${FTI_REAL_MPIRUN:-}
     export FTI_REAL_MPIRUN
 fi
 export FTI_MPI_IMPL MPIRUN
+# Mode B where the MPI cannot keep the survivors of a dead rank (MPICH 4.0.2:
+# doc/USER_GUIDE.md, "Mode B and MPICH") makes FT_Init refuse unless FTMPI_MODEB_ALLOW_NO_RECOVERY=1:
+# the tests of healthy mode-B runs say so there (a test that kills a rank
+# checks need_kill_recovery; test_modeb_hydra_kill.sh sets it to 0)
+if [ "$FTI_MPI_IMPL" != openmpi ]; then
+    : "${FTMPI_MODEB_ALLOW_NO_RECOVERY:=1}"
+    export FTMPI_MODEB_ALLOW_NO_RECOVERY
+fi
 
 # mpi_rank_pid PID W: the pid of world rank W among the processes below
 # PID (a launcher; Open MPI's ranks are its children, hydra's its proxy's,

@@ -11,6 +11,10 @@
 
 #include <cmocka.h>
 
+#include <mpi.h>
+
+#include "comm/ulfm.h"
+#include "ftmpi.h"
 #include "mode/launcher.h"
 
 #define LIB "MPICH 4.0.2"
@@ -66,6 +70,31 @@ static void test_short_buffer(void **state)
     assert_int_equal(strlen(msg), sizeof(msg) - 1);
 }
 
+/* Mode B's recovery check, for this build's MPI (world rank 1: logs
+ * nothing): Open MPI 4.x starts (mpirun --enable-recovery is its part);
+ * an MPI with working ULFM calls starts; any other refuses with
+ * FT_ERR_UNSUPPORTED unless told to run without recovery. */
+static void test_modeb_recovery(void **state)
+{
+    (void)state;
+    char why[256] = "";
+    bool ulfm = fti_ulfm_usable(why, sizeof(why));
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION < 5
+    assert_int_equal(fti_launcher_modeb_check(1, false), FT_SUCCESS);
+#else
+    assert_int_equal(fti_launcher_modeb_check(1, false), ulfm ? FT_SUCCESS : FT_ERR_UNSUPPORTED);
+#endif
+    assert_int_equal(fti_launcher_modeb_check(1, true), FT_SUCCESS);
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION < 40200000
+    /* MPICH 4.0's ch4 declares the calls and aborts in them: never used */
+    assert_false(ulfm);
+    assert_non_null(strstr(why, "MPIX_Comm_revoke"));
+    assert_int_equal(fti_ulfm_revoke(MPI_COMM_WORLD), FT_ERR_UNSUPPORTED);
+#endif
+    if (!ulfm)
+        assert_true(strlen(why) > 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -73,6 +102,7 @@ int main(void)
         cmocka_unit_test(test_singleton_of_open_mpi),
         cmocka_unit_test(test_singleton_of_pmi),
         cmocka_unit_test(test_short_buffer),
+        cmocka_unit_test(test_modeb_recovery),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
