@@ -158,6 +158,8 @@ struct opts {
     int die_in_commit;
     const char *die_where; /* as given: compute, commit, inner (--localsgd/--diloco) */
     long localsgd, diloco; /* H of --localsgd / --diloco, 0 off */
+    long flip_at_step; /* test hooks only: --flip-at-step (-1 off) */
+    long flip_rank;    /* test hooks only: --flip-rank, the group rank that flips */
     double outer_lr, outer_momentum;
     double lr;
     uint64_t seed;
@@ -438,6 +440,10 @@ static const struct long_flag {
     {"--ftmpi-mem", offsetof(struct opts, ftmpi_mem), 0},
     {"--localsgd", offsetof(struct opts, localsgd), 1},
     {"--diloco", offsetof(struct opts, diloco), 1},
+#ifdef FT_SGD_TEST_HOOKS
+    {"--flip-at-step", offsetof(struct opts, flip_at_step), 1},
+    {"--flip-rank", offsetof(struct opts, flip_rank), 0},
+#endif
 };
 
 static void opts_default(struct opts *o)
@@ -454,6 +460,7 @@ static void opts_default(struct opts *o)
     const char *t = getenv("FTMPI_TIMEOUT_MS");
     o->group_timeout_ms = t != NULL && atol(t) > 0 ? atol(t) : 10000;
     o->die_at_step = -1;
+    o->flip_at_step = -1;
     o->lr = 0.5;
     o->seed = 42;
     o->die_where = "compute";
@@ -898,6 +905,31 @@ static int step_commit(struct app *a, struct step *s)
     return 0;
 }
 
+/* --flip-at-step N (builds configured with --enable-test-hooks only): a
+ * silent data corruption.  Right after step N committed and its update
+ * was applied, outside any FT_ call, group rank --flip-rank (default 0)
+ * flips one bit (the top mantissa bit of parameter 1) of its own
+ * registered state, once; nothing tells the library. */
+static void flip_hook(struct app *a, int64_t now)
+{
+#ifdef FT_SGD_TEST_HOOKS
+    static int flipped;
+    if (flipped || a->o.flip_at_step < 0 || now != a->o.flip_at_step ||
+        a->rank != a->o.flip_rank || a->F < 1)
+        return;
+    flipped = 1;
+    uint32_t bits;
+    memcpy(&bits, &a->w[1], sizeof(bits));
+    bits ^= UINT32_C(1) << 22;
+    memcpy(&a->w[1], &bits, sizeof(bits));
+    fprintf(stderr, "ft_sgd: test hook: group %s rank %d flipped bit 22 of weights[1] after step "
+            "%" PRId64 "\n", a->replica_id, a->rank, now);
+#else
+    (void)a;
+    (void)now;
+#endif
+}
+
 /* A committed step updates the parameters and may print its line; a
  * failed one is reported (and a failed quorum backs off). */
 static void step_finish(struct app *a, const struct step *s)
@@ -907,6 +939,7 @@ static void step_finish(struct app *a, const struct step *s)
             a->w[j] -= (float)a->step_size * a->g[j];
         a->commits_here++;
         int64_t now = FT_Step();
+        flip_hook(a, now);
         if (a->rank == 0 && (now % a->o.print_every == 0 || now == a->o.steps))
             printf("step %" PRId64 " loss %.6f quorum %" PRId64 " participants %d\n", now,
                    (double)a->g[a->F + 1], ftmpi_quorum_id(), s->participants);
