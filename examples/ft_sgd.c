@@ -116,7 +116,8 @@
  *
  * Exit status: 0 after --steps committed steps; 2 when FT_Init (or a bad
  * flag) fails; 3 when --max-attempts ran out first; 4 when the group was
- * lost (mode B); 5 when the lighthouse killed the group.  Note that mpirun --enable-recovery (Open MPI 4.1) exits
+ * lost (mode B); 5 when the lighthouse killed the group; 6 when the SDC
+ * check stopped it (FT_ERR_SDC).  Note that mpirun --enable-recovery (Open MPI 4.1) exits
  * 0 whatever its ranks' statuses: read the output.
  */
 #include <errno.h>
@@ -195,6 +196,7 @@ struct app {
     int lost;   /* the group lost a rank: leave */
     int64_t outer_target; /* --localsgd / --diloco: FT_Step() at the end */
     int killed; /* FT_ERR_KILLED: the lighthouse killed the group; leave */
+    int sdc_stop; /* FT_ERR_SDC: the groups' states differ with no majority; leave */
     int g_busy; /* g belongs to an abandoned MPI request: never free it */
     FT_Outer outer; /* --localsgd / --diloco (ft_sgd_outer.c) */
 };
@@ -826,6 +828,11 @@ static int step_quorum(struct app *a, struct step *s)
         a->killed = 1;
         return 1;
     }
+    if (s->qrc == FT_ERR_SDC) { /* FTMPI_SDC_ON_TIE=stop */
+        printf("stopped at step %" PRId64 ": %s\n", s->step, FT_Error_string(s->qrc));
+        a->sdc_stop = 1;
+        return 1;
+    }
     return 0;
 }
 
@@ -1061,6 +1068,10 @@ static int finish(const struct app *a)
         fprintf(stderr, "ft_sgd: rank %d of group %s leaves: the lighthouse killed the group\n",
                 a->rank, a->replica_id);
         exit_code = 5;
+    } else if (a->sdc_stop) {
+        fprintf(stderr, "ft_sgd: rank %d of group %s leaves: silent data corruption with no "
+                "majority (FTMPI_SDC_ON_TIE=stop)\n", a->rank, a->replica_id);
+        exit_code = 6;
     } else if (a->lost) {
         fprintf(stderr, "ft_sgd: rank %d of group %s leaves: the group lost a rank\n", a->rank,
                 a->replica_id);
