@@ -58,6 +58,17 @@ static bool sdc_clean_at(const Ftmpi__QuorumMember **m, int n, int64_t max_step)
     return false;
 }
 
+/* The init_sync primary among the members at max step (at[0..n)): the
+ * first that is no minority (there is one when sdc_clean_at), else the
+ * first. */
+static int sdc_primary(const Ftmpi__QuorumMember **m, const int *at, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!sdc_minority(m[at[i]]))
+            return at[i];
+    return at[0];
+}
+
 static void sdc_set(fti_quorum_result_t *r, const Ftmpi__QuorumMember *me)
 {
     r->sdc_verdict = me->sdc_verdict;
@@ -242,7 +253,7 @@ static int compute_sorted(const Ftmpi__QuorumMember **m, int n, int64_t quorum_i
     r.max_world_size = n_max;
     sdc_set(&r, m[r.replica_rank]);
     const char *store = m[up[group_rank % n_max]]->store_address;
-    int primary = up[0], n_heal = 0, k = -1;
+    int primary = sdc_primary(m, up, n_max), n_heal = 0, k = -1;
     int n_up = assign_sources(m, n, r.max_step, primary, init_sync && r.max_step == 0,
                               group_rank, heal_src, up, &r, &n_heal, &k);
     int rc = set_store(&r, store);
@@ -357,7 +368,7 @@ int fti_results_index_create(const Ftmpi__Quorum *q, fti_results_index_h *idx_p)
             x->max_members[x->n_max++] = i;
         }
     }
-    int primary = x->max_members[0];
+    int primary = sdc_primary(m, x->max_members, x->n_max);
     bool sdc = sdc_clean_at(m, n, x->max_step);
     for (int s = 0; s < 2; s++) {
         struct heal_plan *h = &x->plan[s];
