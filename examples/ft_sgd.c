@@ -161,6 +161,7 @@ struct opts {
     long localsgd, diloco; /* H of --localsgd / --diloco, 0 off */
     long flip_at_step; /* test hooks only: --flip-at-step (-1 off) */
     long flip_rank;    /* test hooks only: --flip-rank, the group rank that flips */
+    long flip_index;   /* test hooks only: --flip-index, the parameter it flips */
     double outer_lr, outer_momentum;
     double lr;
     uint64_t seed;
@@ -445,6 +446,7 @@ static const struct long_flag {
 #ifdef FT_SGD_TEST_HOOKS
     {"--flip-at-step", offsetof(struct opts, flip_at_step), 1},
     {"--flip-rank", offsetof(struct opts, flip_rank), 0},
+    {"--flip-index", offsetof(struct opts, flip_index), 0},
 #endif
 };
 
@@ -463,6 +465,7 @@ static void opts_default(struct opts *o)
     o->group_timeout_ms = t != NULL && atol(t) > 0 ? atol(t) : 10000;
     o->die_at_step = -1;
     o->flip_at_step = -1;
+    o->flip_index = 1;
     o->lr = 0.5;
     o->seed = 42;
     o->die_where = "compute";
@@ -915,22 +918,24 @@ static int step_commit(struct app *a, struct step *s)
 /* --flip-at-step N (builds configured with --enable-test-hooks only): a
  * silent data corruption.  Right after step N committed and its update
  * was applied, outside any FT_ call, group rank --flip-rank (default 0)
- * flips one bit (the top mantissa bit of parameter 1) of its own
- * registered state, once; nothing tells the library. */
+ * flips one bit (the top mantissa bit of parameter --flip-index, default
+ * 1; with --shard 1 choose one of its own block) of its own registered
+ * state, once; nothing tells the library. */
 static void flip_hook(struct app *a, int64_t now)
 {
 #ifdef FT_SGD_TEST_HOOKS
     static int flipped;
     if (flipped || a->o.flip_at_step < 0 || now != a->o.flip_at_step ||
-        a->rank != a->o.flip_rank || a->F < 1)
+        a->rank != a->o.flip_rank || a->o.flip_index > a->F)
         return;
     flipped = 1;
     uint32_t bits;
-    memcpy(&bits, &a->w[1], sizeof(bits));
+    float *p = &a->w[a->o.flip_index];
+    memcpy(&bits, p, sizeof(bits));
     bits ^= UINT32_C(1) << 22;
-    memcpy(&a->w[1], &bits, sizeof(bits));
-    fprintf(stderr, "ft_sgd: test hook: group %s rank %d flipped bit 22 of weights[1] after step "
-            "%" PRId64 "\n", a->replica_id, a->rank, now);
+    memcpy(p, &bits, sizeof(bits));
+    fprintf(stderr, "ft_sgd: test hook: group %s rank %d flipped bit 22 of weights[%ld] after "
+            "step %" PRId64 "\n", a->replica_id, a->rank, a->o.flip_index, now);
 #else
     (void)a;
     (void)now;
