@@ -917,7 +917,8 @@ static int step_commit(struct app *a, struct step *s)
 
 /* --flip-at-step N (builds configured with --enable-test-hooks only): a
  * silent data corruption.  Right after step N committed and its update
- * was applied, outside any FT_ call, group rank --flip-rank (default 0)
+ * was applied, outside any FT_ call, group rank --flip-rank (default 0;
+ * mode B: the world rank)
  * flips one bit (the top mantissa bit of parameter --flip-index, default
  * 1; with --shard 1 choose one of its own block) of its own registered
  * state, once; nothing tells the library. */
@@ -925,8 +926,9 @@ static void flip_hook(struct app *a, int64_t now)
 {
 #ifdef FT_SGD_TEST_HOOKS
     static int flipped;
+    int who = a->mode_b ? a->world_rank : a->rank; /* mode B: every group runs this */
     if (flipped || a->o.flip_at_step < 0 || now != a->o.flip_at_step ||
-        a->rank != a->o.flip_rank || a->o.flip_index > a->F)
+        who != a->o.flip_rank || a->o.flip_index > a->F)
         return;
     flipped = 1;
     uint32_t bits;
