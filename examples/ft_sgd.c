@@ -116,7 +116,8 @@
  *
  * Exit status: 0 after --steps committed steps; 2 when FT_Init (or a bad
  * flag) fails; 3 when --max-attempts ran out first; 4 when the group was
- * lost (mode B); 5 when the lighthouse killed the group.  Note that mpirun --enable-recovery (Open MPI 4.1) exits
+ * lost (mode B); 5 when the lighthouse killed the group; 6 when the SDC
+ * check stopped it (FT_ERR_SDC).  Note that mpirun --enable-recovery (Open MPI 4.1) exits
  * 0 whatever its ranks' statuses: read the output.
  */
 #include <errno.h>
@@ -158,6 +159,9 @@ struct opts {
     int die_in_commit;
     const char *die_where; /* as given: compute, commit, inner (--localsgd/--diloco) */
     long localsgd, diloco; /* H of --localsgd / --diloco, 0 off */
+    long flip_at_step; /* test hooks only: --flip-at-step (-1 off) */
+    long flip_rank;    /* test hooks only: --flip-rank, the group rank that flips */
+    long flip_index;   /* test hooks only: --flip-index, the parameter it flips */
     double outer_lr, outer_momentum;
     double lr;
     uint64_t seed;
@@ -193,6 +197,7 @@ struct app {
     int lost;   /* the group lost a rank: leave */
     int64_t outer_target; /* --localsgd / --diloco: FT_Step() at the end */
     int killed; /* FT_ERR_KILLED: the lighthouse killed the group; leave */
+    int sdc_stop; /* FT_ERR_SDC: the groups' states differ with no majority; leave */
     int g_busy; /* g belongs to an abandoned MPI request: never free it */
     FT_Outer outer; /* --localsgd / --diloco (ft_sgd_outer.c) */
 };
@@ -438,6 +443,11 @@ static const struct long_flag {
     {"--ftmpi-mem", offsetof(struct opts, ftmpi_mem), 0},
     {"--localsgd", offsetof(struct opts, localsgd), 1},
     {"--diloco", offsetof(struct opts, diloco), 1},
+#ifdef FT_SGD_TEST_HOOKS
+    {"--flip-at-step", offsetof(struct opts, flip_at_step), 1},
+    {"--flip-rank", offsetof(struct opts, flip_rank), 0},
+    {"--flip-index", offsetof(struct opts, flip_index), 0},
+#endif
 };
 
 static void opts_default(struct opts *o)
@@ -454,6 +464,8 @@ static void opts_default(struct opts *o)
     const char *t = getenv("FTMPI_TIMEOUT_MS");
     o->group_timeout_ms = t != NULL && atol(t) > 0 ? atol(t) : 10000;
     o->die_at_step = -1;
+    o->flip_at_step = -1;
+    o->flip_index = 1;
     o->lr = 0.5;
     o->seed = 42;
     o->die_where = "compute";
@@ -819,6 +831,11 @@ static int step_quorum(struct app *a, struct step *s)
         a->killed = 1;
         return 1;
     }
+    if (s->qrc == FT_ERR_SDC) { /* FTMPI_SDC_ON_TIE=stop */
+        printf("stopped at step %" PRId64 ": %s\n", s->step, FT_Error_string(s->qrc));
+        a->sdc_stop = 1;
+        return 1;
+    }
     return 0;
 }
 
@@ -898,6 +915,35 @@ static int step_commit(struct app *a, struct step *s)
     return 0;
 }
 
+/* --flip-at-step N (builds configured with --enable-test-hooks only): a
+ * silent data corruption.  Right after step N committed and its update
+ * was applied, outside any FT_ call, group rank --flip-rank (default 0;
+ * mode B: the world rank)
+ * flips one bit (the top mantissa bit of parameter --flip-index, default
+ * 1; with --shard 1 choose one of its own block) of its own registered
+ * state, once; nothing tells the library. */
+static void flip_hook(struct app *a, int64_t now)
+{
+#ifdef FT_SGD_TEST_HOOKS
+    static int flipped;
+    int who = a->mode_b ? a->world_rank : a->rank; /* mode B: every group runs this */
+    if (flipped || a->o.flip_at_step < 0 || now != a->o.flip_at_step ||
+        who != a->o.flip_rank || a->o.flip_index > a->F)
+        return;
+    flipped = 1;
+    uint32_t bits;
+    float *p = &a->w[a->o.flip_index];
+    memcpy(&bits, p, sizeof(bits));
+    bits ^= UINT32_C(1) << 22;
+    memcpy(p, &bits, sizeof(bits));
+    fprintf(stderr, "ft_sgd: test hook: group %s rank %d flipped bit 22 of weights[%ld] after "
+            "step %" PRId64 "\n", a->replica_id, a->rank, a->o.flip_index, now);
+#else
+    (void)a;
+    (void)now;
+#endif
+}
+
 /* A committed step updates the parameters and may print its line; a
  * failed one is reported (and a failed quorum backs off). */
 static void step_finish(struct app *a, const struct step *s)
@@ -907,6 +953,7 @@ static void step_finish(struct app *a, const struct step *s)
             a->w[j] -= (float)a->step_size * a->g[j];
         a->commits_here++;
         int64_t now = FT_Step();
+        flip_hook(a, now);
         if (a->rank == 0 && (now % a->o.print_every == 0 || now == a->o.steps))
             printf("step %" PRId64 " loss %.6f quorum %" PRId64 " participants %d\n", now,
                    (double)a->g[a->F + 1], ftmpi_quorum_id(), s->participants);
@@ -1028,6 +1075,10 @@ static int finish(const struct app *a)
         fprintf(stderr, "ft_sgd: rank %d of group %s leaves: the lighthouse killed the group\n",
                 a->rank, a->replica_id);
         exit_code = 5;
+    } else if (a->sdc_stop) {
+        fprintf(stderr, "ft_sgd: rank %d of group %s leaves: silent data corruption with no "
+                "majority (FTMPI_SDC_ON_TIE=stop)\n", a->rank, a->replica_id);
+        exit_code = 6;
     } else if (a->lost) {
         fprintf(stderr, "ft_sgd: rank %d of group %s leaves: the group lost a rank\n", a->rank,
                 a->replica_id);

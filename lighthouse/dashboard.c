@@ -17,7 +17,8 @@
 #define SPAN_MAX_MS (15 * 60 * 1000) /* the drawings show at most this */
 
 static const char *const ev_colors[FTI_LH_EV_KINDS] = {
-    "#3465a4", "#4e9a06", "#cc0000", "#f57900", "#75507b", "#06989a", "#8f5902", "#888888", "#5c3566"};
+    "#3465a4", "#4e9a06", "#cc0000", "#f57900", "#75507b", "#06989a", "#8f5902", "#888888", "#5c3566",
+    "#a40000"};
 
 void fti_lh_html_escape(struct evbuffer *b, const char *s)
 {
@@ -164,6 +165,8 @@ static void groups_table(struct evbuffer *b, const fti_lh_history_t *h, int64_t 
     evbuffer_add_printf(b, "</table>\n");
 }
 
+static void sdc_table(struct evbuffer *b, const fti_lh_snapshot_t *s);
+
 void fti_lh_dash_html(struct evbuffer *b, const fti_lh_snapshot_t *s)
 {
     const fti_lh_history_t *h = s->history;
@@ -179,6 +182,7 @@ void fti_lh_dash_html(struct evbuffer *b, const fti_lh_snapshot_t *s)
     plot(b, h, t0, t1, 0);
     plot(b, h, t0, t1, 1);
     groups_table(b, h, s->wall_ms);
+    sdc_table(b, s);
 }
 
 static void json_events(struct evbuffer *b, const fti_lh_history_t *h)
@@ -195,6 +199,53 @@ static void json_events(struct evbuffer *b, const fti_lh_history_t *h)
     evbuffer_add_printf(b, "]");
 }
 
+static const char *verdict_name(int v)
+{
+    return v == FTI_SDC_MINORITY ? "minority" : v == FTI_SDC_TIE ? "tie" : "agree";
+}
+
+/* `,"sdc":[...]`: the SDC reports (lighthouse/sdc.h), oldest first. */
+static void sdc_json(struct evbuffer *b, const fti_lh_snapshot_t *s)
+{
+    evbuffer_add_printf(b, ",\"sdc_checks\":%" PRIu64 ",\"sdc\":[", s->sdc_checks);
+    for (size_t i = 0; i < s->n_sdc_reports; i++) {
+        const fti_sdc_report_t *r = &s->sdc_reports[i];
+        evbuffer_add_printf(b, "%s\n{\"wall_ms\":%" PRId64 ",\"group\":", i ? "," : "",
+                            r->wall_ms);
+        fti_lh_json_string(b, r->replica_id);
+        evbuffer_add_printf(b, ",\"step\":%" PRId64 ",\"group_rank\":%d,\"buffer\":",
+                            r->f.step, (int)r->f.group_rank);
+        fti_lh_json_string(b, r->f.buffer);
+        evbuffer_add_printf(b, ",\"verdict\":\"%s\",\"other\":", verdict_name(r->f.verdict));
+        fti_lh_json_string(b, r->f.other);
+        evbuffer_add_printf(b, ",\"agree\":%d,\"of\":%d}", r->f.agree, r->f.of);
+    }
+    evbuffer_add_printf(b, "]");
+}
+
+/* The SDC reports as a table (none: nothing). */
+static void sdc_table(struct evbuffer *b, const fti_lh_snapshot_t *s)
+{
+    if (s->n_sdc_reports == 0)
+        return;
+    evbuffer_add_printf(b, "<h2>Silent data corruption</h2>\n<table id=\"sdc\">\n<tr>"
+                           "<th>when</th><th>group</th><th>step</th><th>group rank</th>"
+                           "<th>buffer</th><th>verdict</th><th>compared with</th></tr>\n");
+    for (size_t i = s->n_sdc_reports; i-- > 0;) {
+        const fti_sdc_report_t *r = &s->sdc_reports[i];
+        evbuffer_add_printf(b, "<tr><td>%.1f s ago</td><td>",
+                            (double)(s->wall_ms - r->wall_ms) / 1000.0);
+        fti_lh_html_escape(b, r->replica_id);
+        evbuffer_add_printf(b, "</td><td>%" PRId64 "</td><td>%d</td><td>", r->f.step,
+                            (int)r->f.group_rank);
+        fti_lh_html_escape(b, r->f.buffer);
+        evbuffer_add_printf(b, "</td><td>%s</td><td>", verdict_name(r->f.verdict));
+        fti_lh_html_escape(b, r->f.other);
+        evbuffer_add_printf(b, "</td></tr>\n");
+    }
+    evbuffer_add_printf(b, "</table>\n");
+}
+
 void fti_lh_dash_json(struct evbuffer *b, const fti_lh_snapshot_t *s)
 {
     const fti_lh_history_t *h = s->history;
@@ -202,6 +253,7 @@ void fti_lh_dash_json(struct evbuffer *b, const fti_lh_snapshot_t *s)
         return;
     evbuffer_add_printf(b, ",\"history\":{\"events_total\":%" PRIu64 ",", h->events_total);
     json_events(b, h);
+    sdc_json(b, s);
     evbuffer_add_printf(b, ",\"samples\":[");
     for (size_t i = 0; i < h->n_samples; i++) {
         const fti_lh_sample_t *p = fti_lh_history_sample_at(h, i);
@@ -246,6 +298,7 @@ static double gvalue(const fti_lh_gstats_t *g, size_t k)
     case 5: return (double)g->heals;
     case 6: return (double)g->heal_bytes;
     case 7: return (double)g->commit_failures;
+    case 9: return (double)g->sdc_mismatches;
     default: return g->state == FTI_LH_G_ALIVE ? 1.0 : 0.0;
     }
 }
@@ -262,6 +315,8 @@ void fti_lh_dash_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
         {"ftmpi_group_heal_bytes", "gauge", "Bytes the group's current process healed."},
         {"ftmpi_group_commit_failures_total", "counter", "Failed commits the group reported."},
         {"ftmpi_group_alive", "gauge", "1 while the group is alive (not dead, silent or gone)."},
+        {"ftmpi_group_sdc_mismatches_total", "counter",
+         "SDC checks whose fingerprints of the group disagreed with the majority or tied."},
     };
     const fti_lh_history_t *h = s->history;
     if (h == NULL)
@@ -283,6 +338,10 @@ void fti_lh_dash_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
             evbuffer_add_printf(b, "\"} %.6g\n", gvalue(&h->groups[i], k));
         }
     }
+    evbuffer_add_printf(b, "# HELP ftmpi_lighthouse_sdc_checks_total SDC comparisons of groups' "
+                           "fingerprints at one step.\n# TYPE ftmpi_lighthouse_sdc_checks_total "
+                           "counter\nftmpi_lighthouse_sdc_checks_total %" PRIu64 "\n",
+                        s->sdc_checks);
     evbuffer_add_printf(b, "# HELP ftmpi_lighthouse_events_total Events recorded in the history.\n"
                            "# TYPE ftmpi_lighthouse_events_total counter\n"
                            "ftmpi_lighthouse_events_total %" PRIu64 "\n",

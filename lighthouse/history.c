@@ -8,7 +8,8 @@
 #include "base/util.h"
 
 static const char *const event_names[FTI_LH_EV_KINDS] = {
-    "quorum", "joined", "dead", "timeout", "restarted", "heal", "commit_failed", "finalized", "killed"};
+    "quorum", "joined", "dead", "timeout", "restarted", "heal", "commit_failed", "finalized", "killed",
+    "sdc"};
 
 const char *fti_lh_event_name(int kind)
 {

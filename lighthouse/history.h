@@ -34,11 +34,13 @@ typedef enum {
     FTI_LH_EV_COMMIT_FAILED, /* the group reported failed commits; value = how many */
     FTI_LH_EV_FINALIZED,     /* the group left (FT_Finalize) */
     FTI_LH_EV_KILLED,        /* an operator killed the group (dashboard) */
+    FTI_LH_EV_SDC,           /* its state's fingerprints disagreed (lighthouse/sdc.h);
+                              * value = step */
     FTI_LH_EV_KINDS
 } fti_lh_event_kind_t;
 
 /* "quorum", "joined", "dead", "timeout", "restarted", "heal", "commit_failed",
- * "finalized". */
+ * "finalized", "killed", "sdc". */
 const char *fti_lh_event_name(int kind);
 
 typedef struct fti_lh_event {
@@ -78,6 +80,7 @@ typedef struct fti_lh_gstats {
     int64_t heals, heal_bytes;/* as the group reports them */
     int64_t commit_failures;  /* failed commits reported, summed */
     char last_failure[160];   /* why its last step failed, as reported ("" none) */
+    uint64_t sdc_mismatches;  /* SDC checks it disagreed in (lighthouse/sdc.h) */
 } fti_lh_gstats_t;
 
 typedef struct fti_lh_history {

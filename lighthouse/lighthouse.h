@@ -63,6 +63,7 @@
 #include <stdint.h>
 
 #include "base/sizes.h"
+#include "lighthouse/sdc.h"
 
 struct event_base;
 
@@ -189,6 +190,9 @@ typedef struct fti_lh_snapshot {
     struct fti_lh_history *history; /* a copy (history.h); NULL on no memory */
     struct fti_lh_recov *recov; /* a copy (recoveries.h); NULL on no memory */
     char job[FTI_LH_JOB_SIZE];  /* opts.job */
+    uint64_t sdc_checks;       /* SDC comparisons made (lighthouse/sdc.h) */
+    size_t n_sdc_reports;      /* the last reports, oldest first */
+    fti_sdc_report_t sdc_reports[FTI_SDC_REPORTS];
 } fti_lh_snapshot_t;
 
 /* Takes a consistent copy.  Free with fti_lh_snapshot_free. */

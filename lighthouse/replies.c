@@ -25,19 +25,22 @@ void fti_lh_view_clear(struct quorum_view *v)
     free(v->pm);
     free(v->pp);
     free(v->ids);
+    free(v->sdc_report);
     memset(v, 0, sizeof(*v));
 }
 
 /* FT_ERR_NO_MEMORY leaves v cleared. */
 int fti_lh_view_init(struct quorum_view *v, const fti_quorum_t *q, int64_t created_wall,
-                     int64_t dropped)
+                     int64_t dropped, const fti_sdc_finding_t *sdc)
 {
     memset(v, 0, sizeof(*v));
     v->q = q;
     v->dropped = dropped;
     v->pm = calloc(q->n_members, sizeof(*v->pm));
     v->pp = calloc(q->n_members, sizeof(*v->pp));
-    if (v->pm == NULL || v->pp == NULL) {
+    if (sdc != NULL)
+        v->sdc_report = calloc(q->n_members, sizeof(*v->sdc_report));
+    if (v->pm == NULL || v->pp == NULL || (sdc != NULL && v->sdc_report == NULL)) {
         fti_lh_view_clear(v);
         return FT_ERR_NO_MEMORY;
     }
@@ -55,6 +58,12 @@ int fti_lh_view_init(struct quorum_view *v, const fti_quorum_t *q, int64_t creat
         pm[i].incarnation = m->incarnation;
         pm[i].data.data = m->data;
         pm[i].data.len = m->data_len;
+        if (sdc != NULL && sdc[i].verdict != FTI_SDC_AGREE) {
+            /* the results (control/results.c) heal a minority from the others */
+            pm[i].sdc_verdict = sdc[i].verdict;
+            fti_sdc_describe(&sdc[i], v->sdc_report[i], sizeof(v->sdc_report[i]));
+            pm[i].sdc_report = v->sdc_report[i];
+        }
         pp[i] = &pm[i];
     }
     if (q->n_members <= LH_COMPACT_MAX_IDS && (v->ids = calloc(q->n_members + 1, sizeof(char *))))

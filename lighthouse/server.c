@@ -297,6 +297,7 @@ static void hist_add(struct fti_lighthouse *lh, double ms)
 /* What one evaluation issued, for the log and the replies. */
 struct issued {
     fti_quorum_t *q; /* NULL when nothing was issued */
+    fti_sdc_finding_t *sdc; /* the SDC check of q's members; NULL: all agree */
     bool new_id;     /* the quorum id changed */
     char change[512];
     int64_t now, first_ms, last_ms, dropped, created_wall;
@@ -327,6 +328,7 @@ static void decide(struct fti_lighthouse *lh, struct issued *out)
             out->new_id = out->q->quorum_id != old_id;
             fti_lh_history_quorum(&lh->history, fti_wall_ms(), out->q->quorum_id,
                                   out->q->n_members);
+            out->sdc = fti_lh_sdc_judge(lh, out->q, fti_wall_ms());
             out->first_ms = lh->round_first_req_ms;
             out->last_ms = lh->round_last_req_ms;
             lh->quorums_issued++;
@@ -369,7 +371,8 @@ static void answer_waiters(struct fti_lighthouse *lh, const struct issued *is)
 {
     const fti_quorum_t *q = is->q;
     struct quorum_view v;
-    bool have_view = fti_lh_view_init(&v, q, is->created_wall, is->dropped) == FT_SUCCESS;
+    bool have_view =
+        fti_lh_view_init(&v, q, is->created_wall, is->dropped, is->sdc) == FT_SUCCESS;
     size_t answered = 0, failed = 0;
     for (size_t i = 0; i < q->n_members; i++) {
         struct waiter *x = fti_lh_waiters_take(&lh->waiters, q->members[i].replica_id), *next;
@@ -411,8 +414,10 @@ static void evaluate(struct fti_lighthouse *lh)
             is.q->quorum_id, is.q->n_members, is.change[0] ? ", " : "", is.change,
             is.first_ms >= 0 ? is.now - is.first_ms : 0,
             is.last_ms >= 0 ? is.now - is.last_ms : 0);
+    fti_lh_sdc_log(is.q, is.sdc);
     answer_waiters(lh, &is);
     fti_quorum_free(is.q);
+    free(is.sdc);
 }
 
 static void eval_cb(evutil_socket_t fd, short what, void *arg)
@@ -742,6 +747,8 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
         x->want_ids = req->want_member_ids;
         memcpy(x->replica_id, m.replica_id, sizeof(x->replica_id));
     }
+    if (rc == FT_SUCCESS)
+        fti_lh_sdc_note(lh, req->requester);
     ftmpi__lighthouse_quorum_request__free_unpacked(req, NULL); /* m.data pointed in */
     if (rc == FT_ERR_KILLED) {
         FTI_INFO("quorum request of %s refused: it was killed (a restarted group may join)",
@@ -792,6 +799,7 @@ static void on_finalize(fti_rpc_call_h call, const uint8_t *payload, size_t len,
     }
     pthread_mutex_lock(&lh->mu);
     bool known = fti_quorum_remove(lh->st, id) == FT_SUCCESS;
+    fti_sdc_forget(lh->sdc, id);
     bool again = fin_has(lh, id);
     int rc = fin_add(lh, id);
     if (!again)
@@ -886,6 +894,8 @@ int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *
         rc = fti_lh_history_init(&lh->history, 0, 0, 0);
     if (rc == FT_SUCCESS)
         rc = fti_liveness_create(&lh->live);
+    if (rc == FT_SUCCESS)
+        rc = fti_sdc_create(&lh->sdc);
     if (rc == FT_SUCCESS &&
         ((lh->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, lh)) == NULL ||
          (lh->eval_ev = event_new(base, -1, 0, eval_cb, lh)) == NULL ||
@@ -938,6 +948,7 @@ void fti_lighthouse_destroy(fti_lighthouse_h lh)
     fti_lh_history_clear(&lh->history);
     fti_lh_recov_clear(&lh->recov);
     fti_quorum_state_destroy(lh->st);
+    fti_sdc_destroy(lh->sdc);
     pthread_mutex_destroy(&lh->mu);
     free(lh->finalized);
     free(lh);

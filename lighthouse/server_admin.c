@@ -244,6 +244,8 @@ int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
         const fti_lh_gstats_t *g = fti_lh_history_group(&lh->history, s->members[i].replica_id);
         s->members[i].dead = g && g->state == FTI_LH_G_DEAD;
     }
+    s->sdc_checks = fti_sdc_checks(lh->sdc);
+    s->n_sdc_reports = fti_sdc_reports(lh->sdc, s->sdc_reports, FTI_SDC_REPORTS);
     s->history = malloc(sizeof(*s->history));
     if (s->history && fti_lh_history_copy(&lh->history, s->history) != FT_SUCCESS) {
         free(s->history);

@@ -18,6 +18,7 @@
 #include "lighthouse/liveness.h"
 #include "lighthouse/quorum.h"
 #include "lighthouse/recoveries.h"
+#include "lighthouse/sdc.h"
 #include "lighthouse/killed.h"
 #include "lighthouse/waiters.h"
 
@@ -67,6 +68,7 @@ struct fti_lighthouse {
     uint64_t fin_seq; /* finalizes so far */
     fti_lh_killed_t killed; /* incarnations killed by an operator (killed.h) */
     fti_lh_recov_t recov;   /* recoveries, failed steps, rank counters (recoveries.h) */
+    fti_sdc_h sdc;          /* fingerprints waiting, reports (sdc.h) */
 };
 
 /* The reply to a killed group's calls (killed.h). */
@@ -92,13 +94,15 @@ struct quorum_view {
     bool full_tried;
     struct shared_reply *full;   /* the full reply; NULL until needed or on no memory */
     char **ids;                  /* member ids for compact replies (<= LH_COMPACT_MAX_IDS) */
+    char (*sdc_report)[FTI_SDC_REPORT_SIZE]; /* per member, with a verdict; NULL none */
 };
 
 /* Drops a reference of a shared reply (the last one frees it). */
 void fti_lh_reply_release(void *arg);
-/* FT_ERR_NO_MEMORY leaves v cleared. */
+/* FT_ERR_NO_MEMORY leaves v cleared.  sdc: the SDC check's findings of
+ * q's members (n_members entries), NULL when every member agrees. */
 int fti_lh_view_init(struct quorum_view *v, const fti_quorum_t *q, int64_t created_wall,
-                     int64_t dropped);
+                     int64_t dropped, const fti_sdc_finding_t *sdc);
 void fti_lh_view_clear(struct quorum_view *v);
 /* The full reply (member list), packed once per view; NULL on no memory. */
 struct shared_reply *fti_lh_view_full(struct quorum_view *v);
@@ -106,5 +110,20 @@ struct shared_reply *fti_lh_view_full(struct quorum_view *v);
  * an error. */
 struct shared_reply *fti_lh_view_compact(struct quorum_view *v, const char *replica_id,
                                          bool init_sync, bool want_ids, int *rc_p);
+
+/* ---- the SDC check (server_sdc.c) ---- */
+
+/* A quorum request's fingerprints into lh->sdc (takes lh->mu); ignored,
+ * with a warning, when they cannot be kept. */
+void fti_lh_sdc_note(struct fti_lighthouse *lh, const Ftmpi__QuorumMember *pm);
+
+/* Judges the issued quorum q under lh->mu: the findings of its members
+ * (malloc'ed, n_members entries; free()), NULL when all agree; each fresh
+ * report is an event and counts in the group's sdc_mismatches. */
+fti_sdc_finding_t *fti_lh_sdc_judge(struct fti_lighthouse *lh, const fti_quorum_t *q,
+                                    int64_t wall_ms);
+
+/* The log lines of the fresh findings (after the lock). */
+void fti_lh_sdc_log(const fti_quorum_t *q, const fti_sdc_finding_t *f);
 
 #endif

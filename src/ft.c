@@ -193,6 +193,11 @@ static int quorum_apply(const Ftmpi__LighthouseQuorumResponse *resp,
     if (st.res.n_stripe_dst > 0) /* healers come: copy device state out now (heal.h) */
         (void)fti_heal_refresh(st.heal);
     log_ctx_update();
+    int src = fti_step_sdc_verdict(&st, res); /* a minority heals below */
+    if (src != FT_SUCCESS) {
+        *changed_p = changed;
+        return src;
+    }
     if (changed)
         FTI_INFO("quorum %" PRId64 ": %d groups (%d participate), replica rank %d%s, max step "
                  "%" PRId64 "%s",
@@ -296,6 +301,8 @@ FTMPI_EXPORT int FT_Quorum(int flags)
     quorum_sync();
     if (st.lost)
         return FT_ERR_GROUP_LOST;
+    if (st.sdc_stopped)
+        return FT_ERR_SDC;
     if (st.in_step) {
         FTI_ERROR("FT_Quorum: the step started by the last FT_Quorum has not been committed");
         return FT_ERR_STATE;

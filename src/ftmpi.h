@@ -86,7 +86,11 @@ FTMPI_EXPORT int FT_Finalize(void);
  * heal written straight into the registered buffers (FTMPI_HEAL_INSTALL;
  * by default a process's first heal, mode A) that fails returns
  * FT_ERR_GROUP_LOST: the buffers are partly overwritten, the group must
- * exit and be restarted (ftmpi-run does).
+ * exit and be restarted (ftmpi-run does).  With the SDC check
+ * (FTMPI_SDC_EVERY) a group whose state disagrees with a strict majority
+ * of the groups heals from them here; when the groups differ with no
+ * majority and FTMPI_SDC_ON_TIE=stop, it returns FT_ERR_SDC, and so does
+ * every later FT_Quorum: call FT_Finalize and exit.
  * flags: 0, or either or both of FT_QUORUM_SHRINK_ONLY and
  * FT_QUORUM_ASYNC.
  *
@@ -333,8 +337,8 @@ FTMPI_EXPORT int FT_Outer_register(FT_Outer outer, const char *name, float *para
  * parameters were replaced by the global ones (reset any inner optimizer
  * state, e.g. momentum).  Returns FT_SUCCESS, or the failed sync's error
  * (not fatal: training goes on, the next sync retries), except
- * FT_ERR_GROUP_LOST and FT_ERR_KILLED, which end the group as for
- * FT_Commit. */
+ * FT_ERR_GROUP_LOST, FT_ERR_KILLED and FT_ERR_SDC, which end the group as
+ * for FT_Commit and FT_Quorum. */
 #define FT_OUTER_SYNC_RAN 0x1
 #define FT_OUTER_COMMITTED 0x2
 #define FT_OUTER_RESET 0x4

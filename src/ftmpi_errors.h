@@ -52,6 +52,9 @@ typedef enum {
                                   * commit or a heal in time (both modes): every later FT_
                                   * call returns it; call FT_Finalize and exit */
     FT_ERR_KILLED = -28,         /* the lighthouse asked this group to stop */
+    FT_ERR_SDC = -29,            /* silent data corruption: the groups' states differ with
+                                  * no majority and FTMPI_SDC_ON_TIE=stop: every later
+                                  * FT_Quorum returns it; call FT_Finalize and exit */
 
     /* -40..-59: local system errors */
     FT_ERR_NO_MEMORY = -40,      /* allocation failed */

@@ -287,7 +287,10 @@ static int reduce(struct ftmpi_outer *o)
     return rc;
 }
 
-static bool fatal(int rc) { return rc == FT_ERR_GROUP_LOST || rc == FT_ERR_KILLED; }
+static bool fatal(int rc)
+{
+    return rc == FT_ERR_GROUP_LOST || rc == FT_ERR_KILLED || rc == FT_ERR_SDC;
+}
 
 static int outer_sync(struct ftmpi_outer *o, int *result_p)
 {

@@ -88,6 +88,11 @@ struct fti_step {
     int64_t epoch;                  /* FT_Quorum calls: a request's step */
 
     fti_obs_step_t obs;             /* counters, recoveries, flight recorder (obs_step.h) */
+    /* the SDC check (step_sdc.c) */
+    const char *sdc_names[FTI_SDC_MAX_BUFS]; /* the last fingerprinted buffers' names */
+    size_t n_sdc_names;
+    bool sdc_stopped;               /* a tie with FTMPI_SDC_ON_TIE=stop: FT_ERR_SDC */
+    int64_t sdc_us, sdc_prints;     /* time spent fingerprinting, fingerprints taken */
 };
 
 /* ---- step_init.c ---------------------------------------------------------- */
@@ -153,5 +158,17 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q);
 
 /* Heals this rank from its source (s->res). */
 int fti_step_heal(struct fti_step *s);
+
+/* ---- step_sdc.c ----------------------------------------------------------- */
+
+/* The SDC check's part of this rank's quorum ask: every FTMPI_SDC_EVERY
+ * committed steps (step > 0) the fingerprints of the registered state of
+ * s->step (open: FT_Quorum served it), else none (sdc_step 0). */
+void fti_step_sdc_ask(struct fti_step *s, fti_quorum_ask_t *ask);
+
+/* What the lighthouse's SDC verdict in res means here: logged (group rank
+ * 0); a minority heals through res (FT_SUCCESS); a tie returns FT_ERR_SDC
+ * with FTMPI_SDC_ON_TIE=stop (and sets sdc_stopped), else FT_SUCCESS. */
+int fti_step_sdc_verdict(struct fti_step *s, const fti_quorum_result_t *res);
 
 #endif

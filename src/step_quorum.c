@@ -50,6 +50,8 @@ static int manager_round(struct fti_step *s, const fti_quorum_ask_t *mine, void 
             .init_sync = s->cfg.init_sync != 0,
             .timeout_ms = s->cfg.quorum_timeout_ms,
             .server = s->server,
+            .sdc_names = s->sdc_names,
+            .n_sdc_names = s->n_sdc_names,
         };
         rc = fti_manager_round(s->manager, all, s->group_size, &r, buf_p, len_p);
     }
@@ -59,7 +61,10 @@ static int manager_round(struct fti_step *s, const fti_quorum_ask_t *mine, void 
 
 int fti_step_exchange(struct fti_step *s, int flags, Ftmpi__LighthouseQuorumResponse **resp_p)
 {
-    fti_quorum_ask_t mine = {s->step, (flags & FT_QUORUM_SHRINK_ONLY) != 0, s->obs.metrics};
+    fti_quorum_ask_t mine = {.step = s->step,
+                             .shrink_only = (flags & FT_QUORUM_SHRINK_ONLY) != 0,
+                             .metrics = s->obs.metrics};
+    fti_step_sdc_ask(s, &mine);
     void *got = NULL;
     size_t got_len = 0;
     int status, rc;

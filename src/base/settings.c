@@ -21,6 +21,7 @@
 static const char *const world_choices[] = {"dynamic", "fixed_with_spares", NULL};
 static const char *const bool_choices[] = {"0", "1", NULL};
 static const char *const heal_install_choices[] = {"auto", "staged", "direct", NULL};
+static const char *const sdc_tie_choices[] = {"continue", "stop", NULL};
 
 const fti_config_field_t fti_config_table[] = {
     {"FTMPI_LIGHTHOUSE", "", "lighthouse address host:port (mode A); empty with FTMPI_GROUP_SIZE set selects mode B",
@@ -97,6 +98,10 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_INT, OFF(flight_records), 0, 1 << 20, NULL},
     {"FTMPI_MODEB_ALLOW_NO_RECOVERY", "0", "mode B on an MPI whose ranks cannot survive a dead rank within one job (neither Open MPI's mpirun --enable-recovery nor working MPIX_Comm_revoke/shrink/agree, e.g. MPICH 4.0.2): 0 = FT_Init fails (FT_ERR_UNSUPPORTED) naming what is needed; 1 = start anyway (healthy runs work, one dead rank ends the job)",
      FTI_CFG_BOOL, OFF(modeb_allow_no_recovery), 0, 1, bool_choices},
+    {"FTMPI_SDC_EVERY", "0", "silent data corruption check: every N committed steps each rank fingerprints its registered state (the heal checksum) and the lighthouse compares the groups at that step; a group that disagrees with a strict majority is reported and heals from the majority; 0 = off",
+     FTI_CFG_INT, OFF(sdc_every), 0, 1 << 30, NULL},
+    {"FTMPI_SDC_ON_TIE", "continue", "when the SDC check finds groups that differ with no strict majority (e.g. 2 groups): continue (every group involved is reported, the job goes on) or stop (FT_Quorum returns FT_ERR_SDC from then on)",
+     FTI_CFG_ENUM, OFF(sdc_on_tie), 0, 0, sdc_tie_choices},
     {NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL},
 };
 

@@ -19,6 +19,8 @@
 enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
 /* FTMPI_HEAL_INSTALL (src/step_quorum.c, fti_step_heal) */
 enum fti_heal_install { FTI_HEAL_INSTALL_AUTO, FTI_HEAL_INSTALL_STAGED, FTI_HEAL_INSTALL_DIRECT };
+/* FTMPI_SDC_ON_TIE (src/step_sdc.c) */
+enum fti_sdc_on_tie { FTI_SDC_TIE_CONTINUE, FTI_SDC_TIE_STOP };
 
 typedef struct fti_config {
     /* strings: a longer value is refused by the parser, never cut */
@@ -59,6 +61,8 @@ typedef struct fti_config {
     int modeb_zero_copy;        /* bool: mode B's MPI writes ftmpi_mem_alloc buffers itself */
     int flight_records;         /* flight recorder entries per rank, 0 = off (flight.h) */
     int modeb_allow_no_recovery; /* bool: mode B starts where a dead rank ends the job */
+    int sdc_every;              /* SDC check every N committed steps, 0 = off */
+    int sdc_on_tie;             /* enum fti_sdc_on_tie */
 } fti_config_t;
 
 /* FTI_CFG_NAME: a lower-cased name of letters, digits, '-' and '_' whose

@@ -312,6 +312,32 @@ static void note_rank_metrics(struct fti_manager *m, const fti_quorum_ask_t *ask
     free(r);
 }
 
+/* The SDC fingerprints of the asks (every rank's, of step, in
+ * QuorumMember.sdc_prints; names from r), or none when a rank took none
+ * at that step.  prints: n * FTI_SDC_MAX_BUFS entries, pp as many
+ * pointers; returns how many were set. */
+static size_t fold_prints(const fti_quorum_ask_t *asks, int n, int64_t step,
+                          const fti_manager_round_t *r, Ftmpi__SdcPrint *prints,
+                          Ftmpi__SdcPrint **pp)
+{
+    size_t k = 0;
+    for (int i = 0; i < n; i++)
+        if (asks[i].sdc_step != step || asks[i].sdc_step <= 0)
+            return 0;
+    for (int i = 0; i < n; i++) {
+        for (uint64_t j = 0; j < asks[i].sdc_n && j < FTI_SDC_MAX_BUFS; j++) {
+            Ftmpi__SdcPrint *p = &prints[k];
+            ftmpi__sdc_print__init(p);
+            p->group_rank = i;
+            p->index = (uint32_t)j;
+            p->buffer = (char *)(j < r->n_sdc_names && r->sdc_names[j] ? r->sdc_names[j] : "");
+            p->sum = asks[i].sdc_sum[j];
+            pp[k++] = p;
+        }
+    }
+    return k;
+}
+
 static bool killed(fti_rank_server_h server)
 {
     char msg[FTI_REASON_SIZE] = "";
@@ -340,7 +366,19 @@ int fti_manager_round(fti_manager_h m, const fti_quorum_ask_t *asks, int n,
     me.commit_failures = r->commit_failures;
     me.data.data = (uint8_t *)r->data;
     me.data.len = r->data_len;
+    Ftmpi__SdcPrint *prints = calloc((size_t)n * FTI_SDC_MAX_BUFS, sizeof(*prints));
+    Ftmpi__SdcPrint **pp = calloc((size_t)n * FTI_SDC_MAX_BUFS, sizeof(*pp));
+    if (prints == NULL || pp == NULL) {
+        free(prints);
+        free(pp);
+        return FT_ERR_NO_MEMORY;
+    }
+    me.n_sdc_prints = fold_prints(asks, n, step, r, prints, pp);
+    me.sdc_prints = pp;
+    me.sdc_step = me.n_sdc_prints > 0 ? step : 0;
     int rc = fti_manager_quorum(m, &me, r->compact, r->init_sync, r->timeout_ms, &q);
+    free(pp);
+    free(prints);
     if (rc == FT_ERR_KILLED)
         atomic_store(&m->killed, 1);
     if (rc != FT_SUCCESS)

@@ -64,10 +64,19 @@ int fti_manager_leave(fti_manager_h m, int timeout_ms);
 
 /* What each rank of the group tells its manager before a quorum.  The step
  * layer gathers them over the group (group.h), in group-rank order. */
+/* The SDC check fingerprints at most this many buffers of a rank (the
+ * first ones registered). */
+#define FTI_SDC_MAX_BUFS 16
+
 typedef struct fti_quorum_ask {
     int64_t step;        /* the rank's committed steps */
     int64_t shrink_only; /* 1: the rank asked FT_QUORUM_SHRINK_ONLY */
     fti_rank_metrics_t metrics; /* the rank's counters, for /metrics (issue 26) */
+    /* the SDC check (FTMPI_SDC_EVERY): the rank's fingerprints of step
+     * sdc_step (0 = none), one per buffer in registration order */
+    int64_t sdc_step;
+    uint64_t sdc_n;
+    uint64_t sdc_sum[FTI_SDC_MAX_BUFS];
 } fti_quorum_ask_t;
 
 /* This group's part of the quorum request besides the asks. */
@@ -80,10 +89,14 @@ typedef struct fti_manager_round {
     bool init_sync;
     int timeout_ms;           /* the wait for a quorum */
     fti_rank_server_h server; /* where a MANAGER_KILL arrives */
+    const char *const *sdc_names; /* the manager rank's buffer names, for the
+                                   * fingerprints (the asks' sdc_sum) */
+    size_t n_sdc_names;
 } fti_manager_round_t;
 
 /* The manager's round: folds the group's asks (asks[0..n-1]: the lowest
- * step, shrink-only when any rank asked it), asks the lighthouse with this
+ * step, shrink-only when any rank asked it, the fingerprints when every
+ * rank took them at that step: QuorumMember.sdc_prints), asks the lighthouse with this
  * group as one member, waiting up to r->timeout_ms (a lighthouse that
  * cannot be reached is asked again until the time is up: it may be
  * restarting), and packs the response (it has a quorum) into

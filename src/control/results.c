@@ -42,6 +42,39 @@ static bool fits(const char *s, size_t cap)
     return strlen(s) < cap;
 }
 
+/* The SDC check (DESIGN section 11): a member the lighthouse found in a
+ * minority heals like one behind, and so is no heal source, as long as a
+ * member at max step is no minority (there is a copy to heal from). */
+static bool sdc_minority(const Ftmpi__QuorumMember *m)
+{
+    return m->sdc_verdict == FTMPI__SDC_VERDICT__SDC_MINORITY;
+}
+
+static bool sdc_clean_at(const Ftmpi__QuorumMember **m, int n, int64_t max_step)
+{
+    for (int i = 0; i < n; i++)
+        if (m[i]->step == max_step && !sdc_minority(m[i]))
+            return true;
+    return false;
+}
+
+/* The init_sync primary among the members at max step (at[0..n)): the
+ * first that is no minority (there is one when sdc_clean_at), else the
+ * first. */
+static int sdc_primary(const Ftmpi__QuorumMember **m, const int *at, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!sdc_minority(m[at[i]]))
+            return at[i];
+    return at[0];
+}
+
+static void sdc_set(fti_quorum_result_t *r, const Ftmpi__QuorumMember *me)
+{
+    r->sdc_verdict = me->sdc_verdict;
+    fti_strlcpy(r->sdc_report, me->sdc_report ? me->sdc_report : "", sizeof(r->sdc_report));
+}
+
 /* Marks r as healing from member s (replica rank src); FT_ERR_ARG when its id
  * or address does not fit the result's fields. */
 static int set_heal_source(fti_quorum_result_t *r, const Ftmpi__QuorumMember *s, int src,
@@ -112,8 +145,10 @@ static int assign_sources(const Ftmpi__QuorumMember **m, int n, int64_t max_step
                           fti_quorum_result_t *r, int *n_heal_p, int *k_p)
 {
     int n_up = 0;
+    bool sdc = sdc_clean_at(m, n, max_step);
     for (int i = 0; i < n; i++) {
-        bool heals = m[i]->step != max_step || (force && i != primary);
+        bool heals = m[i]->step != max_step || (sdc && sdc_minority(m[i])) ||
+                     (force && i != primary);
         heal_src[i] = heals ? -2 : -1;
         if (!heals)
             up[n_up++] = i;
@@ -216,8 +251,9 @@ static int compute_sorted(const Ftmpi__QuorumMember **m, int n, int64_t quorum_i
         }
     }
     r.max_world_size = n_max;
+    sdc_set(&r, m[r.replica_rank]);
     const char *store = m[up[group_rank % n_max]]->store_address;
-    int primary = up[0], n_heal = 0, k = -1;
+    int primary = sdc_primary(m, up, n_max), n_heal = 0, k = -1;
     int n_up = assign_sources(m, n, r.max_step, primary, init_sync && r.max_step == 0,
                               group_rank, heal_src, up, &r, &n_heal, &k);
     int rc = set_store(&r, store);
@@ -332,12 +368,14 @@ int fti_results_index_create(const Ftmpi__Quorum *q, fti_results_index_h *idx_p)
             x->max_members[x->n_max++] = i;
         }
     }
-    int primary = x->max_members[0];
+    int primary = sdc_primary(m, x->max_members, x->n_max);
+    bool sdc = sdc_clean_at(m, n, x->max_step);
     for (int s = 0; s < 2; s++) {
         struct heal_plan *h = &x->plan[s];
         bool force = s == 1 && x->max_step == 0;
         for (int i = 0; i < n; i++) {
-            bool heals = m[i]->step != x->max_step || (force && i != primary);
+            bool heals = m[i]->step != x->max_step || (sdc && sdc_minority(m[i])) ||
+                         (force && i != primary);
             h->up_pos[i] = h->heal_k[i] = -1;
             if (heals) {
                 h->heal_k[i] = h->n_heal;
@@ -392,6 +430,7 @@ int fti_results_compute_at(fti_results_index_h x, int replica_rank, int group_ra
     r.max_replica_rank = x->max_rank[replica_rank];
     r.max_world_size = x->n_max;
     r.recover_src_replica_rank = -1;
+    sdc_set(&r, m[replica_rank]);
 
     int rc = set_store(&r, m[x->max_members[group_rank % x->n_max]]->store_address);
     if (rc != FT_SUCCESS)
@@ -443,6 +482,8 @@ void fti_results_to_msg(const fti_quorum_result_t *res, int64_t *dst,
     msg->max_world_size = res->max_world_size;
     msg->heal = res->heal;
     msg->commit_failures = res->commit_failures;
+    msg->sdc_verdict = res->sdc_verdict;
+    msg->sdc_report = (char *)res->sdc_report;
 }
 
 void fti_results_to_msg_srcs(const fti_quorum_result_t *res, char **ptrs,
@@ -538,6 +579,8 @@ int fti_results_from_msg(const Ftmpi__ManagerQuorumResult *msg, fti_quorum_resul
     fti_strlcpy(r.recover_src_replica_id, src_id, sizeof(r.recover_src_replica_id));
     r.n_recover_dst = (int)msg->n_recover_dst_replica_ranks;
     r.commit_failures = msg->commit_failures;
+    r.sdc_verdict = msg->sdc_verdict;
+    fti_strlcpy(r.sdc_report, msg->sdc_report ? msg->sdc_report : "", sizeof(r.sdc_report));
     int rc = sources_from_msg(msg, &r);
     if (rc != FT_SUCCESS)
         return rc;

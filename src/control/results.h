@@ -17,6 +17,8 @@
 #define FTI_RESULTS_MAX_DST 64
 /* The most sources a healing rank stripes its fetch over. */
 #define FTI_RESULTS_MAX_SRC 8
+/* sdc_report's size (longer reports are cut) */
+#define FTI_RESULTS_SDC_REPORT_SIZE 256
 
 typedef struct fti_quorum_result {
     int64_t quorum_id;
@@ -45,6 +47,11 @@ typedef struct fti_quorum_result {
      * participates: participants == replica_world_size, spare false */
     int participants;          /* members whose data counts (FT_Comm_size) */
     bool spare;                /* this group is a spare: replica_rank >= participants */
+    /* the lighthouse's SDC check of this group (QuorumMember.sdc_verdict,
+     * FTMPI__SDC_VERDICT__*): a minority heals from the others at max
+     * step (when one of them is no minority) and is no heal source */
+    int sdc_verdict;
+    char sdc_report[FTI_RESULTS_SDC_REPORT_SIZE]; /* what differed ("" none) */
 } fti_quorum_result_t;
 
 /* Whether a quorum received from a peer is well-formed: its participants

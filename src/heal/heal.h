@@ -93,6 +93,16 @@ int fti_heal_register_copy(fti_heal_h h, const char *name, void *buf, size_t len
  * thread tries again when asked). */
 int fti_heal_refresh(fti_heal_h h);
 
+/* The SDC check's fingerprints (DESIGN section 11) of the served step
+ * (call with the step open, fti_heal_set_step): the heal checksum of each
+ * of the first max buffers in registration order (their
+ * HealBuffer.checksum) into sums[], their names (valid until
+ * fti_heal_destroy) into names[] when not NULL, the count into *n_p.
+ * Mirrored (device) buffers are refreshed first (fti_heal_refresh: its
+ * error is returned).  Application thread; reads the whole state once. */
+int fti_heal_fingerprint(fti_heal_h h, size_t max, uint64_t *sums, const char **names,
+                         size_t *n_p);
+
 /* Number of buffers and bytes registered. */
 void fti_heal_totals(fti_heal_h h, size_t *count_p, uint64_t *bytes_p);
 

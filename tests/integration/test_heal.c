@@ -557,6 +557,53 @@ static bool fake_equal(struct fake_dev *a, struct fake_dev *b)
     return eq;
 }
 
+/* The SDC check's fingerprints (fti_heal_fingerprint): the heal checksum
+ * of each buffer in registration order, a mirrored (device) buffer's
+ * through its mirror, refreshed from the device first; a flipped byte
+ * changes its sum. */
+static void test_fingerprint(void **state)
+{
+    (void)state;
+    struct fake_dev d;
+    unsigned char host[N_B];
+    for (int i = 0; i < N_B; i++)
+        host[i] = (unsigned char)(i * 5);
+    fti_heal_h h;
+    assert_int_equal(fti_heal_create(&h), FT_SUCCESS);
+    assert_int_equal(fti_heal_register(h, "h", host, sizeof(host)), FT_SUCCESS);
+    fake_register(h, &d, 13);
+    fti_heal_set_step(h, 3, true);
+    uint64_t sums[4];
+    const char *names[4];
+    size_t n = 0;
+    assert_int_equal(fti_heal_fingerprint(h, 4, sums, names, &n), FT_SUCCESS);
+    assert_int_equal(n, 2);
+    assert_string_equal(names[0], "h");
+    assert_string_equal(names[1], "d");
+    assert_true(sums[0] == fti_heal_sum(host, sizeof(host), 0));
+    assert_int_equal(d.outs, 1); /* the mirror was brought up to step 3 */
+    dev_open(&d, PROT_READ | PROT_WRITE);
+    uint64_t dev_sum = fti_heal_sum(d.mem, DEV_LEN, 0);
+    d.mem[DEV_LEN / 2] ^= 0x10; /* a flipped bit on the device */
+    dev_open(&d, PROT_NONE);
+    assert_true(sums[1] == dev_sum);
+    fti_heal_set_step(h, 4, true);
+    uint64_t again[4];
+    assert_int_equal(fti_heal_fingerprint(h, 1, again, NULL, &n), FT_SUCCESS);
+    assert_int_equal(n, 1); /* at most max buffers */
+    assert_true(again[0] == sums[0]);
+    assert_int_equal(fti_heal_fingerprint(h, 4, again, NULL, &n), FT_SUCCESS);
+    assert_int_equal(d.outs, 2);
+    assert_true(again[1] != sums[1]);
+    /* a device copy that fails is the fingerprint's error */
+    fti_heal_set_step(h, 5, true);
+    d.fail_out = FT_ERR_SYSTEM;
+    assert_int_equal(fti_heal_fingerprint(h, 4, again, NULL, &n), FT_ERR_SYSTEM);
+    fti_heal_destroy(h);
+    dev_open(&d, PROT_READ | PROT_WRITE);
+    munmap(d.mem, d.map_len);
+}
+
 static void test_mirrored(void **state)
 {
     (void)state;
@@ -1187,6 +1234,7 @@ int main(void)
         cmocka_unit_test(test_big_buffer),
         cmocka_unit_test(test_sums_whatever_was_sent),
         cmocka_unit_test(test_mirrored),
+        cmocka_unit_test(test_fingerprint),
         cmocka_unit_test_setup_teardown(test_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_such_group_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill, setup, teardown),

@@ -232,6 +232,50 @@ static void test_m4_five_groups(void **state)
     assert_dst(&r[3], 2, dst3b);
 }
 
+/* The SDC check: a minority at max step heals from the others and is no
+ * source; with no member at max step outside the minority nobody heals. */
+static void test_sdc_minority_heals(void **state)
+{
+    (void)state;
+    test_quorum_t t;
+    int idx[3] = {0, 1, 2};
+    int64_t steps[3] = {20, 20, 20};
+    quorum_build(&t, 7, 3, idx, steps);
+    t.members[1].sdc_verdict = FTMPI__SDC_VERDICT__SDC_MINORITY;
+    t.members[1].sdc_report = "step 20: group rank 0, buffer 'w' differs from replica_0's";
+    fti_quorum_result_t r0 = compute(&t, "replica_1", 0, false);
+    assert_heal_from(&r0, 0);
+    assert_int_equal(r0.sdc_verdict, FTMPI__SDC_VERDICT__SDC_MINORITY);
+    assert_string_equal(r0.sdc_report, t.members[1].sdc_report);
+    assert_int_equal(r0.max_step, 20);
+    fti_quorum_result_t r1 = compute(&t, "replica_1", 1, false);
+    assert_heal_from(&r1, 2);
+    for (int g = 0; g < 2; g++) {
+        fti_quorum_result_t a = compute(&t, "replica_0", g, false);
+        fti_quorum_result_t c = compute(&t, "replica_2", g, false);
+        assert_no_heal(&a);
+        assert_no_heal(&c);
+        assert_int_equal(a.sdc_verdict, 0);
+        assert_int_equal(a.n_recover_dst + c.n_recover_dst, 1);
+    }
+    /* a member behind still heals from a non-minority */
+    t.members[0].step = 19;
+    fti_quorum_result_t b = compute(&t, "replica_0", 0, false);
+    assert_heal_from(&b, 2);
+    /* every member at max step is a minority: nobody heals from nobody */
+    t.members[2].sdc_verdict = FTMPI__SDC_VERDICT__SDC_MINORITY;
+    fti_quorum_result_t n = compute(&t, "replica_1", 0, false);
+    assert_no_heal(&n);
+    /* through the wire form */
+    int64_t dst[64];
+    Ftmpi__ManagerQuorumResult msg;
+    fti_quorum_result_t back;
+    fti_results_to_msg(&r0, dst, &msg);
+    assert_int_equal(fti_results_from_msg(&msg, &back), FT_SUCCESS);
+    assert_int_equal(back.sdc_verdict, FTMPI__SDC_VERDICT__SDC_MINORITY);
+    assert_string_equal(back.sdc_report, r0.sdc_report);
+}
+
 /* M5: group ranks spread one healer over every up-to-date source. */
 static void test_m5_group_rank_spreads_sources(void **state)
 {
@@ -491,6 +535,8 @@ static void assert_same_result(const fti_quorum_result_t *a, const fti_quorum_re
     assert_int_equal(a->commit_failures, b->commit_failures);
     assert_int_equal(a->participants, b->participants);
     assert_int_equal(a->spare, b->spare);
+    assert_int_equal(a->sdc_verdict, b->sdc_verdict);
+    assert_string_equal(a->sdc_report, b->sdc_report);
 }
 
 /* Striped healing over the n members of q for group rank g: a healer's
@@ -565,6 +611,9 @@ static void test_index_equals_compute(void **state)
             m->step = rand() % 4 == 0 ? max : rand() % (int)(max + 1);
             m->commit_failures = rand() % 5;
             m->world_size = 1;
+            /* the SDC check: some members found in a minority */
+            m->sdc_verdict = rand() % 4 == 0 ? FTMPI__SDC_VERDICT__SDC_MINORITY : 0;
+            m->sdc_report = m->sdc_verdict ? "step 1: group rank 0, buffer 'w' differs" : "";
             ptr[i] = m;
         }
         q.n_participants = (size_t)n;
@@ -737,6 +786,7 @@ int main(void)
         cmocka_unit_test(test_members_lost),
         cmocka_unit_test(test_members_long_values),
         cmocka_unit_test(test_members_dropped),
+        cmocka_unit_test(test_sdc_minority_heals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
