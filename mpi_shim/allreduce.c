@@ -410,9 +410,13 @@ static int fast_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
         keep = false;
         sh.last_len = 0; /* a member behind would then get no result: re-form fails */
     }
-    const void *in = keep && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    void *out = keep ? sh.spare : recvbuf;
-    int rc = fti_shim_fast_allreduce(in, out, count, datatype, op, keep ? sh.spare_cap : 0);
+    struct fti_shim_args a = {.sendbuf = keep && sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
+                              .recvbuf = keep ? sh.spare : recvbuf,
+                              .count = count,
+                              .datatype = datatype,
+                              .op = op,
+                              .out_bytes = keep ? sh.spare_cap : 0};
+    int rc = fti_shim_fast_run(FTI_COLL_ALLREDUCE, &a, mode == FTI_SHIM_ABORT);
     if (rc != FT_SUCCESS) {
         if (keep && rc != FT_ERR_MPI) { /* MPI may still write it */
             sh.spare = NULL;
@@ -465,23 +469,24 @@ static int reform_only(int why)
 }
 
 /* A protected collective the data plane cannot redo (a datatype and op it
- * does not reduce, MPI_Bcast, MPI_Reduce, MPI_Allgather): the fast path
- * only, run by start() on the fast communicator (errors returned) and
- * polled against the detector.  Once a rank is lost: abort ends the job,
- * return gives the error (this call and every later one of its kind),
- * continue ends the job (nothing can redo it over the survivors). */
-int fti_shim_fast_only(const char *what, MPI_Comm comm, int (*start)(void *ctx, MPI_Comm fast,
-                                                                       MPI_Request *req),
-                       void *ctx)
+ * does not reduce, MPI_Bcast, MPI_Reduce, MPI_Allgather; MPI_Barrier under
+ * abort): the fast path only (fast.c: blocking under abort, otherwise
+ * non-blocking and polled against the detector).  Once a rank is lost:
+ * abort ends the job, return gives the error (this call and every later
+ * one of its kind), continue ends the job (nothing can redo it over the
+ * survivors). */
+static int fast_only(const char *what, int mode, enum fti_shim_coll c,
+                     const struct fti_shim_args *a)
 {
-    int mode = fti_shim_cfg.on_failure == FTI_SHIM_ABORT ? FTI_SHIM_ABORT : failure_mode(comm);
     if (mode == FTI_SHIM_RETURN)
         fti_shim_call_kind(FTI_CALL_REDOABLE);
     int rc = FT_ERR_PROC_FAILED;
     if (!sh.failed && !sh.broken && fti_shim_fast_open()) {
-        rc = fti_shim_fast_run(start, ctx);
+        if (mode == FTI_SHIM_ABORT)
+            fti_shim_call_kind(FTI_CALL_LOSS_ENDS);
+        rc = fti_shim_fast_run(c, a, mode == FTI_SHIM_ABORT);
         if (rc == FT_SUCCESS) {
-            if (strcmp(what, "MPI_Allreduce") == 0)
+            if (c == FTI_COLL_ALLREDUCE)
                 sh.n_protected++;
             else
                 sh.n_other++;
@@ -498,18 +503,10 @@ int fti_shim_fast_only(const char *what, MPI_Comm comm, int (*start)(void *ctx, 
     fti_shim_end_job(what, text);
 }
 
-struct iallreduce_args {
-    const void *sendbuf;
-    void *recvbuf;
-    int count;
-    MPI_Datatype datatype;
-    MPI_Op op;
-};
-
-static int start_iallreduce(void *ctx, MPI_Comm fast, MPI_Request *req)
+int fti_shim_fast_only(const char *what, MPI_Comm comm, enum fti_shim_coll c,
+                       const struct fti_shim_args *a)
 {
-    struct iallreduce_args *a = ctx;
-    return PMPI_Iallreduce(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op, fast, req);
+    return fast_only(what, failure_mode(comm), c, a);
 }
 
 int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -532,30 +529,41 @@ int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     if (fti_reduction_from_mpi(datatype, op, MPI_OP_NULL, &dt, &fop) != FT_SUCCESS) {
         /* any other pair MPI allows (MPI_CHAR, MPI_LAND, MPI_MAXLOC, a user
          * op ...): MPI's own reduction on the fast path, not redone */
-        struct iallreduce_args a = {sendbuf, recvbuf, count, datatype, op};
-        return fti_shim_fast_only("MPI_Allreduce", comm, start_iallreduce, &a);
+        struct fti_shim_args a = {.sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                                  .datatype = datatype, .op = op};
+        return fti_shim_fast_only("MPI_Allreduce", comm, FTI_COLL_ALLREDUCE, &a);
     }
     if (sh.broken)
         return sh.err_code;
-    int mode = fti_shim_cfg.on_failure == FTI_SHIM_ABORT ? FTI_SHIM_ABORT : failure_mode(comm);
-    if (mode != FTI_SHIM_ABORT)
-        fti_shim_call_kind(FTI_CALL_REDOABLE); /* the watchdog leaves the redo to this file */
-    if (!sh.failed && fti_shim_fast_open())
+    int mode = failure_mode(comm);
+    /* the watchdog leaves the redo to this file (return, continue), or ends
+     * the job at a loss (abort: the blocking call on the fast path) */
+    if (!sh.failed && fti_shim_fast_open()) {
+        fti_shim_call_kind(mode != FTI_SHIM_ABORT ? FTI_CALL_REDOABLE : FTI_CALL_LOSS_ENDS);
         return fast_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, mode);
+    }
+    if (mode != FTI_SHIM_ABORT)
+        fti_shim_call_kind(FTI_CALL_REDOABLE);
     int rc = FT_Allreduce(sendbuf, recvbuf, count, datatype, op, FT_COMM_REPLICAS);
     if (rc == FT_SUCCESS)
         return finish_ok(recvbuf, count, dt, fop, mode, false);
     return failed_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, rc);
 }
 
-/* MPI_Barrier on a communicator spanning the world: a protected
- * MPI_Allreduce of one int (MAX), so that continue redoes it over the
- * survivors and return gives the error like MPI_Allreduce. */
+/* MPI_Barrier on a communicator spanning the world: under abort MPI's
+ * own barrier on the fast path; otherwise a protected MPI_Allreduce of
+ * one int (MAX), so that continue redoes it over the survivors and return
+ * gives the error like MPI_Allreduce. */
 int fti_shim_Barrier(MPI_Comm comm)
 {
     if (!fti_shim_world_like(comm)) {
         fti_shim_note_passed("MPI_Barrier", comm);
         return PMPI_Barrier(comm);
+    }
+    int mode = failure_mode(comm);
+    if (mode == FTI_SHIM_ABORT) { /* native's own barrier: nothing to redo */
+        struct fti_shim_args a = {.count = 0};
+        return fast_only("MPI_Barrier", mode, FTI_COLL_BARRIER, &a);
     }
     int one = 1;
     uint64_t before = sh.n_protected;

@@ -1,29 +1,20 @@
 /*
  * collectives.c - MPI_Bcast, MPI_Reduce and MPI_Allgather under
  * libftmpi_pmpi (DESIGN section 10; issue 28 item 3).  On a communicator
- * spanning the world (comms.c) each runs as its non-blocking form on the
- * fast communicator, polled until it completes or a rank is known lost
- * (fti_shim_fast_only, allreduce.c): MPI's own algorithm and bits, and a
- * lost rank makes the call fail instead of hang.  None is redone over the
- * survivors: after a loss, return gives the error (every later call of
- * these too), abort and continue end the job.  A communicator with the
+ * spanning the world (comms.c) each runs on the fast communicator
+ * (fti_shim_fast_only, allreduce.c; fast.c): under abort as the blocking
+ * call itself (native bits; the watchdog ends the job if a rank is lost),
+ * otherwise as its non-blocking form polled until it completes or a rank
+ * is known lost, so that a lost rank makes the call fail instead of
+ * hang.  None is redone over the survivors: after a loss, return gives
+ * the error (every later call of these too), abort and continue end the
+ * job.  A communicator with the
  * world's ranks in another order (a split with another key) translates
  * the root to its world rank; MPI_Allgather on one (its blocks are in the
  * communicator's order), and any call on another communicator, goes
  * straight to MPI, watched (watch.h).  MPI_Barrier is in allreduce.c.
  */
 #include "mpi_shim/shim.h"
-
-struct bcast_args {
-    void *buf;
-    const void *sendbuf;
-    int count;
-    MPI_Datatype datatype;
-    MPI_Op op;
-    int root;
-    int sendcount, recvcount;
-    MPI_Datatype sendtype, recvtype;
-};
 
 /* The root's world rank (comm spans the world, in another order). */
 static int world_root(MPI_Comm comm, int root, int order)
@@ -42,12 +33,6 @@ static int world_root(MPI_Comm comm, int root, int order)
     return wr;
 }
 
-static int start_bcast(void *ctx, MPI_Comm fast, MPI_Request *req)
-{
-    struct bcast_args *a = ctx;
-    return PMPI_Ibcast(a->buf, a->count, a->datatype, a->root, fast, req);
-}
-
 int fti_shim_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     int order = fti_shim_world_order(comm);
@@ -56,14 +41,9 @@ int fti_shim_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI
         fti_shim_note_passed("MPI_Bcast", comm);
         return PMPI_Bcast(buffer, count, datatype, root, comm);
     }
-    struct bcast_args a = {.buf = buffer, .count = count, .datatype = datatype, .root = wr};
-    return fti_shim_fast_only("MPI_Bcast", comm, start_bcast, &a);
-}
-
-static int start_reduce(void *ctx, MPI_Comm fast, MPI_Request *req)
-{
-    struct bcast_args *a = ctx;
-    return PMPI_Ireduce(a->sendbuf, a->buf, a->count, a->datatype, a->op, a->root, fast, req);
+    struct fti_shim_args a = {.recvbuf = buffer, .count = count, .datatype = datatype,
+                              .root = wr};
+    return fti_shim_fast_only("MPI_Bcast", comm, FTI_COLL_BCAST, &a);
 }
 
 static bool commutative(MPI_Op op)
@@ -83,16 +63,9 @@ int fti_shim_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
         fti_shim_note_passed("MPI_Reduce", comm);
         return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     }
-    struct bcast_args a = {.buf = recvbuf, .sendbuf = sendbuf, .count = count,
-                           .datatype = datatype, .op = op, .root = wr};
-    return fti_shim_fast_only("MPI_Reduce", comm, start_reduce, &a);
-}
-
-static int start_allgather(void *ctx, MPI_Comm fast, MPI_Request *req)
-{
-    struct bcast_args *a = ctx;
-    return PMPI_Iallgather(a->sendbuf, a->sendcount, a->sendtype, a->buf, a->recvcount,
-                           a->recvtype, fast, req);
+    struct fti_shim_args a = {.recvbuf = recvbuf, .sendbuf = sendbuf, .count = count,
+                              .datatype = datatype, .op = op, .root = wr};
+    return fti_shim_fast_only("MPI_Reduce", comm, FTI_COLL_REDUCE, &a);
 }
 
 int fti_shim_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -102,7 +75,7 @@ int fti_shim_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype
         fti_shim_note_passed("MPI_Allgather", comm);
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     }
-    struct bcast_args a = {.buf = recvbuf, .sendbuf = sendbuf, .sendcount = sendcount,
-                           .sendtype = sendtype, .recvcount = recvcount, .recvtype = recvtype};
-    return fti_shim_fast_only("MPI_Allgather", comm, start_allgather, &a);
+    struct fti_shim_args a = {.recvbuf = recvbuf, .sendbuf = sendbuf, .sendcount = sendcount,
+                              .sendtype = sendtype, .recvcount = recvcount, .recvtype = recvtype};
+    return fti_shim_fast_only("MPI_Allgather", comm, FTI_COLL_ALLGATHER, &a);
 }

@@ -173,7 +173,9 @@ FTI_SHIM_EXPORT int MPI_Init(int *argc, char ***argv)
 
 FTI_SHIM_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    return after_init(PMPI_Init_thread(argc, argv, required, provided));
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    fti_shim_calls.multiple = rc == MPI_SUCCESS && *provided == MPI_THREAD_MULTIPLE;
+    return after_init(rc);
 }
 
 FTI_SHIM_EXPORT int MPI_Finalize(void)
@@ -192,7 +194,9 @@ void fti_shimf_init(MPI_Fint *ierr)
 void fti_shimf_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
 {
     int p = MPI_THREAD_SINGLE;
-    int rc = after_init(PMPI_Init_thread(NULL, NULL, (int)*required, &p));
+    int rc = PMPI_Init_thread(NULL, NULL, (int)*required, &p);
+    fti_shim_calls.multiple = rc == MPI_SUCCESS && p == MPI_THREAD_MULTIPLE;
+    rc = after_init(rc);
     *provided = (MPI_Fint)p;
     if (ierr != NULL)
         *ierr = (MPI_Fint)rc;

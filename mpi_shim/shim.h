@@ -82,30 +82,46 @@ void fti_shim_stats(struct fti_shim_stats *stats_p);
 /* allreduce.c: before FT_Finalize, in MPI_Finalize. */
 void fti_shim_stop(void);
 
-/* fast.c: the failure-free path, one MPI_Iallreduce on a duplicate of the
- * world (errors returned) polled against FTMPI_TIMEOUT_MS.  start: in
- * MPI_Init, collective, FT_ code; open: whether calls may still take it
- * (no request was abandoned); allreduce: runs one call (MPI_IN_PLACE
- * passed through) and returns FT_SUCCESS, FT_ERR_TIMEOUT or
- * FT_ERR_PROC_FAILED once it gave the request up to MPI (which may still
- * write recvbuf, out_bytes long: counted), or FT_ERR_MPI when the call did
- * not start (MPI holds nothing); on an error the path is closed for
- * good; counts: completed calls, abandoned requests and their
- * bytes; stop: frees the communicator (in MPI_Finalize; kept when MPI
- * still holds a request on it). */
+/* The collectives the failure-free path runs (fast.c), and their
+ * arguments (unused fields ignored; root: a world rank; out_bytes: what
+ * MPI may still write into recvbuf after an abandoned MPI_Allreduce,
+ * counted). */
+enum fti_shim_coll {
+    FTI_COLL_ALLREDUCE,
+    FTI_COLL_BARRIER,
+    FTI_COLL_BCAST, /* recvbuf is the buffer */
+    FTI_COLL_REDUCE,
+    FTI_COLL_ALLGATHER
+};
+struct fti_shim_args {
+    const void *sendbuf;
+    void *recvbuf;
+    int count, sendcount, recvcount;
+    MPI_Datatype datatype, sendtype, recvtype;
+    MPI_Op op;
+    int root;
+    size_t out_bytes;
+};
+
+/* fast.c: the failure-free path, on a duplicate of the world (errors
+ * returned) made in MPI_Init.  start: in MPI_Init, collective, FT_ code;
+ * open: whether calls may still take it (no request was abandoned, no
+ * error).  run: one collective; blocking (abort): the blocking MPI call
+ * itself, MPI's own algorithm and bits, a loss left to the watchdog;
+ * otherwise (return, continue) its non-blocking form polled until it
+ * completes or a rank is known lost.  Returns FT_SUCCESS, FT_ERR_PROC_FAILED
+ * (an error, or a request given up to MPI, which may still write recvbuf)
+ * or FT_ERR_MPI (did not start: MPI holds nothing); on an error the path
+ * is closed for good.  counts: completed calls, abandoned requests and
+ * their bytes; stop: frees the communicator (in MPI_Finalize; kept when
+ * MPI still holds a request on it). */
 int fti_shim_fast_start(void);
 bool fti_shim_fast_open(void);
-int fti_shim_fast_allreduce(const void *sendbuf, void *recvbuf, int count,
-                            MPI_Datatype datatype, MPI_Op op, size_t out_bytes);
-/* fast.c: runs the collective start() begins on the fast communicator
- * (the world's ranks in the world's order), polled until it completes or
- * a rank is known lost: FT_SUCCESS, FT_ERR_PROC_FAILED (the request left
- * to MPI: the path is closed) or FT_ERR_MPI (did not start). */
-int fti_shim_fast_run(int (*start)(void *ctx, MPI_Comm fast, MPI_Request *req), void *ctx);
+int fti_shim_fast_run(enum fti_shim_coll c, const struct fti_shim_args *a, bool blocking);
 /* allreduce.c: a protected collective that is not redone (see there);
  * returns an MPI code, or ends the job. */
-int fti_shim_fast_only(const char *what, MPI_Comm comm,
-                       int (*start)(void *ctx, MPI_Comm fast, MPI_Request *req), void *ctx);
+int fti_shim_fast_only(const char *what, MPI_Comm comm, enum fti_shim_coll c,
+                       const struct fti_shim_args *a);
 void fti_shim_fast_counts(uint64_t *calls_p, uint64_t *abandoned_p, uint64_t *bytes_p);
 void fti_shim_fast_stop(void);
 /* allreduce.c: whether a rank was lost (MPI_Finalize skips its fence). */

@@ -24,7 +24,10 @@
  * was entered ends the job (fti_shim_end_job); a protected call that the
  * shim redoes over the survivors (return, continue) gets
  * SHIM_REDO_FACTOR times that plus SHIM_REDO_MARGIN_MS, unless rank 0 with
- * the job's own lighthouse is lost (nothing can redo it then).
+ * the job's own lighthouse is lost (nothing can redo it then); a protected
+ * collective over every rank under abort (fast.c: the blocking MPI call
+ * itself) ends the job at once, as a failed protected call does under
+ * abort.
  *
  * Ending the job: one error line naming the lost world ranks and the call,
  * then _exit(FTI_SHIM_EXIT_STATUS) from the watchdog thread (MPI is not
@@ -199,12 +202,17 @@ static void judge(int64_t now)
     int64_t limit = w.timeout_ms;
     if (kind == FTI_CALL_REDOABLE && !(w.own_lh && fti_shim_watch_is_lost(0)))
         limit = (int64_t)SHIM_REDO_FACTOR * w.timeout_ms + SHIM_REDO_MARGIN_MS;
+    else if (kind == FTI_CALL_LOSS_ENDS)
+        limit = 0;
     if (now - w.blocked_since < limit)
         return;
     const char *name = atomic_load_explicit(&fti_shim_calls.name, memory_order_relaxed);
     char why[96];
-    snprintf(why, sizeof(why), "was blocked for %lld ms in",
-             (long long)(now - w.blocked_since));
+    if (kind == FTI_CALL_LOSS_ENDS)
+        snprintf(why, sizeof(why), "had a rank lost (FTMPI_SHIM_ON_FAILURE=abort) in");
+    else
+        snprintf(why, sizeof(why), "was blocked for %lld ms in",
+                 (long long)(now - w.blocked_since));
     fti_shim_end_job(name != NULL ? name : "an MPI call", why);
 }
 

@@ -7,8 +7,11 @@
  * kind) before the PMPI_ call, fti_shim_leave() after it.  Polling calls
  * (MPI_Test*, MPI_Iprobe ...) count as one call for as long as the program
  * only polls: a rank spinning in MPI_Test on a request of a dead rank is
- * blocked like one in MPI_Wait.  The marks are two relaxed atomic stores
- * and an increment, no clock read; the watchdog thread times them.
+ * blocked like one in MPI_Wait.  The marks are relaxed atomic loads and
+ * stores, no clock read, no locked instruction (the watchdog thread times
+ * them); only under MPI_THREAD_MULTIPLE, where threads may be inside MPI at
+ * once, is the depth an atomic increment.  The sequence number need not
+ * count exactly: it only has to move when a new call starts.
  */
 #ifndef FTI_SHIM_WATCH_H
 #define FTI_SHIM_WATCH_H
@@ -21,7 +24,9 @@
 enum fti_shim_call_kind {
     FTI_CALL_BLOCKING,  /* ends the job once a rank is lost and it blocks */
     FTI_CALL_POLL,      /* MPI_Test*, MPI_Iprobe: polling counts as blocked */
-    FTI_CALL_REDOABLE   /* a protected call the shim redoes (return, continue) */
+    FTI_CALL_REDOABLE,  /* a protected call the shim redoes (return, continue) */
+    FTI_CALL_LOSS_ENDS  /* a protected collective over every rank under abort:
+                           ends the job as soon as a rank is known lost */
 };
 
 struct fti_shim_calls {
@@ -29,8 +34,19 @@ struct fti_shim_calls {
     atomic_uint_fast64_t seq;    /* moves on every new call (not on a repeated poll) */
     _Atomic(const char *) name;  /* the call entered last */
     atomic_int kind;             /* enum fti_shim_call_kind of that call */
+    bool multiple;               /* MPI_THREAD_MULTIPLE (set in MPI_Init_thread) */
 };
 extern struct fti_shim_calls fti_shim_calls;
+
+static inline void fti_shim_depth_add(int d)
+{
+    if (fti_shim_calls.multiple)
+        atomic_fetch_add_explicit(&fti_shim_calls.depth, d, memory_order_relaxed);
+    else
+        atomic_store_explicit(&fti_shim_calls.depth,
+                              atomic_load_explicit(&fti_shim_calls.depth, memory_order_relaxed) + d,
+                              memory_order_relaxed);
+}
 
 static inline void fti_shim_enter(const char *name, int kind)
 {
@@ -38,17 +54,20 @@ static inline void fti_shim_enter(const char *name, int kind)
         atomic_load_explicit(&fti_shim_calls.kind, memory_order_relaxed) != FTI_CALL_POLL) {
         atomic_store_explicit(&fti_shim_calls.name, name, memory_order_relaxed);
         atomic_store_explicit(&fti_shim_calls.kind, kind, memory_order_relaxed);
-        atomic_fetch_add_explicit(&fti_shim_calls.seq, 1, memory_order_relaxed);
+        atomic_store_explicit(&fti_shim_calls.seq,
+                              atomic_load_explicit(&fti_shim_calls.seq, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
     }
-    atomic_fetch_add_explicit(&fti_shim_calls.depth, 1, memory_order_relaxed);
+    fti_shim_depth_add(1);
 }
 
 static inline void fti_shim_leave(void)
 {
-    atomic_fetch_sub_explicit(&fti_shim_calls.depth, 1, memory_order_relaxed);
+    fti_shim_depth_add(-1);
 }
 
-/* A protected call that turns out not to be redone (abort) says so. */
+/* A protected call says what it turns out to be (redone, or over every
+ * rank under abort). */
 static inline void fti_shim_call_kind(int kind)
 {
     atomic_store_explicit(&fti_shim_calls.kind, kind, memory_order_relaxed);

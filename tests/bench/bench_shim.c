@@ -2,11 +2,25 @@
  * bench_shim.c - MPI_Allreduce time per call of a plain MPI program (no
  * FT_ call), for tests/bench/bench_shim.sh, which runs it with and without
  * libftmpi_pmpi (LD_PRELOAD).  MPI_DOUBLE MPI_SUM on MPI_COMM_WORLD with
- * separate buffers, sizes 8 B to MAX_BYTES (x4 each step, MAX_BYTES last); each size warms
- * up, then times enough calls for about 0.2 s (at least 3).  World rank 0
- * prints "bytes usec_per_call" per size: the slowest rank's mean.
+ * separate buffers, sizes 8 B to MAX_BYTES (x4 each step, MAX_BYTES last).
  * BENCH_SHIM_BARRIER=1: an MPI_Barrier after each timed MPI_Allreduce (a
  * loop of a widely used latency benchmark; the time is of both calls).
+ *
+ * Default: each size warms up, then times enough calls for about 0.2 s (at
+ * least 3); world rank 0 prints "bytes usec_per_call" per size: the
+ * slowest rank's mean.
+ *
+ * BENCH_SHIM_PAIRED=1: native and drop-in alternate in this one run, so
+ * that the load of a shared machine hits both alike.  Native is the
+ * PMPI_ call (PMPI_Allreduce, PMPI_Barrier: Open MPI's own, past the
+ * shim), the drop-in the MPI_ one (the shim's when it is preloaded; without
+ * it both are native, which shows the method's noise).  Per size,
+ * BENCH_SHIM_PAIR_ROUNDS rounds (default 21) of one block of k native calls and
+ * one of k drop-in calls, in turns (which goes first alternates), each
+ * block after a PMPI_Barrier; a block's time is the slowest rank's mean
+ * per call, and world rank 0 prints "bytes native_us shim_us" per size:
+ * the medians over the rounds.  A block is short (k = 1 MiB / size, 2 to
+ * 50 calls), so that most blocks run between two preemptions.
  *
  *   bench_shim [MAX_BYTES (default 64 MiB)]
  */
@@ -16,6 +30,78 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* k calls (native: the PMPI_ ones) after a barrier; seconds per call on
+ * this rank */
+static double block(int native, int barrier, int k, const double *s, double *r, int n)
+{
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t = MPI_Wtime();
+    for (int i = 0; i < k; i++) {
+        if (native) {
+            PMPI_Allreduce(s, r, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            if (barrier)
+                PMPI_Barrier(MPI_COMM_WORLD);
+        } else {
+            MPI_Allreduce(s, r, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            if (barrier)
+                MPI_Barrier(MPI_COMM_WORLD);
+        }
+    }
+    return (MPI_Wtime() - t) / k;
+}
+
+/* BENCH_SHIM_PAIRED (see the top) for one size of n doubles */
+static void paired(int rank, int barrier, int rounds, long bytes, const double *s, double *r,
+                   int n)
+{
+    int k = (int)((1L << 20) / bytes);
+    k = k < 2 ? 2 : k > 50 ? 50 : k;
+    double *t = malloc(2 * (size_t)rounds * sizeof(double));
+    if (t == NULL) {
+        fprintf(stderr, "bench_shim: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    block(1, barrier, 2, s, r, n); /* warm-up of both */
+    block(0, barrier, 2, s, r, n);
+    for (int i = 0; i < rounds; i++) {
+        int first = i % 2; /* 1: native first */
+        /* t[2i]: the drop-in, t[2i+1]: native */
+        t[2 * i + first] = block(first, barrier, k, s, r, n);
+        t[2 * i + !first] = block(!first, barrier, k, s, r, n);
+    }
+    /* the slowest rank's */
+    PMPI_Allreduce(MPI_IN_PLACE, t, 2 * rounds, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) {
+        double *nat = malloc((size_t)rounds * sizeof(double));
+        double *shim = malloc((size_t)rounds * sizeof(double));
+        if (nat == NULL || shim == NULL) {
+            fprintf(stderr, "bench_shim: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        for (int i = 0; i < rounds; i++) {
+            shim[i] = t[2 * i];
+            nat[i] = t[2 * i + 1];
+        }
+        printf("%ld %.3f %.3f\n", bytes, median(nat, rounds) * 1e6, median(shim, rounds) * 1e6);
+        fflush(stdout);
+        free(nat);
+        free(shim);
+    }
+    free(t);
+}
+
 int main(int argc, char **argv)
 {
     int rank;
@@ -23,6 +109,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     long max_bytes = argc > 1 ? atol(argv[1]) : 64L << 20;
     int barrier = getenv("BENCH_SHIM_BARRIER") != NULL && atoi(getenv("BENCH_SHIM_BARRIER")) != 0;
+    int pair = getenv("BENCH_SHIM_PAIRED") != NULL && atoi(getenv("BENCH_SHIM_PAIRED")) != 0;
+    int rounds = getenv("BENCH_SHIM_PAIR_ROUNDS") != NULL ? atoi(getenv("BENCH_SHIM_PAIR_ROUNDS")) : 21;
+    rounds = rounds < 1 ? 1 : rounds;
     size_t max_n = (size_t)max_bytes / sizeof(double);
     double *s = malloc((max_n + 1) * sizeof(double)), *r = malloc((max_n + 1) * sizeof(double));
     if (s == NULL || r == NULL) {
@@ -34,6 +123,10 @@ int main(int argc, char **argv)
     memset(r, 0, (max_n + 1) * sizeof(double));
     for (long bytes = 8; bytes <= max_bytes; bytes = bytes < max_bytes && bytes * 4 > max_bytes ? max_bytes : bytes * 4) {
         int n = (int)(bytes / (long)sizeof(double));
+        if (pair) {
+            paired(rank, barrier, rounds, bytes, s, r, n);
+            continue;
+        }
         for (int i = 0; i < 3; i++)
             MPI_Allreduce(s, r, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         /* calls for about 0.2 s, from one timed call (the same on every rank) */

@@ -1,11 +1,23 @@
 # tests/bench/bench_shim.sh - the drop-in (libftmpi_pmpi) against native
-# MPI_Allreduce on the same 4 ranks (issue 13 item 6): bench_shim (plain
-# MPI) with and without LD_PRELOAD, over Open MPI's shared-memory (vader)
-# and TCP transports (OMPI_MCA_btl=self,vader / self,tcp), 8 B to 64 MiB
-# (BENCH_QUICK: 4 MiB); then the cost of FTMPI_SHIM_ON_FAILURE=continue
-# (a saved copy of every result) on vader.  Per size: microseconds per
-# call and the ratio shim / native (time: 1.00 = no overhead; at >= 1 MiB
-# its inverse is the bandwidth ratio).
+# MPI_Allreduce on the same 4 ranks (issue 13 item 6, issue 28 item 5):
+# bench_shim (plain MPI), vader (OMPI_MCA_btl=self,vader) unless said.
+#  1. Paired (BENCH_SHIM_PAIRED, see bench_shim.c): in each run native
+#     (PMPI_) and drop-in (MPI_) blocks alternate, so that the load of a
+#     shared machine hits both alike, for the default failure mode (abort)
+#     and continue, with and without an MPI_Barrier per iteration
+#     (BENCH_SHIM_BARRIER).  Each run with the shim alternates with a run
+#     without it (both columns native there): the shim's time is given over
+#     the native of its own run (ratio) and over that of the plain runs
+#     (ratio-plain), which the shim's threads and state cannot touch.
+#     BENCH_SHIM_PAIR_RUNS (3; BENCH_QUICK: 1) runs of each, the median of
+#     their per-size medians (BENCH_SHIM_PAIR_ROUNDS rounds a run, 21), up
+#     to BENCH_SHIM_PAIR_MAX bytes (4 MiB).  BENCH_SHIM_PARTS="1 2": which.
+#  2. Separate runs (native, then shim): with and without LD_PRELOAD, over
+#     vader and TCP (self,tcp), 8 B to 64 MiB (BENCH_QUICK: 4 MiB); then
+#     the cost of FTMPI_SHIM_ON_FAILURE=continue (a saved copy of every
+#     result) on vader.  Per size: microseconds per call and the ratio
+#     shim / native (time: 1.00 = no overhead; at >= 1 MiB its inverse is
+#     the bandwidth ratio).
 . "$(dirname "$0")/bench_common.sh"
 bench_selected shim || exit 0
 PROG=$BENCH_BIN/bench_shim
@@ -21,10 +33,63 @@ export FTMPI_TIMEOUT_MS=60000 FTMPI_LOG_LEVEL=warn
 run() { # OUT BTL [mpirun flags]: bench_shim on NP ranks
     _out=$1 _btl=$2
     shift 2
-    OMPI_MCA_btl=$_btl mpirun1 --enable-recovery -np $NP "$@" "$PROG" $MAX \
+    OMPI_MCA_btl=$_btl mpirun1 --enable-recovery -np $NP "$@" "$PROG" ${RUN_MAX:-$MAX} \
         > "$BT/$_out" 2> "$BT/$_out.err" || { note "run $_out failed:"; cat "$BT/$_out.err" >&2; exit 1; }
 }
 
+# ---- 1. paired: VARIANT "MODE BARRIER" -> $BT/pair.MODE.BARRIER (bytes
+# native shim ratio plain ratio-plain), medians over the runs
+PAIR_RUNS=${BENCH_SHIM_PAIR_RUNS:-3}
+PAIR_MAX=${BENCH_SHIM_PAIR_MAX:-$((4 << 20))}
+PARTS=${BENCH_SHIM_PARTS:-1 2}
+[ -n "$BENCH_QUICK" ] && PAIR_RUNS=${BENCH_SHIM_PAIR_RUNS:-1}
+median_cols() { # FILES...: "bytes a b" lines -> per size the medians of a and of b
+    cat "$@" | awk '
+        $1 !~ /^[0-9]+$/ { next }
+        !($1 in n) { order[++sizes] = $1 }
+        { n[$1]++; a[$1, n[$1]] = $2; b[$1, n[$1]] = $3 }
+        function med(arr, key, m,    x, y, t, v) {
+            for (x = 1; x <= m; x++) v[x] = arr[key, x]
+            for (x = 2; x <= m; x++) { t = v[x]; y = x - 1
+                while (y >= 1 && v[y] > t) { v[y + 1] = v[y]; y-- } v[y + 1] = t }
+            return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+        }
+        END { for (i = 1; i <= sizes; i++) { k = order[i]
+                  printf "%s %s %s\n", k, med(a, k, n[k]), med(b, k, n[k]) } }'
+}
+case " $PARTS " in *" 1 "*) ;; *) PAIR_RUNS=0 ;; esac
+for mode in auto continue; do
+    [ "$PAIR_RUNS" -gt 0 ] || break
+    for bar in 0 1; do
+        k=1
+        while [ $k -le "$PAIR_RUNS" ]; do
+            note "paired run $k: FTMPI_SHIM_ON_FAILURE=$mode, barrier $bar: plain, then shim"
+            RUN_MAX=$PAIR_MAX run pplain.$mode.$bar.$k "self,vader" -x BENCH_SHIM_PAIRED=1 -x BENCH_SHIM_BARRIER=$bar
+            RUN_MAX=$PAIR_MAX run pshim.$mode.$bar.$k "self,vader" -x BENCH_SHIM_PAIRED=1 -x BENCH_SHIM_BARRIER=$bar \
+                -x LD_PRELOAD="$SHIM" -x FTMPI_SHIM_ON_FAILURE=$mode
+            k=$((k + 1))
+        done
+        median_cols "$BT"/pplain.$mode.$bar.* > "$BT/pplain.$mode.$bar"
+        median_cols "$BT"/pshim.$mode.$bar.* > "$BT/pshim.$mode.$bar"
+    done
+done
+[ "$PAIR_RUNS" -gt 0 ] && {
+    echo "# paired: us per call (MPI_Allreduce; + MPI_Barrier with barrier 1), $NP ranks, vader, up to"
+    echo "# $PAIR_MAX bytes; medians of ${BENCH_SHIM_PAIR_ROUNDS:-21} rounds per run, then of $PAIR_RUNS run(s); ratio: shim /"
+    echo "# native of its run; plain: native of the runs without the shim; auto is abort here"
+    echo "# $BENCH_MACHINE"
+    for mode in auto continue; do
+        for bar in 0 1; do
+            echo "## FTMPI_SHIM_ON_FAILURE=$mode, barrier per iteration: $bar"
+            printf '%10s %9s %9s %6s %9s %6s\n' bytes native shim ratio plain ratio
+            paste -d ' ' "$BT/pshim.$mode.$bar" "$BT/pplain.$mode.$bar" |
+                awk '{ printf "%10d %9.2f %9.2f %6.2f %9.2f %6.2f\n", $1, $2, $3, $3 / $2, $5, $3 / $5 }'
+        done
+    done
+} | table_out shim_paired.txt
+
+# ---- 2. separate runs
+case " $PARTS " in *" 2 "*) ;; *) exit 0 ;; esac
 # BENCH_SHIM_ROUNDS rounds (5; BENCH_QUICK: 1) of every run, native and shim
 # alternating, and the median per size over the rounds: one run of each
 # moved single sizes by 1.3x on a quiet machine (8 MiB 1.03 then 1.30)
