@@ -30,7 +30,7 @@ BEGIN {
 FILENAME ~ /wrappers\.txt$/ {
     line = $0
     kind = ""
-    if ($1 == "watch" || $1 == "poll" || $1 == "watchc" || $1 == "shimf") {
+    if ($1 == "watch" || $1 == "poll" || $1 == "watchc") {
         kind = $1
         line = trim(substr(line, length($1) + 2))
     }
@@ -46,7 +46,7 @@ FILENAME ~ /wrappers\.txt$/ {
     printf "FTI_SHIM_EXPORT %s %s(%s)\n{\n", rtype, name, params
     printf "    if (!fti_shim_on || fti_shim_busy)\n        return P%s(%s);\n", name, args
     printf "    fti_shim_enter(\"%s\", %s);\n", name, mark
-    if (kind == "" || kind == "shimf") {
+    if (kind == "") {
         printf "    fti_shim_busy = 1;\n    %s rc = fti_shim_%s(%s);\n", rtype, short, args
         printf "    fti_shim_busy = 0;\n"
     } else {
@@ -55,7 +55,7 @@ FILENAME ~ /wrappers\.txt$/ {
         printf "    %s rc = P%s(%s);\n", rtype, name, args
     }
     printf "    fti_shim_leave();\n    return rc;\n}\n\n"
-    if (kind == "watch" || kind == "poll" || kind == "shimf") {
+    if (kind == "watch" || kind == "poll") {
         n = split(params, parts, ",") + 1
         lname = tolower(short)
         fparams = ""; fargs = ""
