@@ -22,7 +22,9 @@
  * small call is done by then, and Open MPI's own progress already yields
  * when the node is oversubscribed, mpi_yield_when_idle; a sched_yield of
  * ours on top of it made an 8-byte call about 1.2-1.8x slower in a probe
- * on this VM), then the `mpi` backend's fti_mpi_poll (src/comm/mpi.c):
+ * on this VM, and with 64 tries a 2-4 KiB call on 2 ranks at load 15-25
+ * yielded and took 150-300x native), then the `mpi` backend's
+ * fti_mpi_poll (src/comm/mpi.c):
  * sched_yield between tries, then short naps, so that a rank waiting for
  * a dead peer leaves the cores to the living.
  */
@@ -35,7 +37,7 @@
 #include "base/util.h"
 
 /* tries before the first sched_yield of ours (see the top) */
-#define FAST_QUIET_TRIES 64u
+#define FAST_QUIET_TRIES 1024u
 /* how often a call waiting for its request looks at the detector */
 #define FAST_SLICE_MS 50
 

@@ -2,7 +2,8 @@
  * bench_shim.c - MPI_Allreduce time per call of a plain MPI program (no
  * FT_ call), for tests/bench/bench_shim.sh, which runs it with and without
  * libftmpi_pmpi (LD_PRELOAD).  MPI_DOUBLE MPI_SUM on MPI_COMM_WORLD with
- * separate buffers, sizes 8 B to MAX_BYTES (x4 each step, MAX_BYTES last).
+ * separate buffers, sizes 8 B to MAX_BYTES (x4 each step, paired: x2 up to
+ * 4 KiB; MAX_BYTES last).
  * BENCH_SHIM_BARRIER=1: an MPI_Barrier after each timed MPI_Allreduce (a
  * loop of a widely used latency benchmark; the time is of both calls).
  *
@@ -121,10 +122,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i <= max_n; i++)
         s[i] = (double)(i % 1000) + rank;
     memset(r, 0, (max_n + 1) * sizeof(double));
-    for (long bytes = 8; bytes <= max_bytes; bytes = bytes < max_bytes && bytes * 4 > max_bytes ? max_bytes : bytes * 4) {
+    for (long bytes = 8; bytes <= max_bytes;) {
         int n = (int)(bytes / (long)sizeof(double));
+        /* the next size: x4 (paired: x2 up to 4 KiB), MAX_BYTES last */
+        long next = bytes * (pair && bytes < 4096 ? 2 : 4);
+        next = bytes < max_bytes && next > max_bytes ? max_bytes : next;
         if (pair) {
             paired(rank, barrier, rounds, bytes, s, r, n);
+            bytes = next;
             continue;
         }
         for (int i = 0; i < 3; i++)
@@ -148,6 +153,7 @@ int main(int argc, char **argv)
         if (rank == 0)
             printf("%ld %.2f\n", bytes, t * 1e6);
         fflush(stdout);
+        bytes = next;
     }
     free(s);
     free(r);

@@ -11,7 +11,9 @@
 #     (ratio-plain), which the shim's threads and state cannot touch.
 #     BENCH_SHIM_PAIR_RUNS (3; BENCH_QUICK: 1) runs of each, the median of
 #     their per-size medians (BENCH_SHIM_PAIR_ROUNDS rounds a run, 21), up
-#     to BENCH_SHIM_PAIR_MAX bytes (4 MiB).  BENCH_SHIM_PARTS="1 2": which.
+#     to BENCH_SHIM_PAIR_MAX bytes (4 MiB).  BENCH_SHIM_PARTS="1 2": which;
+#     BENCH_SHIM_NP: ranks (4); BENCH_SHIM_LIB: another build of the shim
+#     (to compare with main's).
 #  2. Separate runs (native, then shim): with and without LD_PRELOAD, over
 #     vader and TCP (self,tcp), 8 B to 64 MiB (BENCH_QUICK: 4 MiB); then
 #     the cost of FTMPI_SHIM_ON_FAILURE=continue (a saved copy of every
@@ -21,11 +23,11 @@
 . "$(dirname "$0")/bench_common.sh"
 bench_selected shim || exit 0
 PROG=$BENCH_BIN/bench_shim
-SHIM=$top_builddir/.libs/libftmpi_pmpi.so
+SHIM=${BENCH_SHIM_LIB:-$top_builddir/.libs/libftmpi_pmpi.so}
 for f in "$PROG" "$SHIM"; do
     [ -e "$f" ] || { note "missing $f"; exit 1; }
 done
-NP=4
+NP=${BENCH_SHIM_NP:-4}
 MAX=$((64 << 20))
 [ -n "$BENCH_QUICK" ] && MAX=$((4 << 20))
 export FTMPI_TIMEOUT_MS=60000 FTMPI_LOG_LEVEL=warn
