@@ -5,9 +5,9 @@
  *
  * Two forms.  Under abort the blocking MPI call itself (MPI_Allreduce,
  * MPI_Barrier ...): MPI's own algorithm, so the bits and the cost are
- * native; if a rank is lost meanwhile, the watchdog ends the job once the
- * call has blocked for FTMPI_TIMEOUT_MS (watch.c), which is what abort
- * does anyway.  Under return and continue the call must be left when a
+ * native; if a rank is lost meanwhile, the watchdog ends the job as soon
+ * as it knows (allreduce.c marks the call FTI_CALL_LOSS_ENDS; watch.c),
+ * which is what abort does anyway.  Under return and continue the call must be left when a
  * rank is lost, so it runs as its non-blocking form (MPI_Iallreduce ...)
  * polled until it completes or the detector knows a rank lost; such a
  * call abandons its request: the request is neither waited for nor freed
@@ -24,9 +24,9 @@
  * ours on top of it made an 8-byte call about 1.2-1.8x slower in a probe
  * on this VM, and with 64 tries a 2-4 KiB call on 2 ranks at load 15-25
  * yielded and took 150-300x native), then the `mpi` backend's
- * fti_mpi_poll (src/comm/mpi.c):
- * sched_yield between tries, then short naps, so that a rank waiting for
- * a dead peer leaves the cores to the living.
+ * fti_mpi_poll (src/comm/mpi.c): sched_yield between tries, then short
+ * naps, so that a rank waiting for a dead peer leaves the cores to the
+ * living.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "mpi_shim/shim.h"
@@ -100,8 +100,7 @@ static int issue(enum fti_shim_coll c, const struct fti_shim_args *a, MPI_Reques
 }
 
 /* The blocking form (abort): MPI's own algorithm, no request to poll; a
- * rank lost meanwhile is the watchdog's to act on (it ends the job once
- * this call has blocked for FTMPI_TIMEOUT_MS).  An error MPI returns
+ * rank lost meanwhile is the watchdog's to act on (it ends the job).  An error MPI returns
  * (errors return on this communicator) closes the path like a missed
  * request, with nothing left to MPI. */
 static int run_blocking(enum fti_shim_coll c, const struct fti_shim_args *a)
