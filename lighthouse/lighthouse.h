@@ -62,6 +62,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/auth.h"
 #include "base/sizes.h"
 #include "lighthouse/sdc.h"
 
@@ -99,6 +100,8 @@ typedef struct fti_lighthouse_opts {
     int64_t summary_interval_ms; /* an info line with steps/s, quorum and
                                   * failures this often; 0 = none (default 60000) */
     char job[FTI_LH_JOB_SIZE];   /* /metrics' job label (default "ftmpi") */
+    bool has_key;                /* the job's key (default none): every RPC */
+    fti_auth_key_t key;          /* connection, in and out, proves it first */
 } fti_lighthouse_opts_t;
 
 void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o);

@@ -117,17 +117,17 @@ static void check_addr(const char *flag, const char *v, char *out, size_t outlen
 }
 
 /* Reads the job secret (auth.h's checks: not readable by others, not
- * empty) into tok, the HTTP bearer token, and sets the process key that
+ * empty) into tok, the HTTP bearer token, and derives into o the key that
  * every RPC connection must prove.  Exits 2 naming the file. */
-static void read_token(const char *flag, const char *path, char *tok, size_t len)
+static void read_token(const char *flag, const char *path, char *tok, size_t len,
+                       fti_lighthouse_opts_t *o)
 {
     char err[FTI_PATH_SIZE + FTI_REASON_SIZE];
-    fti_auth_key_t key;
     if (fti_auth_read_token(path, tok, len, err, sizeof(err)) != FT_SUCCESS)
         die_usage(flag, "%s", err);
-    if (fti_auth_key_from_token(tok, &key) != FT_SUCCESS)
+    if (fti_auth_key_from_token(tok, &o->key) != FT_SUCCESS)
         die_usage(flag, "cannot derive a key from '%s'", path);
-    fti_auth_set_key(&key);
+    o->has_key = true;
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -171,7 +171,7 @@ static void apply_flag(struct lh_args *a, const char *flag, const char *v)
     else if (strcmp(flag, "--http-bind") == 0)
         check_addr(flag, v, a->http_bind, sizeof(a->http_bind));
     else if (strcmp(flag, "--token-file") == 0)
-        read_token(flag, v, a->token, sizeof(a->token));
+        read_token(flag, v, a->token, sizeof(a->token), o);
     else if (strcmp(flag, "--max-frame-bytes") == 0)
         o->max_frame = (size_t)parse_num(flag, v, true, MIN_FRAME_BYTES, MAX_FRAME_BYTES);
     else if (strcmp(flag, "--initial-quorum-id") == 0)

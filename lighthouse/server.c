@@ -904,7 +904,8 @@ int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *
         rc = FT_ERR_SYSTEM;
     }
     if (rc == FT_SUCCESS) {
-        rc = fti_rpc_server_create(base, o->bind, o->max_frame, methods,
+        rc = fti_rpc_server_create(base, o->bind, o->max_frame,
+                                   lh->opts.has_key ? &lh->opts.key : NULL, methods,
                                    FTI_ARRAY_SIZE(methods), lh, &lh->rpc);
         if (rc != FT_SUCCESS)
             FTI_ERROR("lighthouse: cannot listen on %s: %s", o->bind, FT_Error_string(rc));

@@ -42,6 +42,8 @@ struct kill_job {
     char replica_id[FTI_QID_MAX];
     char address[FTI_QADDR_MAX];
     char msg[FTI_REASON_SIZE];
+    bool has_key;
+    fti_auth_key_t key; /* the lighthouse's */
 };
 
 static void *kill_thread(void *arg)
@@ -51,7 +53,8 @@ static void *kill_thread(void *arg)
     Ftmpi__KillRequest req = FTMPI__KILL_REQUEST__INIT;
     ProtobufCMessage *resp = NULL;
     req.msg = j->msg;
-    int rc = fti_rpc_client_create(j->address, LH_KILL_TIMEOUT_MS, 4096, &c);
+    int rc = fti_rpc_client_create(j->address, j->has_key ? &j->key : NULL, LH_KILL_TIMEOUT_MS,
+                                   4096, &c);
     if (rc == FT_SUCCESS)
         rc = fti_rpc_call_msg(c, FTMPI__METHOD__MANAGER_KILL, &req.base,
                               &ftmpi__kill_response__descriptor, LH_KILL_TIMEOUT_MS, &resp);
@@ -136,6 +139,8 @@ int fti_lighthouse_kill(fti_lighthouse_h lh, const char *replica_id, const char 
     fti_lh_waiters_end(lh, replica_id, FT_ERR_KILLED, KILLED_MSG);
     event_active(lh->eval_ev, EV_TIMEOUT, 0);
     fti_strlcpy(j->replica_id, replica_id, sizeof(j->replica_id));
+    j->has_key = lh->opts.has_key; /* a copy: the thread may outlive the lighthouse */
+    j->key = lh->opts.key;
     fti_strlcpy(j->msg, msg ? msg : "killed by the lighthouse", sizeof(j->msg));
     FTI_INFO("sending kill to %s at %s: %s", j->replica_id, j->address, j->msg);
 

@@ -164,6 +164,7 @@ static int auto_slice(struct fti_step *s, fti_comm_h *c_p)
         .store_address = s->res.store_address,
         .bind_host = s->cfg.bind_host,
         .connect_timeout_ms = s->cfg.connect_timeout_ms,
+        .key = fti_config_key(&s->cfg),
     };
     int rc = fti_comm_create(b, &r, fti_now_ms() + s->cfg.timeout_ms, &D.slice);
     if (rc == FT_ERR_UNSUPPORTED) {

@@ -33,9 +33,9 @@ static bool host_is_loopback(const char *host)
 /* Without a job secret, servers on a non-loopback address serve every
  * rank's state, store and kill to the network: allowed (multi-node jobs
  * on a private network), but said loudly, once per process. */
-static void warn_exposed(const char *bind_host)
+static void warn_exposed(const fti_config_t *cfg, const char *bind_host)
 {
-    if (fti_auth_key() != NULL || host_is_loopback(bind_host))
+    if (fti_config_key(cfg) != NULL || host_is_loopback(bind_host))
         return;
     FTI_WARN("FTMPI_BIND_HOST=%s without FTMPI_TOKEN_FILE: this rank's servers (state, "
              "store, kill) listen on a network address WITHOUT authentication; anyone who "
@@ -66,7 +66,7 @@ static int init_config(struct fti_step *s)
         host[sizeof(host) - 1] = '\0';
         memcpy(s->cfg.bind_host, host, sizeof(host));
     }
-    warn_exposed(s->cfg.bind_host);
+    warn_exposed(&s->cfg, s->cfg.bind_host);
     const struct fti_mode *mode = fti_mode_pick(&s->cfg);
     rc = mode->resolve(s);
     if (rc == FT_SUCCESS)
@@ -236,7 +236,8 @@ static int init_services(struct fti_step *s)
         rc = fti_ckpt_create(&s->cfg, s->group, s->replica_id, s->elog, &s->ckpt);
     if (rc == FT_SUCCESS)
         rc = fti_rank_server_start(s->cfg.bind_host, (size_t)s->cfg.max_frame_bytes,
-                                   s->group_rank == 0, fti_heal_rpc, s->heal, &s->server);
+                                   fti_config_key(&s->cfg), s->group_rank == 0, fti_heal_rpc,
+                                   s->heal, &s->server);
     if (rc == FT_SUCCESS)
         fti_strlcpy(s->my_addr, fti_rank_server_address(s->server), sizeof(s->my_addr));
     return rc;
@@ -263,8 +264,8 @@ int fti_step_setup(struct fti_step *s)
     /* every rank learns whether rank 0 made its manager */
     int mrc = rc;
     if (rc == FT_SUCCESS && s->group_rank == 0)
-        mrc = fti_manager_create(s->cfg.lighthouse, s->replica_id, s->cfg.connect_timeout_ms,
-                                 s->cfg.heartbeat_ms, &s->manager);
+        mrc = fti_manager_create(s->cfg.lighthouse, fti_config_key(&s->cfg), s->replica_id,
+                                 s->cfg.connect_timeout_ms, s->cfg.heartbeat_ms, &s->manager);
     if (mrc == FT_SUCCESS && s->group_rank == 0)
         fti_manager_report(s->manager, s->cfg.restart_count, 0, 0);
     /* the event log's members, and the replica id of a failed peer in
@@ -324,7 +325,8 @@ void fti_step_leave(struct fti_step *s)
     if (!s->mode->every_rank_leaves || s->cfg.lighthouse[0] == '\0')
         return;
     fti_lighthouse_client_h c = NULL;
-    int rc = fti_lighthouse_client_create(s->cfg.lighthouse, timeout_ms, &c);
+    int rc = fti_lighthouse_client_create(s->cfg.lighthouse, fti_config_key(&s->cfg), timeout_ms,
+                                          &c);
     if (rc == FT_SUCCESS)
         rc = fti_lighthouse_finalize(c, s->replica_id, timeout_ms);
     fti_lighthouse_client_destroy(c);

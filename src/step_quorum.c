@@ -234,6 +234,7 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
         .store_address = s->res.store_address,
         .bind_host = s->cfg.bind_host,
         .connect_timeout_ms = s->cfg.connect_timeout_ms,
+        .key = fti_config_key(&s->cfg),
         .world_ctx = s->mb.mpi,
     };
     fti_affinity_t aff;
@@ -258,8 +259,8 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
     /* the manager drops the rendezvous keys of every older quorum from its
      * own store, whether their builds (or this one) failed or not */
     if ((needs & FTI_COMM_NEEDS_STORE) && s->group_rank == 0)
-        (void)fti_slice_forget_older(s->my_addr, s->res.quorum_id, s->cfg.connect_timeout_ms,
-                                     s->cfg.timeout_ms);
+        (void)fti_slice_forget_older(s->my_addr, fti_config_key(&s->cfg), s->res.quorum_id,
+                                     s->cfg.connect_timeout_ms, s->cfg.timeout_ms);
     return rc;
 }
 
@@ -312,6 +313,7 @@ static int heal_torn(struct fti_step *s, bool torn, int why)
 int fti_step_heal(struct fti_step *s)
 {
     fti_heal_opts_t o = {
+        .key = fti_config_key(&s->cfg),
         .connect_timeout_ms = s->cfg.connect_timeout_ms,
         .max_reply = (size_t)s->cfg.max_frame_bytes,
         .chunk_bytes = 0,

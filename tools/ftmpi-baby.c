@@ -69,6 +69,8 @@ static struct baby {
     fti_comm_h comm;
     struct region reg[MAX_REGIONS];
     int nreg;
+    bool has_key;
+    fti_auth_key_t key; /* the rank's job key (FTI_BABY_AUTH) */
 } B = {.chan = FTI_BABY_FD};
 
 static void drop_ring(void)
@@ -125,8 +127,8 @@ static int do_connect(const fti_baby_connect_t *c, int64_t deadline_ms)
         (c->size > 1 && B.listener == NULL) ||
         memchr(c->next_addr, '\0', sizeof(c->next_addr)) == NULL)
         return FT_ERR_ARG;
-    int rc = fti_tcp_ring_create(B.listener, c->rank, c->size, c->next_addr,
-                                 (size_t)c->chunk_bytes, deadline_ms, &B.comm);
+    int rc = fti_tcp_ring_create(B.listener, c->rank, c->size, c->next_addr, (size_t)c->chunk_bytes,
+                                 B.has_key ? &B.key : NULL, deadline_ms, &B.comm);
     fti_tcp_listener_destroy(B.listener);
     B.listener = NULL;
     if (rc == FT_SUCCESS && c->small_max != UINT64_MAX)
@@ -151,15 +153,13 @@ static int do_allreduce(const fti_baby_allreduce_t *a, int64_t deadline_ms)
 /* The rank's job key (FTI_BABY_AUTH): the rings built from now on run the
  * challenge-response of auth.h with it, as the rank's in-process ring does.
  * Only before a ring or listener exists (the key is read-only once one
- * does, auth.h). */
+ * does). */
 static int do_auth(const void *pl)
 {
     if (B.comm || B.listener)
         return FT_ERR_STATE;
-    fti_auth_key_t k;
-    memcpy(k.k, ((const fti_baby_auth_t *)pl)->key, sizeof(k.k));
-    fti_auth_set_key(&k);
-    explicit_bzero(&k, sizeof(k));
+    memcpy(B.key.k, ((const fti_baby_auth_t *)pl)->key, sizeof(B.key.k));
+    B.has_key = true;
     return FT_SUCCESS;
 }
 

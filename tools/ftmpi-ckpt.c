@@ -114,7 +114,7 @@ static int run(const char *cmd, const char *dir)
     for (size_t i = 0; i < n && !stop; i++) {
         fti_ckpt_meta_t m;
         uint64_t bytes = 0;
-        if (fti_ckpt_meta_read(l[i], &m, err, sizeof(err)) != FT_SUCCESS) {
+        if (fti_ckpt_meta_read(l[i], NULL, &m, err, sizeof(err)) != FT_SUCCESS) {
             printf("%s: BAD: %s\n", l[i], err);
             bad = 1;
             continue;

@@ -28,8 +28,6 @@ static const char key_label[] = "ftmpi-auth-v1 key";
 static const char server_label[] = "ftmpi-auth-v1 server";
 static const char client_label[] = "ftmpi-auth-v1 client";
 
-static fti_auth_key_t process_key;
-static bool have_process_key;
 static atomic_flag warned = ATOMIC_FLAG_INIT;
 
 /* ---- the secret ---------------------------------------------------------- */
@@ -239,13 +237,13 @@ int fti_auth_key_from_token(const char *tok, fti_auth_key_t *key_p)
     return FT_SUCCESS;
 }
 
-int fti_auth_configure(const char *path, char *err, size_t errlen)
+int fti_auth_load_key(const char *path, fti_auth_key_t *key_p, char *err, size_t errlen)
 {
     char tok[FTI_AUTH_FILE_MAX + 1];
     fti_auth_key_t key;
     if (path == NULL || *path == '\0') {
-        fti_auth_set_key(NULL);
-        return FT_SUCCESS;
+        snprintf(err, errlen, "no token file named");
+        return FT_ERR_ARG;
     }
     int rc = fti_auth_read_token(path, tok, sizeof(tok), err, errlen);
     if (rc == FT_SUCCESS && (rc = fti_auth_key_from_token(tok, &key)) != FT_SUCCESS)
@@ -253,23 +251,9 @@ int fti_auth_configure(const char *path, char *err, size_t errlen)
     OPENSSL_cleanse(tok, sizeof(tok));
     if (rc != FT_SUCCESS)
         return rc;
-    fti_auth_set_key(&key);
+    *key_p = key;
     OPENSSL_cleanse(&key, sizeof(key));
     return FT_SUCCESS;
-}
-
-void fti_auth_set_key(const fti_auth_key_t *key)
-{
-    if (key != NULL)
-        process_key = *key;
-    else
-        OPENSSL_cleanse(&process_key, sizeof(process_key));
-    have_process_key = key != NULL;
-}
-
-const fti_auth_key_t *fti_auth_key(void)
-{
-    return have_process_key ? &process_key : NULL;
 }
 
 void fti_auth_warn_unauthenticated(void)
@@ -365,7 +349,7 @@ int fti_auth_connect_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms)
     fti_auth_state_t st;
     uint8_t hello[FTI_AUTH_HELLO_LEN], chal[FTI_AUTH_CHALLENGE_LEN], proof[FTI_AUTH_PROOF_LEN],
         ack[FTI_AUTH_ACK_LEN];
-    if (key == NULL && (key = fti_auth_key()) == NULL)
+    if (key == NULL)
         return FT_SUCCESS;
     int rc = fti_auth_client_hello(&st, hello);
     if (rc == FT_SUCCESS)
@@ -392,7 +376,7 @@ int fti_auth_accept_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms)
     fti_auth_state_t st;
     uint8_t hello[FTI_AUTH_HELLO_LEN], chal[FTI_AUTH_CHALLENGE_LEN], proof[FTI_AUTH_PROOF_LEN],
         ack[FTI_AUTH_ACK_LEN];
-    if (key == NULL && (key = fti_auth_key()) == NULL)
+    if (key == NULL)
         return FT_SUCCESS;
     int rc = fti_read_full(fd, hello, sizeof(hello), deadline_ms);
     if (rc == FT_SUCCESS)
@@ -441,7 +425,7 @@ int fti_auth_ring(int next_fd, int prev_fd, const fti_auth_key_t *key, int64_t d
 {
     fti_auth_state_t cs;
     uint8_t hello[FTI_AUTH_HELLO_LEN];
-    if (key == NULL && (key = fti_auth_key()) == NULL)
+    if (key == NULL)
         return FT_SUCCESS;
     int rc = fti_auth_client_hello(&cs, hello);
     if (rc == FT_SUCCESS)

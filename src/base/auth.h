@@ -33,9 +33,11 @@
  * differ so that the server's answer can never serve as a client proof.
  * A peer that fails is refused before any of its frames is decoded.
  *
- * The process key is set once at start-up (fti_auth_configure: FT_Init
- * through fti_config_load, ftmpi-lighthouse from --token-file) before any
- * server or client exists; it is read-only afterwards.
+ * There is no process-wide key: whoever reads the token file (FT_Init
+ * through fti_config_load into its fti_config_t, ftmpi-lighthouse from
+ * --token-file, ftmpi-baby from its parent) holds the key and passes it to
+ * every server, client, ring and checkpoint that needs it; NULL everywhere
+ * means "no secret" (an unauthenticated job).
  */
 #ifndef FTI_AUTH_H
 #define FTI_AUTH_H
@@ -98,13 +100,11 @@ bool fti_auth_mac_check(const fti_auth_key_t *key, const char *label, const void
 /* Derives the wire key from a secret's text. */
 int fti_auth_key_from_token(const char *tok, fti_auth_key_t *key_p);
 
-/* Sets the process key from a token file (path "" or NULL: no key, the
- * job is unauthenticated).  FT_ERR_CONFIG with err filled as above. */
-int fti_auth_configure(const char *path, char *err, size_t errlen);
-/* Sets (key != NULL) or clears the process key directly (tests, tools). */
-void fti_auth_set_key(const fti_auth_key_t *key);
-/* The process key, NULL when none is set. */
-const fti_auth_key_t *fti_auth_key(void);
+/* Reads the secret of the token file path (fti_auth_read_token) and
+ * derives its key into *key_p.  FT_ERR_CONFIG with err filled as above;
+ * FT_ERR_ARG when path is NULL or "" (no secret: the caller's job is
+ * unauthenticated and it passes a NULL key on). */
+int fti_auth_load_key(const char *path, fti_auth_key_t *key_p, char *err, size_t errlen);
 /* Logs once per process, at warn level, that the control plane runs
  * without a secret (servers and clients call it when they start keyless). */
 void fti_auth_warn_unauthenticated(void);
@@ -136,8 +136,7 @@ int fti_auth_server_verify(const fti_auth_key_t *key, const fti_auth_state_t *st
 /* ---- blocking, on a connected non-blocking socket (the tcp ring) -------- */
 
 /* Runs the client / server side on fd before deadline_ms (monotonic ms)
- * with key (the process key when key is NULL; FT_SUCCESS at once when
- * there is none).  FT_ERR_AUTH when the peer fails, FT_ERR_TIMEOUT,
+ * with key (NULL: no secret, FT_SUCCESS at once without a handshake).  FT_ERR_AUTH when the peer fails, FT_ERR_TIMEOUT,
  * FT_ERR_PROC_FAILED when it closes.  Logs a refused peer once (warn). */
 int fti_auth_connect_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms);
 int fti_auth_accept_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms);

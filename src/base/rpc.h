@@ -132,8 +132,8 @@ typedef struct fti_rpc_server_config {
                                      * pass auth.h's handshake first (copied) */
 } fti_rpc_server_config_t;
 
-/* Fills *cfg with max_frame, the FTI_RPC_DEFAULT_* limits and the process
- * key (fti_auth_key()). */
+/* Fills *cfg with max_frame, the FTI_RPC_DEFAULT_* limits and no key (the
+ * caller sets auth_key to its job's key, if it has one). */
 void fti_rpc_server_config_init(fti_rpc_server_config_t *cfg, size_t max_frame);
 
 /* Binds bind_addr ("host:port", port 0 = ephemeral) and serves `methods`
@@ -144,10 +144,11 @@ void fti_rpc_server_config_init(fti_rpc_server_config_t *cfg, size_t max_frame);
 int fti_rpc_server_create_cfg(struct event_base *base, const char *bind_addr,
                               const fti_rpc_server_config_t *cfg, const fti_rpc_method_t *methods,
                               size_t n, void *arg, fti_rpc_server_h *srv_p);
-/* Same with fti_rpc_server_config_init(max_frame)'s limits. */
+/* Same with fti_rpc_server_config_init(max_frame)'s limits and key as its
+ * auth_key (NULL: no handshake). */
 int fti_rpc_server_create(struct event_base *base, const char *bind_addr, size_t max_frame,
-                          const fti_rpc_method_t *methods, size_t n, void *arg,
-                          fti_rpc_server_h *srv_p);
+                          const fti_auth_key_t *key, const fti_rpc_method_t *methods, size_t n,
+                          void *arg, fti_rpc_server_h *srv_p);
 void fti_rpc_server_destroy(fti_rpc_server_h srv);
 
 /* "host:port" the server is bound to (valid until destroy). */
@@ -212,18 +213,16 @@ extern int fti_rpc_test_fail_refs;
 typedef struct fti_rpc_client *fti_rpc_client_h;
 
 /* Creates a client for addr; does not connect yet.  max_reply caps reply
- * payloads.  Each connection it makes first runs auth.h's handshake with
- * the process key (fti_auth_key(), when set): a server that refuses it or
- * fails it makes the call return FT_ERR_AUTH.  Release with
- * fti_rpc_client_destroy. */
-int fti_rpc_client_create(const char *addr, int connect_timeout_ms, size_t max_reply,
-                          fti_rpc_client_h *client_p);
+ * payloads.  With a key (copied; NULL: none, the job is unauthenticated)
+ * each connection it makes first runs auth.h's handshake with it: a server
+ * that refuses it or fails it makes the call return FT_ERR_AUTH.  Release
+ * with fti_rpc_client_destroy. */
+int fti_rpc_client_create(const char *addr, const fti_auth_key_t *key, int connect_timeout_ms,
+                          size_t max_reply, fti_rpc_client_h *client_p);
 void fti_rpc_client_destroy(fti_rpc_client_h client);
 const char *fti_rpc_client_address(fti_rpc_client_h client);
 /* The message of the last error reply the client received ("" if none). */
 void fti_rpc_client_last_error(fti_rpc_client_h client, char *buf, size_t len);
-/* Replaces the client's key (NULL: no handshake); tests and probes. */
-void fti_rpc_client_set_key(fti_rpc_client_h client, const fti_auth_key_t *key);
 
 /* One call: sends method + req, waits for the reply before timeout_ms.
  * On success *reply_p (malloc'ed, free with free()) and *len_p are set.

@@ -42,8 +42,8 @@ struct fti_rpc_client {
     char last_error[RPC_MAX_ERROR_MSG + 1]; /* the last error reply's message (under mu) */
 };
 
-int fti_rpc_client_create(const char *addr, int connect_timeout_ms, size_t max_reply,
-                          fti_rpc_client_h *client_p)
+int fti_rpc_client_create(const char *addr, const fti_auth_key_t *key, int connect_timeout_ms,
+                          size_t max_reply, fti_rpc_client_h *client_p)
 {
     struct fti_rpc_client *c;
     char host[FTI_ADDRESS_SIZE];
@@ -58,8 +58,10 @@ int fti_rpc_client_create(const char *addr, int connect_timeout_ms, size_t max_r
     c->fd = -1;
     c->connect_timeout_ms = connect_timeout_ms > 0 ? connect_timeout_ms : RPC_DEFAULT_CONNECT_MS;
     c->max_reply = max_reply;
-    fti_rpc_client_set_key(c, fti_auth_key());
-    if (!c->has_key)
+    c->has_key = key != NULL;
+    if (key != NULL)
+        c->key = *key;
+    else
         fti_auth_warn_unauthenticated();
     pthread_mutex_init(&c->mu, NULL);
     *client_p = c;
@@ -86,13 +88,6 @@ void fti_rpc_client_last_error(fti_rpc_client_h c, char *buf, size_t len)
 const char *fti_rpc_client_address(fti_rpc_client_h c)
 {
     return c->addr;
-}
-
-void fti_rpc_client_set_key(fti_rpc_client_h c, const fti_auth_key_t *key)
-{
-    c->has_key = key != NULL;
-    if (key != NULL)
-        c->key = *key;
 }
 
 /* Logs an authentication failure once per client (a heartbeating client
@@ -141,34 +136,38 @@ static bool is_frame_magic(const uint8_t *p)
     return ntohl(m) == FTI_RPC_MAGIC;
 }
 
+/* Reads the server's next handshake message (len bytes) into buf.  When
+ * its first four bytes start an RPC frame instead, the server refused the
+ * handshake: reads that error frame and returns its status
+ * (client_refused, never FT_SUCCESS). */
+static int client_read_auth(struct fti_rpc_client *c, uint8_t *buf, size_t len, int64_t deadline)
+{
+    int rc = fti_read_full(c->fd, buf, FTI_AUTH_MAGIC_LEN, deadline);
+    if (rc == FT_SUCCESS && is_frame_magic(buf))
+        return client_refused(c, buf, deadline);
+    if (rc == FT_SUCCESS)
+        rc = fti_read_full(c->fd, buf + FTI_AUTH_MAGIC_LEN, len - FTI_AUTH_MAGIC_LEN, deadline);
+    return rc;
+}
+
 /* auth.h's handshake, client side, on a new connection.  Called with c->mu
  * held. */
 static int client_handshake(struct fti_rpc_client *c, int64_t deadline)
 {
     fti_auth_state_t st;
-    uint8_t hello[FTI_AUTH_HELLO_LEN], chal[FTI_AUTH_CHALLENGE_LEN], proof[FTI_AUTH_PROOF_LEN];
+    uint8_t hello[FTI_AUTH_HELLO_LEN], chal[FTI_AUTH_CHALLENGE_LEN], proof[FTI_AUTH_PROOF_LEN],
+        ack[FTI_AUTH_ACK_LEN];
     int rc = fti_auth_client_hello(&st, hello);
     if (rc == FT_SUCCESS)
         rc = fti_write_full(c->fd, hello, sizeof(hello), deadline);
     if (rc == FT_SUCCESS)
-        rc = fti_read_full(c->fd, chal, FTI_AUTH_MAGIC_LEN, deadline);
-    if (rc == FT_SUCCESS && is_frame_magic(chal))
-        return client_refused(c, chal, deadline);
-    if (rc == FT_SUCCESS)
-        rc = fti_read_full(c->fd, chal + FTI_AUTH_MAGIC_LEN, sizeof(chal) - FTI_AUTH_MAGIC_LEN,
-                           deadline);
+        rc = client_read_auth(c, chal, sizeof(chal), deadline);
     if (rc == FT_SUCCESS && (rc = fti_auth_client_answer(&c->key, &st, chal, proof)) != FT_SUCCESS)
         return FT_ERR_BAD_MESSAGE;
-    uint8_t ack[FTI_AUTH_ACK_LEN];
     if (rc == FT_SUCCESS)
         rc = fti_write_full(c->fd, proof, sizeof(proof), deadline);
     if (rc == FT_SUCCESS)
-        rc = fti_read_full(c->fd, ack, FTI_AUTH_MAGIC_LEN, deadline);
-    if (rc == FT_SUCCESS && is_frame_magic(ack))
-        return client_refused(c, ack, deadline);
-    if (rc == FT_SUCCESS)
-        rc = fti_read_full(c->fd, ack + FTI_AUTH_MAGIC_LEN, sizeof(ack) - FTI_AUTH_MAGIC_LEN,
-                           deadline);
+        rc = client_read_auth(c, ack, sizeof(ack), deadline);
     if (rc == FT_SUCCESS && (rc = fti_auth_client_finish(&c->key, &st, ack)) != FT_SUCCESS) {
         client_auth_failed(c, "the server failed to prove the job secret: not talking to it");
         return FT_ERR_AUTH;

@@ -693,7 +693,7 @@ void fti_rpc_server_config_init(fti_rpc_server_config_t *cfg, size_t max_frame)
     cfg->max_calls = FTI_RPC_DEFAULT_MAX_CALLS;
     cfg->idle_ms = FTI_RPC_DEFAULT_IDLE_MS;
     cfg->backlog = FTI_RPC_DEFAULT_BACKLOG;
-    cfg->auth_key = fti_auth_key();
+    cfg->auth_key = NULL;
 }
 
 static bool config_ok(const fti_rpc_server_config_t *cfg)
@@ -762,11 +762,12 @@ int fti_rpc_server_create_cfg(struct event_base *base, const char *bind_addr,
 }
 
 int fti_rpc_server_create(struct event_base *base, const char *bind_addr, size_t max_frame,
-                          const fti_rpc_method_t *methods, size_t n, void *arg,
-                          fti_rpc_server_h *srv_p)
+                          const fti_auth_key_t *key, const fti_rpc_method_t *methods, size_t n,
+                          void *arg, fti_rpc_server_h *srv_p)
 {
     fti_rpc_server_config_t cfg;
     fti_rpc_server_config_init(&cfg, max_frame);
+    cfg.auth_key = key;
     return fti_rpc_server_create_cfg(base, bind_addr, &cfg, methods, n, arg, srv_p);
 }
 

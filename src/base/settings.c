@@ -216,14 +216,24 @@ int fti_config_load(fti_config_t *cfg, char *err, size_t errlen)
 {
     fti_config_t tmp;
     int rc = fti_config_load_from(&tmp, env_get, NULL, err, errlen);
-    if (rc == FT_SUCCESS && (rc = fti_auth_configure(tmp.token_file, err, errlen)) != FT_SUCCESS) {
-        size_t n = strlen(err);
-        if (n + 20 < errlen) /* name the variable too */
-            snprintf(err + n, errlen - n, " (FTMPI_TOKEN_FILE)");
+    tmp.has_key = false;
+    if (rc == FT_SUCCESS && tmp.token_file[0] != '\0') {
+        rc = fti_auth_load_key(tmp.token_file, &tmp.key, err, errlen);
+        if (rc != FT_SUCCESS) {
+            size_t n = strlen(err);
+            if (n + 20 < errlen) /* name the variable too */
+                snprintf(err + n, errlen - n, " (FTMPI_TOKEN_FILE)");
+        }
+        tmp.has_key = rc == FT_SUCCESS;
     }
     if (rc == FT_SUCCESS)
         *cfg = tmp;
     return rc;
+}
+
+const fti_auth_key_t *fti_config_key(const fti_config_t *cfg)
+{
+    return cfg->has_key ? &cfg->key : NULL;
 }
 
 void fti_config_format(const fti_config_t *cfg, const fti_config_field_t *f, char *buf, size_t len)

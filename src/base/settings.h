@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/auth.h"
 #include "base/sizes.h"
 
 /* A name setting (FTI_CFG_NAME) holds at most this many characters - 1. */
@@ -63,7 +64,15 @@ typedef struct fti_config {
     int modeb_allow_no_recovery; /* bool: mode B starts where a dead rank ends the job */
     int sdc_every;              /* SDC check every N committed steps, 0 = off */
     int sdc_on_tie;             /* enum fti_sdc_on_tie */
+    /* not in the table: the job's key, derived from token_file's secret by
+     * fti_config_load (has_key false: none); read it with fti_config_key */
+    bool has_key;
+    fti_auth_key_t key;
 } fti_config_t;
+
+/* The job's key of cfg (NULL: the job is unauthenticated), valid as long
+ * as *cfg; what FT_Init's servers, clients, rings and checkpoints get. */
+const fti_auth_key_t *fti_config_key(const fti_config_t *cfg);
 
 /* FTI_CFG_NAME: a lower-cased name of letters, digits, '-' and '_' whose
  * meaning the layer that owns the names checks (FTMPI_BACKEND: the backend
@@ -85,8 +94,8 @@ typedef struct fti_config_field {
 /* The table, terminated by an entry with name == NULL. */
 extern const fti_config_field_t fti_config_table[];
 
-/* Fills *cfg from defaults and the environment, then sets the process key
- * from FTMPI_TOKEN_FILE (fti_auth_configure; none when it is empty).  On a
+/* Fills *cfg from defaults and the environment, then derives the job's key
+ * from FTMPI_TOKEN_FILE into cfg (fti_auth_load_key; none when it is empty).  On a
  * bad value or a bad token file returns FT_ERR_CONFIG and writes a message
  * naming the variable (or the file) into err (size errlen); *cfg is then
  * left untouched. */

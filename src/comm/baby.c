@@ -35,6 +35,8 @@ struct fti_baby {
     char cpus[FTI_REASON_SIZE];
     char **env; /* copies of opts->env */
     int grace_ms, reap_ms;
+    bool has_key;
+    fti_auth_key_t key; /* copy of opts->key */
     pid_t pid;
     int chan;
     uint32_t seq;
@@ -125,6 +127,9 @@ int fti_baby_create(const fti_baby_opts_t *o, fti_baby_h *b_p)
             rc = strchr(o->env[i], '=') ? FT_ERR_NO_MEMORY : FT_ERR_ARG;
     b->grace_ms = o->grace_ms > 0 ? o->grace_ms : 250;
     b->reap_ms = o->reap_ms > 0 ? o->reap_ms : 2000;
+    b->has_key = o->key != NULL;
+    if (o->key != NULL)
+        b->key = *o->key;
     b->pid = -1;
     b->chan = -1;
     b->staging.fd = -1;
@@ -194,14 +199,14 @@ static int call(struct fti_baby *b, int type, const void *pl, size_t len, int pa
                 int64_t deadline_ms, void *reply, size_t rcap, size_t *rlen_p);
 
 /* Hands the new child the job's key (baby_chan.h, FTI_BABY_AUTH) over the
- * channel, if this process has one: its ring then authenticates as the
- * in-process one does.  A child that did not take it is killed: it would
- * build a ring without the handshake. */
+ * channel, if the runner has one (opts.key): its ring then authenticates as
+ * the in-process one does.  A child that did not take it is killed: it
+ * would build a ring without the handshake. */
 static int send_key(struct fti_baby *b, int64_t deadline_ms)
 {
-    const fti_auth_key_t *k = fti_auth_key();
-    if (k == NULL)
+    if (!b->has_key)
         return FT_SUCCESS;
+    const fti_auth_key_t *k = &b->key;
     fti_baby_auth_t a;
     _Static_assert(sizeof(a.key) == sizeof(k->k), "the key's size");
     memcpy(a.key, k->k, sizeof(a.key));

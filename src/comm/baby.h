@@ -80,6 +80,7 @@ typedef struct fti_baby_opts {
     const char *cpus;        /* cpu list to bind the child to ("0-3,8"), NULL: inherit */
     int grace_ms;            /* wait for a reply past a deadline; <= 0: 250 */
     int reap_ms;             /* waitpid after SIGKILL; <= 0: 2000 */
+    const fti_auth_key_t *key; /* the job's key, handed to each child; NULL: none */
 } fti_baby_opts_t;
 
 typedef struct fti_baby *fti_baby_h;
@@ -91,7 +92,7 @@ int fti_baby_create(const fti_baby_opts_t *opts, fti_baby_h *b_p);
 void fti_baby_destroy(fti_baby_h b);
 
 /* Starts a child if there is none, before deadline_ms, and hands it the
- * process's job key (auth.h, fti_auth_key; none: nothing) over the channel,
+ * runner's job key (opts.key, auth.h; none: nothing) over the channel,
  * never on its command line or in its environment: the child's tcp ring
  * then authenticates its neighbours as the in-process ring does. */
 int fti_baby_start(fti_baby_h b, int64_t deadline_ms);

@@ -381,6 +381,7 @@ static int baby_nccl_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms,
         .path = r->child_path,
         .env = r->child_env,
         .cpus = r->child_cpus != NULL && r->child_cpus[0] != '\0' ? r->child_cpus : NULL,
+        .key = r->key,
     };
     struct baby_nccl_comm *c = calloc(1, sizeof(*c));
     if (c == NULL)

@@ -34,7 +34,7 @@ int fti_baby_slice_create(const fti_slice_params_t *p, const fti_baby_opts_t *op
         return rc;
     if (p->size == 1)
         return fti_baby_tcp_ring_create(l, 0, 1, NULL, p->chunk_bytes, deadline_ms, comm_p);
-    rc = fti_rpc_client_create(p->store_address, p->connect_timeout_ms, FTI_STORE_MAX_FRAME,
+    rc = fti_rpc_client_create(p->store_address, p->key, p->connect_timeout_ms, FTI_STORE_MAX_FRAME,
                                &store);
     if (rc == FT_SUCCESS) {
         const char *mine = fti_baby_tcp_listener_address(l);

@@ -119,6 +119,7 @@ static int baby_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_
         .path = r->child_path,
         .env = r->child_env,
         .cpus = r->child_cpus != NULL && r->child_cpus[0] != '\0' ? r->child_cpus : NULL,
+        .key = r->key,
     };
     return fti_baby_slice_create(r, &o, deadline_ms, comm_p);
 }

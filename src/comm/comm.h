@@ -33,6 +33,7 @@
 
 #include "ftmpi_config.h" /* FTMPI_HAVE_NCCL */
 #include "ftmpi_errors.h"
+#include "base/auth.h"
 #include "comm/reduce.h"
 
 typedef struct fti_comm *fti_comm_h;
@@ -67,6 +68,7 @@ typedef struct fti_comm_rendezvous {
     const char *store_address; /* host:port of the quorum's store (size > 1) */
     const char *bind_host;
     int connect_timeout_ms;
+    const fti_auth_key_t *key; /* the job's key (store and ring handshakes); NULL: none */
     /* FTI_COMM_NEEDS_WORLD */
     const int *world_ranks;    /* size entries, replica-rank order */
     void *world_ctx;           /* the backend's job-wide context (mpi: fti_mpi_ctx_h) */

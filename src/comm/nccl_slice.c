@@ -121,8 +121,8 @@ int fti_nccl_rendezvous(const fti_comm_rendezvous_t *r, const fti_nccl_member_t 
     if (r->store_address == NULL || r->store_address[0] == '\0')
         return FT_ERR_ARG;
     fti_slice_note(r->quorum_id);
-    int rc = fti_rpc_client_create(r->store_address, r->connect_timeout_ms, FTI_STORE_MAX_FRAME,
-                                   &store);
+    int rc = fti_rpc_client_create(r->store_address, r->key, r->connect_timeout_ms,
+                                   FTI_STORE_MAX_FRAME, &store);
     if (rc == FT_SUCCESS && r->replica_rank == 0) {
         rc = lead(store, r, mine, allow_shrink, make_id, ctx, deadline_ms, plan_p);
     } else if (rc == FT_SUCCESS) {

@@ -73,7 +73,7 @@ int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_
     if (p->size < 1 || p->replica_rank < 0 || p->replica_rank >= p->size)
         return FT_ERR_ARG;
     if (p->size == 1)
-        return fti_tcp_ring_create(NULL, 0, 1, NULL, p->chunk_bytes, deadline_ms, comm_p);
+        return fti_tcp_ring_create(NULL, 0, 1, NULL, p->chunk_bytes, p->key, deadline_ms, comm_p);
     if (p->store_address == NULL || p->store_address[0] == '\0')
         return FT_ERR_ARG;
     fti_slice_note(p->quorum_id);
@@ -83,7 +83,7 @@ int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_
         FTI_WARN("slice: cannot open a listener on %s: %s", p->bind_host, FT_Error_string(rc));
         return rc;
     }
-    rc = fti_rpc_client_create(p->store_address, p->connect_timeout_ms, FTI_STORE_MAX_FRAME,
+    rc = fti_rpc_client_create(p->store_address, p->key, p->connect_timeout_ms, FTI_STORE_MAX_FRAME,
                                &store);
     if (rc == FT_SUCCESS) {
         const char *mine = fti_tcp_listener_address(l);
@@ -104,8 +104,8 @@ int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_
     }
     if (rc == FT_SUCCESS) {
         /* logged by the ring where it failed */
-        rc = fti_tcp_ring_create(l, p->replica_rank, p->size, next, p->chunk_bytes, deadline_ms,
-                                 comm_p);
+        rc = fti_tcp_ring_create(l, p->replica_rank, p->size, next, p->chunk_bytes, p->key,
+                                 deadline_ms, comm_p);
     }
     if (rc == FT_SUCCESS && p->size > 2)
         note_prev_address(store, p, deadline_ms, *comm_p);
@@ -122,13 +122,14 @@ int fti_slice_error(int rc)
     return rc;
 }
 
-int fti_slice_forget(const char *store_address, int64_t quorum_id, int connect_timeout_ms,
-                     int timeout_ms)
+int fti_slice_forget(const char *store_address, const fti_auth_key_t *key, int64_t quorum_id,
+                     int connect_timeout_ms, int timeout_ms)
 {
     fti_rpc_client_h store = NULL;
     char prefix[64];
     int64_t n = 0;
-    int rc = fti_rpc_client_create(store_address, connect_timeout_ms, FTI_STORE_MAX_FRAME, &store);
+    int rc = fti_rpc_client_create(store_address, key, connect_timeout_ms, FTI_STORE_MAX_FRAME,
+                                   &store);
     if (rc != FT_SUCCESS)
         return rc;
     snprintf(prefix, sizeof(prefix), "/ftmpi/%" PRId64 "/", quorum_id);
@@ -139,14 +140,14 @@ int fti_slice_forget(const char *store_address, int64_t quorum_id, int connect_t
     return rc;
 }
 
-int fti_slice_forget_older(const char *store_address, int64_t keep_id, int connect_timeout_ms,
-                           int timeout_ms)
+int fti_slice_forget_older(const char *store_address, const fti_auth_key_t *key, int64_t keep_id,
+                           int connect_timeout_ms, int timeout_ms)
 {
     int first = FT_SUCCESS;
     size_t j = 0;
     for (size_t i = 0; i < n_noted; i++) {
         if (noted[i] != keep_id) {
-            int rc = fti_slice_forget(store_address, noted[i], connect_timeout_ms, timeout_ms);
+            int rc = fti_slice_forget(store_address, key, noted[i], connect_timeout_ms, timeout_ms);
             if (rc == FT_SUCCESS)
                 continue;
             if (first == FT_SUCCESS)

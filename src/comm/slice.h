@@ -30,9 +30,10 @@ void fti_slice_key(char *buf, size_t len, int64_t quorum_id, int group_rank, int
  * key, and its peers', may be in the store either way. */
 int fti_slice_create(const fti_slice_params_t *p, int64_t deadline_ms, fti_comm_h *comm_p);
 
-/* Deletes the keys of quorum quorum_id from the store at store_address. */
-int fti_slice_forget(const char *store_address, int64_t quorum_id, int connect_timeout_ms,
-                     int timeout_ms);
+/* Deletes the keys of quorum quorum_id from the store at store_address
+ * (with the job's key, NULL: none). */
+int fti_slice_forget(const char *store_address, const fti_auth_key_t *key, int64_t quorum_id,
+                     int connect_timeout_ms, int timeout_ms);
 
 /* Deletes from the store at store_address the keys of every quorum this
  * process noted (fti_slice_create, fti_slice_note) other than keep_id,
@@ -42,8 +43,8 @@ int fti_slice_forget(const char *store_address, int64_t quorum_id, int connect_t
  * failed builds cannot fill the store (FTI_STORE_MAX_KEYS).  At most
  * FTI_SLICE_NOTED ids are kept (the oldest is dropped, and its keys left,
  * beyond that).  Returns the first error. */
-int fti_slice_forget_older(const char *store_address, int64_t keep_id, int connect_timeout_ms,
-                           int timeout_ms);
+int fti_slice_forget_older(const char *store_address, const fti_auth_key_t *key, int64_t keep_id,
+                           int connect_timeout_ms, int timeout_ms);
 
 /* Notes quorum_id as one whose keys may be in a store (fti_slice_create
  * does it); a no-op for an id already noted.  The noted ids are process

@@ -580,9 +580,73 @@ static int hello_progress(struct hs_conn *h, int size, const char *which, int *f
     return FT_SUCCESS;
 }
 
-/* Connects next and accepts prev concurrently, then exchanges hellos. */
-static int ring_connect(int lfd, int rank, int size, const char *next_addr, int64_t deadline_ms,
-                        int *next_fd_p, int *prev_fd_p)
+/* Notes that h's non-blocking connect to addr finished (h->connecting
+ * cleared); FT_ERR_CONNECT, logged, when it failed. */
+static int connect_check(struct hs_conn *h, const char *addr)
+{
+    int err = 0;
+    socklen_t elen = sizeof(err);
+    struct pollfd q = {h->fd, POLLOUT, 0};
+    if (h->fd < 0 || !h->connecting || poll(&q, 1, 0) != 1)
+        return FT_SUCCESS;
+    if (getsockopt(h->fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
+        err = errno;
+    if (err != 0) {
+        errno = err;
+        FTI_WARN("tcp ring: connect to next rank at %s: %m", addr);
+        return FT_ERR_CONNECT;
+    }
+    h->connecting = 0;
+    return FT_SUCCESS;
+}
+
+/* Takes the previous rank's connection from lfd into h once one waits. */
+static int accept_prev(int lfd, struct hs_conn *h)
+{
+    if (h->fd >= 0)
+        return FT_SUCCESS;
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0) {
+        int rc = fti_sock_tune(fd);
+        if (rc != FT_SUCCESS) {
+            close(fd);
+            return rc;
+        }
+        h->fd = fd;
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+        FTI_ERROR("tcp ring: accept: %m");
+        return FT_ERR_SYSTEM;
+    }
+    return FT_SUCCESS;
+}
+
+/* Waits until nx or pv (lfd while pv is not accepted yet) that is not
+ * finished can move, or until deadline_ms. */
+static int ring_poll(int lfd, const struct hs_conn *nx, int nx_fin, const struct hs_conn *pv,
+                     int pv_fin, int64_t deadline_ms)
+{
+    struct pollfd pf[2] = {{-1, 0, 0}, {-1, 0, 0}};
+    if (!nx_fin) {
+        pf[0].fd = nx->fd;
+        pf[0].events = nx->connecting || nx->out_off < TCP_HELLO_BYTES ? POLLOUT : POLLIN;
+    }
+    if (!pv_fin) {
+        pf[1].fd = pv->fd >= 0 ? pv->fd : lfd;
+        pf[1].events = pv->fd >= 0 && pv->out_off < TCP_HELLO_BYTES ? POLLOUT : POLLIN;
+    }
+    if (poll(pf, 2, fti_ms_left(deadline_ms)) < 0 && errno != EINTR) {
+        FTI_ERROR("tcp ring: poll: %m");
+        return FT_ERR_SYSTEM;
+    }
+    return FT_SUCCESS;
+}
+
+/* Connects next and accepts prev concurrently, exchanges hellos, then runs
+ * the job secret's handshake (auth.h) with key: both neighbours prove it
+ * before any data. */
+static int ring_connect(int lfd, int rank, int size, const char *next_addr,
+                        const fti_auth_key_t *key, int64_t deadline_ms, int *next_fd_p,
+                        int *prev_fd_p)
 {
     struct hs_conn nx = {.fd = -1, .expect_rank = (rank + 1) % size,
                          .expect_role = TCP_ROLE_NEXT};
@@ -594,37 +658,9 @@ static int ring_connect(int lfd, int rank, int size, const char *next_addr, int6
     hello_pack(pv.out, TCP_ROLE_NEXT, rank, size);
     int rc = connect_start(next_addr, &nx);
     while (rc == FT_SUCCESS && !(nx_fin && pv_fin)) {
-        if (nx.fd >= 0 && nx.connecting) {
-            int err = 0;
-            socklen_t elen = sizeof(err);
-            struct pollfd q = {nx.fd, POLLOUT, 0};
-            if (poll(&q, 1, 0) == 1) {
-                if (getsockopt(nx.fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
-                    err = errno;
-                if (err != 0) {
-                    errno = err;
-                    FTI_WARN("tcp ring: connect to next rank at %s: %m", next_addr);
-                    rc = FT_ERR_CONNECT;
-                    break;
-                }
-                nx.connecting = 0;
-            }
-        }
-        if (pv.fd < 0) {
-            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0) {
-                if ((rc = fti_sock_tune(fd)) != FT_SUCCESS) {
-                    close(fd);
-                    break;
-                }
-                pv.fd = fd;
-            } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-                       errno != ECONNABORTED) {
-                FTI_ERROR("tcp ring: accept: %m");
-                rc = FT_ERR_SYSTEM;
-                break;
-            }
-        }
+        if ((rc = connect_check(&nx, next_addr)) != FT_SUCCESS ||
+            (rc = accept_prev(lfd, &pv)) != FT_SUCCESS)
+            break;
         if (!nx_fin && nx.fd >= 0 && !nx.connecting &&
             (rc = hello_progress(&nx, size, "next rank", &nx_fin)) != FT_SUCCESS)
             break;
@@ -633,30 +669,16 @@ static int ring_connect(int lfd, int rank, int size, const char *next_addr, int6
             break;
         if (nx_fin && pv_fin)
             break;
-
         if (fti_ms_left(deadline_ms) == 0) {
             FTI_WARN("tcp ring: rank %d of %d: deadline passed while %s", rank, size,
                      !nx_fin ? "connecting to the next rank" : "waiting for the previous rank");
             rc = FT_ERR_TIMEOUT;
             break;
         }
-        struct pollfd pf[2] = {{-1, 0, 0}, {-1, 0, 0}};
-        if (!nx_fin) {
-            pf[0].fd = nx.fd;
-            pf[0].events = nx.connecting || nx.out_off < TCP_HELLO_BYTES ? POLLOUT : POLLIN;
-        }
-        if (!pv_fin) {
-            pf[1].fd = pv.fd >= 0 ? pv.fd : lfd;
-            pf[1].events = pv.fd >= 0 && pv.out_off < TCP_HELLO_BYTES ? POLLOUT : POLLIN;
-        }
-        if (poll(pf, 2, fti_ms_left(deadline_ms)) < 0 && errno != EINTR) {
-            FTI_ERROR("tcp ring: poll: %m");
-            rc = FT_ERR_SYSTEM;
-        }
+        rc = ring_poll(lfd, &nx, nx_fin, &pv, pv_fin, deadline_ms);
     }
-    /* the job secret (auth.h): both neighbours prove it before any data */
     if (rc == FT_SUCCESS)
-        rc = fti_auth_ring(nx.fd, pv.fd, NULL, deadline_ms);
+        rc = fti_auth_ring(nx.fd, pv.fd, key, deadline_ms);
     if (rc != FT_SUCCESS) {
         if (nx.fd >= 0)
             close(nx.fd);
@@ -670,7 +692,8 @@ static int ring_connect(int lfd, int rank, int size, const char *next_addr, int6
 }
 
 int fti_tcp_ring_create(fti_tcp_listener_h l, int rank, int size, const char *next_addr,
-                        size_t chunk_bytes, int64_t deadline_ms, fti_comm_h *comm_p)
+                        size_t chunk_bytes, const fti_auth_key_t *key, int64_t deadline_ms,
+                        fti_comm_h *comm_p)
 {
     if (size < 1 || rank < 0 || rank >= size || comm_p == NULL)
         return FT_ERR_ARG;
@@ -690,7 +713,7 @@ int fti_tcp_ring_create(fti_tcp_listener_h l, int rank, int size, const char *ne
         (void)fti_strlcpy(tc->next_addr, next_addr, sizeof(tc->next_addr)); /* cut to fit */
         if (size == 2) /* one neighbour on both sides */
             (void)fti_strlcpy(tc->prev_addr, next_addr, sizeof(tc->prev_addr));
-        int rc = ring_connect(l->fd, rank, size, next_addr, deadline_ms, &tc->next_fd,
+        int rc = ring_connect(l->fd, rank, size, next_addr, key, deadline_ms, &tc->next_fd,
                               &tc->prev_fd);
         if (rc != FT_SUCCESS) {
             free(tc);

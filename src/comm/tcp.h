@@ -24,11 +24,13 @@ void fti_tcp_listener_destroy(fti_tcp_listener_h l);
 
 /* Builds the ring: connects to next_addr (the listener of rank (rank+1)%size)
  * and accepts one connection from rank (rank-1+size)%size on l, before
- * deadline_ms.  size == 1 needs no addresses (allreduce is a no-op copy).
- * chunk_bytes is the pipeline chunk.  Failures are logged here.  Release
- * with fti_comm_destroy. */
+ * deadline_ms; with key (the job's; NULL: none) both neighbours prove it
+ * first (fti_auth_ring).  size == 1 needs no addresses (allreduce is a
+ * no-op copy).  chunk_bytes is the pipeline chunk.  Failures are logged
+ * here.  Release with fti_comm_destroy. */
 int fti_tcp_ring_create(fti_tcp_listener_h l, int rank, int size, const char *next_addr,
-                        size_t chunk_bytes, int64_t deadline_ms, fti_comm_h *comm_p);
+                        size_t chunk_bytes, const fti_auth_key_t *key, int64_t deadline_ms,
+                        fti_comm_h *comm_p);
 
 /* Tuning for tests and benchmarks: an allreduce of bytes with
  * bytes * (size-1) <= small_max (default 64 KiB) gathers whole buffers

@@ -55,13 +55,13 @@ static uint64_t draw_incarnation(const void *c)
     return x ? x : 1;
 }
 
-int fti_lighthouse_client_create(const char *addr, int connect_timeout_ms,
-                                 fti_lighthouse_client_h *client_p)
+int fti_lighthouse_client_create(const char *addr, const fti_auth_key_t *key,
+                                 int connect_timeout_ms, fti_lighthouse_client_h *client_p)
 {
     struct fti_lighthouse_client *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return FT_ERR_NO_MEMORY;
-    int rc = fti_rpc_client_create(addr, connect_timeout_ms, LH_MAX_REPLY, &c->rpc);
+    int rc = fti_rpc_client_create(addr, key, connect_timeout_ms, LH_MAX_REPLY, &c->rpc);
     if (rc != FT_SUCCESS) {
         free(c);
         return rc;

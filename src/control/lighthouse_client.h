@@ -18,13 +18,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/auth.h"
 #include "control/proto/ftmpi.pb-c.h"
 
 typedef struct fti_lighthouse_client *fti_lighthouse_client_h;
 
-/* Does not connect yet.  Release with fti_lighthouse_client_destroy. */
-int fti_lighthouse_client_create(const char *addr, int connect_timeout_ms,
-                                 fti_lighthouse_client_h *client_p);
+/* Does not connect yet; key: the job's (copied; NULL: none).  Release
+ * with fti_lighthouse_client_destroy. */
+int fti_lighthouse_client_create(const char *addr, const fti_auth_key_t *key,
+                                 int connect_timeout_ms, fti_lighthouse_client_h *client_p);
 void fti_lighthouse_client_destroy(fti_lighthouse_client_h client);
 
 /* Compact quorum replies also name the members (up to 64; for the event

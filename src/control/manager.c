@@ -99,8 +99,8 @@ static void *heartbeat_thread(void *arg)
     return NULL;
 }
 
-int fti_manager_create(const char *lighthouse, const char *replica_id, int connect_timeout_ms,
-                       int heartbeat_ms, fti_manager_h *m_p)
+int fti_manager_create(const char *lighthouse, const fti_auth_key_t *key, const char *replica_id,
+                       int connect_timeout_ms, int heartbeat_ms, fti_manager_h *m_p)
 {
     struct fti_manager *m = calloc(1, sizeof(*m));
     pthread_condattr_t ca;
@@ -121,9 +121,9 @@ int fti_manager_create(const char *lighthouse, const char *replica_id, int conne
     pthread_cond_init(&m->cv, &ca);
     pthread_condattr_destroy(&ca);
 
-    if ((rc = fti_lighthouse_client_create(lighthouse, connect_timeout_ms, &m->quorum_client)) !=
-            FT_SUCCESS ||
-        (rc = fti_lighthouse_client_create(lighthouse, connect_timeout_ms, &m->hb_client)) !=
+    if ((rc = fti_lighthouse_client_create(lighthouse, key, connect_timeout_ms,
+                                           &m->quorum_client)) != FT_SUCCESS ||
+        (rc = fti_lighthouse_client_create(lighthouse, key, connect_timeout_ms, &m->hb_client)) !=
             FT_SUCCESS) {
         FTI_ERROR("manager: bad lighthouse address '%s' (FTMPI_LIGHTHOUSE)", lighthouse);
         fti_manager_destroy(m);

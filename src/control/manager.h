@@ -27,11 +27,12 @@
 
 typedef struct fti_manager *fti_manager_h;
 
-/* Creates the lighthouse clients for lighthouse ("host:port") and starts
- * heartbeats for replica_id every heartbeat_ms.  Release with
- * fti_manager_destroy (stops and joins the heartbeat thread). */
-int fti_manager_create(const char *lighthouse, const char *replica_id, int connect_timeout_ms,
-                       int heartbeat_ms, fti_manager_h *m_p);
+/* Creates the lighthouse clients for lighthouse ("host:port", with the
+ * job's key: copied, NULL for none) and starts heartbeats for replica_id
+ * every heartbeat_ms.  Release with fti_manager_destroy (stops and joins
+ * the heartbeat thread). */
+int fti_manager_create(const char *lighthouse, const fti_auth_key_t *key, const char *replica_id,
+                       int connect_timeout_ms, int heartbeat_ms, fti_manager_h *m_p);
 void fti_manager_destroy(fti_manager_h m);
 
 /* Counters the heartbeats carry to the lighthouse (its dashboard and

@@ -147,8 +147,9 @@ static void server_free(struct fti_rank_server *s)
     free(s);
 }
 
-int fti_rank_server_start(const char *bind_host, size_t max_frame, bool manager,
-                          fti_rank_server_heal_fn heal_fn, void *heal_arg, fti_rank_server_h *s_p)
+int fti_rank_server_start(const char *bind_host, size_t max_frame, const fti_auth_key_t *key,
+                          bool manager, fti_rank_server_heal_fn heal_fn, void *heal_arg,
+                          fti_rank_server_h *s_p)
 {
     static const fti_rpc_method_t all_methods[] = {
         {FTMPI__METHOD__HEAL_METADATA, on_heal},
@@ -190,7 +191,7 @@ int fti_rank_server_start(const char *bind_host, size_t max_frame, bool manager,
     }
     if (manager && max_frame < FTI_STORE_MAX_FRAME)
         max_frame = FTI_STORE_MAX_FRAME;
-    rc = fti_rpc_server_create(s->base, bind_addr, max_frame, all_methods,
+    rc = fti_rpc_server_create(s->base, bind_addr, max_frame, key, all_methods,
                                manager ? FTI_ARRAY_SIZE(all_methods) : 2, s, &s->rpc);
     if (rc != FT_SUCCESS) {
         FTI_ERROR("rank server: cannot listen on %s: %s", bind_addr, FT_Error_string(rc));

@@ -30,12 +30,14 @@ typedef struct fti_rank_server *fti_rank_server_h;
 typedef void (*fti_rank_server_heal_fn)(void *arg, fti_rpc_call_h call, uint16_t method,
                                         const uint8_t *payload, size_t len);
 
-/* Starts the thread and the server on bind_host:0.  manager: serve the
- * store, kill and checkpoint metadata too.  heal_fn(heal_arg, ...) serves
- * the heal methods; heal_arg must outlive the server.  Release with
- * fti_rank_server_stop. */
-int fti_rank_server_start(const char *bind_host, size_t max_frame, bool manager,
-                          fti_rank_server_heal_fn heal_fn, void *heal_arg, fti_rank_server_h *s_p);
+/* Starts the thread and the server on bind_host:0; with key (the job's,
+ * copied; NULL: none) every connection must pass auth.h's handshake.
+ * manager: serve the store, kill and checkpoint metadata too.
+ * heal_fn(heal_arg, ...) serves the heal methods; heal_arg must outlive the
+ * server.  Release with fti_rank_server_stop. */
+int fti_rank_server_start(const char *bind_host, size_t max_frame, const fti_auth_key_t *key,
+                          bool manager, fti_rank_server_heal_fn heal_fn, void *heal_arg,
+                          fti_rank_server_h *s_p);
 
 /* Stops the loop (from outside, through an event the loop runs), joins the
  * thread, frees the server, its store and the connections. */

@@ -43,8 +43,8 @@ static int heal_address(const char *src_manager, int group_rank, const fti_heal_
                         int64_t deadline_ms, char *addr, size_t addrlen)
 {
     fti_rpc_client_h c = NULL;
-    int rc = fti_rpc_client_create(src_manager, o->connect_timeout_ms, HEAL_MANAGER_MAX_REPLY,
-                                   &c);
+    int rc = fti_rpc_client_create(src_manager, o->key, o->connect_timeout_ms,
+                                   HEAL_MANAGER_MAX_REPLY, &c);
     if (rc != FT_SUCCESS) {
         FTI_WARN("heal: bad source manager address '%s'", src_manager);
         return rc;
@@ -313,7 +313,7 @@ static int src_open(struct stripe *sp, struct stripe_src *w)
     int rc = heal_address(w->manager, sp->group_rank, o, sp->deadline_ms, w->addr,
                           sizeof(w->addr));
     if (rc == FT_SUCCESS) {
-        rc = fti_rpc_client_create(w->addr, o->connect_timeout_ms, o->max_reply, &w->c);
+        rc = fti_rpc_client_create(w->addr, o->key, o->connect_timeout_ms, o->max_reply, &w->c);
         if (rc != FT_SUCCESS) {
             FTI_WARN("heal: unusable heal address '%s' of the source", w->addr);
             return rc == FT_ERR_NO_MEMORY ? rc : FT_ERR_PROC_FAILED;

@@ -139,6 +139,7 @@ typedef struct fti_heal_opts {
      * overwritten (stats->torn).
      * false: staged, all or nothing (below). */
     bool direct;
+    const fti_auth_key_t *key; /* the job's key for the sources' servers; NULL: none */
 } fti_heal_opts_t;
 
 typedef struct fti_heal_stats {

@@ -196,6 +196,9 @@ void fti_modeb_lighthouse_opts(const fti_config_t *cfg, fti_lighthouse_opts_t *o
     o->heartbeat_timeout_ms = cfg->lh_heartbeat_timeout_ms;
     o->quorum_tick_ms = cfg->lh_tick_ms;
     o->max_frame = (size_t)cfg->max_frame_bytes;
+    o->has_key = fti_config_key(cfg) != NULL;
+    if (o->has_key)
+        o->key = *fti_config_key(cfg);
 }
 
 /* Starts the lighthouse on the last rank; *lh_p and *base_p on success. */

@@ -261,7 +261,7 @@ void fti_ckpt_step_dir(const char *root, int64_t step, char *path, size_t len)
 
 /* ---- the metadata's MAC --------------------------------------------------
  *
- * With a job secret (fti_auth_key), checkpoint.meta ends with a line
+ * With a job secret (the key its callers pass), checkpoint.meta ends with a line
  * "mac <64 hex>": HMAC-SHA256 over every byte before it, under a key
  * derived from the job's key with its own label (so that it is never a
  * handshake's MAC).  The metadata holds every shard's checksum, so a
@@ -276,8 +276,8 @@ static int meta_mac(const fti_auth_key_t *key, const char *text, size_t len,
     return fti_auth_mac_hex(key, meta_label, text, len, hex);
 }
 
-int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m, char *err,
-                     size_t errlen)
+int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m,
+                     const fti_auth_key_t *key, char *err, size_t errlen)
 {
     char path[PATH_MAX_LEN], *text = NULL;
     size_t len = 0;
@@ -286,7 +286,6 @@ int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m
         snprintf(err, errlen, "out of memory formatting the metadata of step %" PRId64, m->step);
         return rc;
     }
-    const fti_auth_key_t *key = fti_auth_key();
     if (key != NULL) {
         char hex[2 * FTI_AUTH_MAC_LEN + 1];
         char *t = realloc(text, len + MAC_LINE_LEN + 1);
@@ -501,7 +500,8 @@ int fti_ckpt_prune(const char *root, int keep)
     return removed;
 }
 
-int fti_ckpt_meta_read(const char *dir, fti_ckpt_meta_t *m, char *err, size_t errlen)
+int fti_ckpt_meta_read(const char *dir, const fti_auth_key_t *key, fti_ckpt_meta_t *m, char *err,
+                       size_t errlen)
 {
     char path[PATH_MAX_LEN];
     snprintf(path, sizeof(path), "%s/%s", dir, FTI_CKPT_META);
@@ -519,7 +519,6 @@ int fti_ckpt_meta_read(const char *dir, fti_ckpt_meta_t *m, char *err, size_t er
     bool has_mac = len >= MAC_LINE_LEN && text[len - 1] == '\n' &&
                    (len == MAC_LINE_LEN || text[len - MAC_LINE_LEN - 1] == '\n') &&
                    memcmp(text + len - MAC_LINE_LEN, "mac ", 4) == 0;
-    const fti_auth_key_t *key = fti_auth_key();
     if (key != NULL) {
         if (!has_mac) {
             free(text);

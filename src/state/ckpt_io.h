@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/auth.h"
 #include "state/ckpt_format.h"
 
 /* Creates the checkpoint root (mode 0700, no parent) when missing, and
@@ -45,11 +46,12 @@ int fti_ckpt_write_rank_sums(const char *dir, int rank, const void *data, size_t
                              const size_t *reg_off, const size_t *reg_len, size_t n,
                              uint64_t *sums, char *err, size_t errlen);
 
-/* Writes m as DIR/checkpoint.meta, fsyncs it and DIR, renames DIR to
+/* Writes m as DIR/checkpoint.meta (with a MAC line under key, the job's
+ * key; none when key is NULL), fsyncs it and DIR, renames DIR to
  * ROOT/step-<m->step> and fsyncs ROOT.  FT_ERR_EXISTS (DIR removed) when
  * that step is already published. */
-int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m, char *err,
-                     size_t errlen);
+int fti_ckpt_publish(const char *root, const char *dir, const fti_ckpt_meta_t *m,
+                     const fti_auth_key_t *key, char *err, size_t errlen);
 
 /* Removes the files of dir and dir itself (one level; best effort),
  * through descriptors without following links (openat O_NOFOLLOW,
@@ -70,8 +72,11 @@ int fti_ckpt_list(const char *root, int64_t **steps_p, size_t *n_p, char *err, s
 /* ROOT/step-<step> into path (size len). */
 void fti_ckpt_step_dir(const char *root, int64_t step, char *path, size_t len);
 
-/* Reads and parses DIR/checkpoint.meta (release with fti_ckpt_meta_free). */
-int fti_ckpt_meta_read(const char *dir, fti_ckpt_meta_t *m, char *err, size_t errlen);
+/* Reads and parses DIR/checkpoint.meta (release with fti_ckpt_meta_free).
+ * With key (the job's; NULL: none) the metadata must carry a MAC line that
+ * checks under it (FT_ERR_AUTH otherwise); without, a MAC line is ignored. */
+int fti_ckpt_meta_read(const char *dir, const fti_auth_key_t *key, fti_ckpt_meta_t *m, char *err,
+                       size_t errlen);
 
 /* Checks every file's size and every shard's checksum.  bytes_p (may be
  * NULL) gets the bytes read. */
@@ -99,11 +104,12 @@ typedef struct fti_ckpt_staged {
     int old_group_size;
 } fti_ckpt_staged_t;
 
-/* Reads the targets from the checkpoint in dir (a step-<N> folder),
- * verifying the checksum of every old shard it reads.  Release with
+/* Reads the targets from the checkpoint in dir (a step-<N> folder; its
+ * metadata read with key, as fti_ckpt_meta_read does), verifying the
+ * checksum of every old shard it reads.  Release with
  * fti_ckpt_staged_free. */
-int fti_ckpt_stage_dir(const char *dir, const fti_ckpt_target_t *t, size_t n,
-                       fti_ckpt_staged_t *s_p, char *err, size_t errlen);
+int fti_ckpt_stage_dir(const char *dir, const fti_auth_key_t *key, const fti_ckpt_target_t *t,
+                       size_t n, fti_ckpt_staged_t *s_p, char *err, size_t errlen);
 
 /* A load (fti_ckpt_stage, fti_ckpt_stage_dir) that takes longer than this
  * many ms logs a progress line (step, folder, bytes, rate, time left) every
@@ -114,8 +120,8 @@ extern int64_t fti_ckpt_progress_ms;
  * one that fails is logged as a warning, with the file it names, and the
  * next older one tried) or a step folder (only that one).  FT_ERR_NOT_FOUND
  * when there is none; the last failure otherwise. */
-int fti_ckpt_stage(const char *where, const fti_ckpt_target_t *t, size_t n,
-                   fti_ckpt_staged_t *s_p, char *err, size_t errlen);
+int fti_ckpt_stage(const char *where, const fti_auth_key_t *key, const fti_ckpt_target_t *t,
+                   size_t n, fti_ckpt_staged_t *s_p, char *err, size_t errlen);
 
 /* Copies staged buffer i into dst (count * elem bytes of target i). */
 void fti_ckpt_staged_copy(const fti_ckpt_staged_t *s, size_t i, void *dst, size_t len);

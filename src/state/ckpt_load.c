@@ -295,13 +295,13 @@ static int stage_meta(const char *dir, const fti_ckpt_meta_t *m, const fti_ckpt_
     return rc;
 }
 
-int fti_ckpt_stage_dir(const char *dir, const fti_ckpt_target_t *t, size_t n,
-                       fti_ckpt_staged_t *s_p, char *err, size_t errlen)
+int fti_ckpt_stage_dir(const char *dir, const fti_auth_key_t *key, const fti_ckpt_target_t *t,
+                       size_t n, fti_ckpt_staged_t *s_p, char *err, size_t errlen)
 {
     fti_ckpt_meta_t m;
     fti_ckpt_staged_t s;
     memset(&s, 0, sizeof(s));
-    int rc = fti_ckpt_meta_read(dir, &m, err, errlen);
+    int rc = fti_ckpt_meta_read(dir, key, &m, err, errlen);
     if (rc != FT_SUCCESS)
         return rc;
     rc = stage_meta(dir, &m, t, n, &s, err, errlen);
@@ -315,14 +315,14 @@ int fti_ckpt_stage_dir(const char *dir, const fti_ckpt_target_t *t, size_t n,
     return rc;
 }
 
-int fti_ckpt_stage(const char *where, const fti_ckpt_target_t *t, size_t n,
-                   fti_ckpt_staged_t *s_p, char *err, size_t errlen)
+int fti_ckpt_stage(const char *where, const fti_auth_key_t *key, const fti_ckpt_target_t *t,
+                   size_t n, fti_ckpt_staged_t *s_p, char *err, size_t errlen)
 {
     char path[PATH_MAX_LEN];
     struct stat sb;
     snprintf(path, sizeof(path), "%s/%s", where, FTI_CKPT_META);
     if (stat(path, &sb) == 0)
-        return fti_ckpt_stage_dir(where, t, n, s_p, err, errlen);
+        return fti_ckpt_stage_dir(where, key, t, n, s_p, err, errlen);
     int64_t *steps = NULL;
     size_t k = 0;
     int rc = fti_ckpt_list(where, &steps, &k, err, errlen);
@@ -332,7 +332,7 @@ int fti_ckpt_stage(const char *where, const fti_ckpt_target_t *t, size_t n,
     snprintf(err, errlen, "%s holds no complete checkpoint", where);
     for (size_t i = 0; i < k; i++) {
         fti_ckpt_step_dir(where, steps[i], path, sizeof(path));
-        rc = fti_ckpt_stage_dir(path, t, n, s_p, err, errlen);
+        rc = fti_ckpt_stage_dir(path, key, t, n, s_p, err, errlen);
         if (rc == FT_SUCCESS)
             break;
         FTI_WARN("checkpoint %s not loaded: %s%s", path, err,

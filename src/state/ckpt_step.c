@@ -76,7 +76,8 @@ int fti_ckpt_create(const fti_config_t *cfg, fti_group_h g, const char *replica_
     c->st.last_step = -1;
     c->st.loaded_step = -1;
     c->seen.last_published = -1;
-    int rc = cfg->ckpt_dir[0] != '\0' ? fti_ckpt_writer_create(&c->w) : FT_SUCCESS;
+    int rc = cfg->ckpt_dir[0] != '\0' ? fti_ckpt_writer_create(fti_config_key(cfg), &c->w)
+                                      : FT_SUCCESS;
     if (rc == FT_SUCCESS && cfg->ckpt_dir[0] != '\0') {
         char err[FTI_REASON_SIZE * 2];
         rc = fti_ckpt_root_prepare(cfg->ckpt_dir, err, sizeof(err));
@@ -465,7 +466,7 @@ static int64_t stage_mine(fti_ckpt_h c, const char *where, fti_ckpt_staged_t *s)
     for (size_t i = 0; i < c->n; i++)
         t[i] = (fti_ckpt_target_t){c->e[i].name, c->e[i].kind, c->e[i].elem, c->e[i].global,
                                    c->e[i].offset, c->e[i].count};
-    int rc = fti_ckpt_stage(where, t, c->n, s, err, sizeof(err));
+    int rc = fti_ckpt_stage(where, fti_config_key(&c->cfg), t, c->n, s, err, sizeof(err));
     free(t);
     if (rc == FT_ERR_NOT_FOUND) {
         FTI_INFO("checkpoint: nothing to load: %s", err);

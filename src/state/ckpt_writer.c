@@ -38,6 +38,8 @@ struct fti_ckpt_writer {
     size_t *reg_off, *reg_len;
     uint64_t *sums;
     fti_ckpt_writer_stats_t stats;
+    bool has_key;
+    fti_auth_key_t key; /* the job's: publish's MAC */
 };
 
 static void fail(struct fti_ckpt_writer *w, int rc, const char *what, const char *err)
@@ -79,7 +81,8 @@ static void run_job(struct fti_ckpt_writer *w, struct job *j)
         run_write(w, j);
     } else if (j->kind == JOB_PUBLISH) {
         int64_t step = j->meta.step;
-        int rc = fti_ckpt_publish(j->root, j->dir, &j->meta, err, sizeof(err));
+        int rc = fti_ckpt_publish(j->root, j->dir, &j->meta, w->has_key ? &w->key : NULL, err,
+                                  sizeof(err));
         if (rc == FT_ERR_EXISTS) {
             FTI_INFO("checkpoint: step %" PRId64 " was already published by another group", step);
         } else if (rc != FT_SUCCESS) {
@@ -126,11 +129,14 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-int fti_ckpt_writer_create(fti_ckpt_writer_h *w_p)
+int fti_ckpt_writer_create(const fti_auth_key_t *key, fti_ckpt_writer_h *w_p)
 {
     struct fti_ckpt_writer *w = calloc(1, sizeof(*w));
     if (w == NULL)
         return FT_ERR_NO_MEMORY;
+    w->has_key = key != NULL;
+    if (key != NULL)
+        w->key = *key;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     w->stats.last_published = -1;

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/auth.h"
 #include "state/ckpt_format.h"
 
 typedef struct fti_ckpt_writer *fti_ckpt_writer_h;
@@ -34,8 +35,9 @@ typedef struct fti_ckpt_writer_stats {
     int last_error;         /* FT_ERR_* of the last failure, 0 none */
 } fti_ckpt_writer_stats_t;
 
-/* Starts the thread.  Release with fti_ckpt_writer_destroy. */
-int fti_ckpt_writer_create(fti_ckpt_writer_h *w_p);
+/* Starts the thread; published metadata carries a MAC under key (the
+ * job's, copied; NULL: none).  Release with fti_ckpt_writer_destroy. */
+int fti_ckpt_writer_create(const fti_auth_key_t *key, fti_ckpt_writer_h *w_p);
 /* Runs the queued jobs to their end, stops the thread, frees.  NULL-safe. */
 void fti_ckpt_writer_destroy(fti_ckpt_writer_h w);
 

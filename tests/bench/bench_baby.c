@@ -70,7 +70,7 @@ static void build(int rank, fti_comm_h *tcp, fti_comm_h *baby)
     if (fti_tcp_listener_create("127.0.0.1", &l) != FT_SUCCESS)
         exit(4);
     swap_addr(fti_tcp_listener_address(l), peer);
-    if (fti_tcp_ring_create(l, rank, 2, peer, 0, dl, tcp) != FT_SUCCESS)
+    if (fti_tcp_ring_create(l, rank, 2, peer, 0, NULL, dl, tcp) != FT_SUCCESS)
         exit(4);
     fti_tcp_listener_destroy(l);
     if (fti_baby_tcp_listener_create(&o, "127.0.0.1", dl, &bl) != FT_SUCCESS)

@@ -98,7 +98,7 @@ static int64_t save(const char *root, int64_t step, int64_t *pub_us_p, int64_t *
     fti_ckpt_meta_t m = {step, R, calloc(R, sizeof(uint64_t)), 1, calloc(1, sizeof(fti_ckpt_buf_t))};
     m.bufs[0] = (fti_ckpt_buf_t){"w", FTI_CKPT_SHARD, "double", 8, n, R,
                                  calloc(R, sizeof(fti_ckpt_shard_t))};
-    fti_ckpt_writer_create(&w);
+    fti_ckpt_writer_create(NULL, &w);
     for (int g = 0; g < R; g++) {
         int64_t lo, hi;
         int rc = -1;
@@ -271,7 +271,7 @@ static void bench_step(const char *root, int samples)
     int64_t busy[MAX_SAMPLES];
     int nb[MAX_SAMPLES], busy_steps = 0;
     print_load("step");
-    fti_ckpt_writer_create(&x.w);
+    fti_ckpt_writer_create(NULL, &x.w);
     memcpy(x.snap, state, total); /* warm-up: the snapshot's pages exist */
     compute(x.work, x.wn);
     for (int s = 0; s < samples; s++) {
@@ -312,7 +312,7 @@ static int64_t load_all(const char *root, int r)
         fti_ckpt_target_t t = {"w", FTI_CKPT_SHARD, 8, n, lo, hi - lo};
         fti_ckpt_staged_t s;
         char err[1024];
-        if (fti_ckpt_stage(root, &t, 1, &s, err, sizeof(err)) != FT_SUCCESS)
+        if (fti_ckpt_stage(root, NULL, &t, 1, &s, err, sizeof(err)) != FT_SUCCESS)
             fprintf(stderr, "bench_ckpt: %s\n", err);
         else
             fti_ckpt_staged_free(&s);

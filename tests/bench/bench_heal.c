@@ -68,7 +68,7 @@ int main(int argc, char **argv)
     if (rc == FT_SUCCESS)
         rc = fti_heal_register(hs, "state", src, bytes);
     if (rc == FT_SUCCESS)
-        rc = fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, hs, &srv);
+        rc = fti_rank_server_start("127.0.0.1", 1 << 20, NULL, true, fti_heal_rpc, hs, &srv);
     const char *addr = rc == FT_SUCCESS ? fti_rank_server_address(srv) : NULL;
     if (rc == FT_SUCCESS)
         rc = fti_rank_server_set_peers(srv, &addr, 1);
@@ -76,7 +76,7 @@ int main(int argc, char **argv)
         rc = fti_heal_create(&hd);
     if (rc == FT_SUCCESS)
         rc = fti_heal_register(hd, "state", dst, bytes);
-    fti_heal_opts_t o = {5000, 1 << 20, 0, !staged};
+    fti_heal_opts_t o = {5000, 1 << 20, 0, !staged, NULL};
     int64_t us[MAX_REPS];
     for (int r = 0; rc == FT_SUCCESS && r < reps; r++) {
         fti_heal_set_step(hs, 10 + r, true);

@@ -97,12 +97,12 @@ static void start(void)
     CHECK(evthread_use_pthreads() == 0);
     S.base = event_base_new();
     CHECK(S.base != NULL);
-    CHECK(fti_rpc_server_create(S.base, "127.0.0.1:0", 1 << 16, methods,
+    CHECK(fti_rpc_server_create(S.base, "127.0.0.1:0", 1 << 16, NULL, methods,
                                 sizeof(methods) / sizeof(methods[0]), NULL, &S.srv) == FT_SUCCESS);
     fti_strlcpy(S.addr, fti_rpc_server_address(S.srv), sizeof(S.addr));
     CHECK(pthread_create(&S.loop, NULL, loop_main, NULL) == 0);
-    CHECK(fti_lighthouse_client_create(S.addr, 2000, &S.lhc) == FT_SUCCESS);
-    CHECK(fti_rpc_client_create(S.addr, 2000, 1 << 16, &S.c) == FT_SUCCESS);
+    CHECK(fti_lighthouse_client_create(S.addr, NULL, 2000, &S.lhc) == FT_SUCCESS);
+    CHECK(fti_rpc_client_create(S.addr, NULL, 2000, 1 << 16, &S.c) == FT_SUCCESS);
     CHECK(fti_heal_create(&S.heal) == FT_SUCCESS);
     CHECK(fti_heal_register(S.heal, "w", S.buf, sizeof(S.buf)) == FT_SUCCESS);
 }
@@ -132,7 +132,7 @@ static void quorum(void)
 static void heal(void)
 {
     uint8_t before[BUF_LEN];
-    fti_heal_opts_t o = {2000, 1 << 16, 16, false};
+    fti_heal_opts_t o = {2000, 1 << 16, 16, false, NULL};
     fti_heal_stats_t st;
     for (size_t i = 0; i < BUF_LEN; i++)
         S.buf[i] = (uint8_t)i;

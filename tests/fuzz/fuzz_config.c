@@ -160,10 +160,10 @@ static void config(fuzz_in_t *in)
         CHECK(memchr(cfg.lighthouse, 0, sizeof(cfg.lighthouse)) != NULL);
         CHECK(memchr(cfg.token_file, 0, sizeof(cfg.token_file)) != NULL);
         char aerr[512] = "";
-        rc = fti_auth_configure(cfg.token_file, aerr, sizeof(aerr));
-        CHECK(rc == FT_SUCCESS || (rc == FT_ERR_CONFIG && aerr[0] != '\0'));
-        CHECK(rc != FT_SUCCESS || (fti_auth_key() != NULL) == (cfg.token_file[0] != '\0'));
-        fti_auth_set_key(NULL);
+        fti_auth_key_t key;
+        rc = fti_auth_load_key(cfg.token_file, &key, aerr, sizeof(aerr));
+        CHECK(rc == FT_SUCCESS || (rc == FT_ERR_CONFIG && aerr[0] != '\0') ||
+              (rc == FT_ERR_ARG && cfg.token_file[0] == '\0'));
     } else {
         CHECK(rc == FT_ERR_CONFIG && err[0] != '\0');
         CHECK(memchr(err, 0, sizeof(err)) != NULL);

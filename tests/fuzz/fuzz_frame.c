@@ -670,7 +670,7 @@ int main(int argc, char **argv)
     fti_rpc_client_h c = NULL;
     void *rep = NULL;
     size_t rlen = 0;
-    CHECK(fti_rpc_client_create(S.addr, 2000, 1024, &c) == FT_SUCCESS);
+    CHECK(fti_rpc_client_create(S.addr, NULL, 2000, 1024, &c) == FT_SUCCESS);
     CHECK(fti_rpc_call(c, FZ_ECHO, "ping", 4, 5000, &rep, &rlen) == FT_SUCCESS);
     CHECK(rlen == 4 && memcmp(rep, "ping", 4) == 0);
     free(rep);

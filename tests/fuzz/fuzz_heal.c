@@ -198,7 +198,7 @@ static void start(void)
         fti_rpc_method_t m[3];
         for (int k = 0; k < 3; k++)
             m[k] = (fti_rpc_method_t){methods_used[k], answer};
-        CHECK(fti_rpc_server_create(S.base, "127.0.0.1:0", 1 << 16, m, 3, &S.src[j],
+        CHECK(fti_rpc_server_create(S.base, "127.0.0.1:0", 1 << 16, NULL, m, 3, &S.src[j],
                                     &S.src[j].srv) == FT_SUCCESS);
         fti_strlcpy(S.src[j].addr, fti_rpc_server_address(S.src[j].srv), sizeof(S.src[j].addr));
     }
@@ -247,7 +247,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *managers[N_SRC];
     for (int j = 0; j < n_src; j++)
         managers[j] = S.src[j].addr;
-    fti_heal_opts_t o = {2000, 1 << 16, chunk, false};
+    fti_heal_opts_t o = {2000, 1 << 16, chunk, false, NULL};
     fti_heal_staged_h staged = NULL;
     int rc = fti_heal_stage_multi(S.heal, managers, n_src, 0, STEP, &o, fti_now_ms() + 3000,
                                   &staged, NULL);

@@ -42,7 +42,7 @@ static void setup(struct event_base *base, fti_lighthouse_h lh)
 static void heartbeat(void)
 {
     if (H.c == NULL) {
-        CHECK(fti_rpc_client_create(fti_lighthouse_address(LH.lh), 2000, 1 << 16, &H.c) ==
+        CHECK(fti_rpc_client_create(fti_lighthouse_address(LH.lh), NULL, 2000, 1 << 16, &H.c) ==
               FT_SUCCESS);
         Ftmpi__QuorumMember me = FTMPI__QUORUM_MEMBER__INIT;
         me.replica_id = "g1";

@@ -52,7 +52,7 @@ static void start(void)
         R.buf[i] = (uint8_t)(i * 7 + 3);
     CHECK(fti_heal_register(R.heal, "w", R.buf, sizeof(R.buf)) == FT_SUCCESS);
     fti_heal_set_step(R.heal, 9, true);
-    CHECK(fti_rank_server_start("127.0.0.1", 1 << 16, true, fti_heal_rpc, R.heal, &R.rs) ==
+    CHECK(fti_rank_server_start("127.0.0.1", 1 << 16, NULL, true, fti_heal_rpc, R.heal, &R.rs) ==
           FT_SUCCESS);
     const char *peers[2] = {fti_rank_server_address(R.rs), "127.0.0.1:1"};
     CHECK(fti_rank_server_set_peers(R.rs, peers, 2) == FT_SUCCESS);
@@ -64,7 +64,7 @@ static fti_rpc_client_h client(bool lighthouse)
     if (*c == NULL)
         CHECK(fti_rpc_client_create(lighthouse ? fti_lighthouse_address(LH.lh)
                                                : fti_rank_server_address(R.rs),
-                                    2000, 1 << 20, c) == FT_SUCCESS);
+                                    NULL, 2000, 1 << 20, c) == FT_SUCCESS);
     return *c;
 }
 

@@ -11,7 +11,7 @@
  *   ckpt_helper load ROOT R
  *       every rank of a group of R loads its block; prints "loaded step N"
  *       when every element is bitwise what step N saved.  Exit 1 otherwise.
- * CKPT_HELPER_TOKEN=FILE: with that job secret (fti_auth_configure).
+ * CKPT_HELPER_TOKEN=FILE: with that job secret (fti_auth_load_key).
  * CKPT_HELPER_PROGRESS_MS=N: a load logs its progress every N ms
  * (fti_ckpt_progress_ms; the library's is 5000).
  */
@@ -28,6 +28,10 @@
 
 #define G 300007
 #define REP 37
+
+/* The job's key (CKPT_HELPER_TOKEN, read in main); NULL: none. */
+static fti_auth_key_t job_key_buf;
+static const fti_auth_key_t *job_key;
 
 static double val(int64_t step, int64_t i)
 {
@@ -73,7 +77,7 @@ static int save(const char *root, int64_t step, int r, int pause_ms)
 {
     fti_ckpt_writer_h w;
     char dir[2048];
-    if (fti_ckpt_writer_create(&w) != FT_SUCCESS)
+    if (fti_ckpt_writer_create(job_key, &w) != FT_SUCCESS)
         return 1;
     snprintf(dir, sizeof(dir), "%s/step-%" PRId64 ".tmp-helper", root, step);
     fti_ckpt_meta_t m = {step, r, calloc((size_t)r, sizeof(uint64_t)), 2,
@@ -118,7 +122,7 @@ static int load_from(const char *root, const char *where, int r, int64_t *step_p
                                   {"rep", FTI_CKPT_REPLICATED, 1, REP, 0, REP}};
         fti_ckpt_staged_t s;
         char err[2048];
-        if (fti_ckpt_stage(where, t, 2, &s, err, sizeof(err)) != FT_SUCCESS) {
+        if (fti_ckpt_stage(where, job_key, t, 2, &s, err, sizeof(err)) != FT_SUCCESS) {
             printf("rank %d of %d: nothing loaded: %s\n", g, r, err);
             return 1;
         }
@@ -168,9 +172,12 @@ int main(int argc, char **argv)
     if (pms != NULL)
         fti_ckpt_progress_ms = atoll(pms);
     char err[2048];
-    if (tok != NULL && fti_auth_configure(tok, err, sizeof(err)) != FT_SUCCESS) {
-        fprintf(stderr, "ckpt_helper: %s\n", err);
-        return 2;
+    if (tok != NULL && tok[0] != '\0') {
+        if (fti_auth_load_key(tok, &job_key_buf, err, sizeof(err)) != FT_SUCCESS) {
+            fprintf(stderr, "ckpt_helper: %s\n", err);
+            return 2;
+        }
+        job_key = &job_key_buf;
     }
     if (argc >= 5 && strcmp(argv[1], "save") == 0)
         return save(argv[2], atoll(argv[3]), atoi(argv[4]), argc > 5 ? atoi(argv[5]) : 0);

@@ -57,6 +57,10 @@
 
 #define PROBE_TIMEOUT_MS 5000
 
+/* The job's key (FTMPI_TOKEN_FILE, read in main); NULL: none. */
+static fti_auth_key_t job_key_buf;
+static const fti_auth_key_t *job_key;
+
 static int usage(void)
 {
     fprintf(stderr, "usage: lh_probe http ADDR METHOD PATH [-H 'Name: value']... [-d BODY]\n"
@@ -306,7 +310,7 @@ static int cmd_quorum(int argc, char **argv)
     me.step = argc > 2 ? atoll(argv[2]) : 0;
     me.world_size = 1;
     me.incarnation = argc > 4 ? strtoull(argv[4], NULL, 10) : 0; /* 0: the client's own */
-    int rc = fti_lighthouse_client_create(argv[0], 2000, &c);
+    int rc = fti_lighthouse_client_create(argv[0], job_key, 2000, &c);
     if (rc == FT_SUCCESS)
         rc = fti_lighthouse_quorum(c, &me, timeout, &q);
     if (rc != FT_SUCCESS) {
@@ -328,7 +332,7 @@ static int cmd_heartbeat(int argc, char **argv)
     if (argc < 2)
         return usage();
     fti_lighthouse_client_h c;
-    int rc = fti_lighthouse_client_create(argv[0], 2000, &c);
+    int rc = fti_lighthouse_client_create(argv[0], job_key, 2000, &c);
     if (rc == FT_SUCCESS)
         rc = fti_lighthouse_heartbeat(c, argv[1], PROBE_TIMEOUT_MS);
     fti_lighthouse_client_destroy(c);
@@ -461,7 +465,7 @@ static int cmd_call(int argc, char **argv)
     fti_rpc_client_h c = NULL;
     if (pack_call(argv[1], argc - 2, argv + 2, &method, &req, &len) != FT_SUCCESS)
         return usage();
-    int rc = fti_rpc_client_create(argv[0], 2000, 1u << 24, &c);
+    int rc = fti_rpc_client_create(argv[0], job_key, 2000, 1u << 24, &c);
     if (rc == FT_SUCCESS)
         rc = fti_rpc_call(c, method, req, len, PROBE_TIMEOUT_MS, &reply, &rlen);
     free(req);
@@ -480,9 +484,13 @@ int main(int argc, char **argv)
     char err[512];
     signal(SIGPIPE, SIG_IGN);
     fti_log_init("lh_probe", FTI_LOG_WARN);
-    if (fti_auth_configure(getenv("FTMPI_TOKEN_FILE"), err, sizeof(err)) != FT_SUCCESS) {
-        fprintf(stderr, "lh_probe: %s\n", err);
-        return 2;
+    const char *tok = getenv("FTMPI_TOKEN_FILE");
+    if (tok != NULL && tok[0] != '\0') {
+        if (fti_auth_load_key(tok, &job_key_buf, err, sizeof(err)) != FT_SUCCESS) {
+            fprintf(stderr, "lh_probe: %s\n", err);
+            return 2;
+        }
+        job_key = &job_key_buf;
     }
     if (argc < 3)
         return usage();

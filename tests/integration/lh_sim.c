@@ -59,6 +59,10 @@
 #define SIM_MGR_LINGER_MS 200 /* a killed group's manager answers, then closes */
 #define SIM_LIST_MAX 64       /* members printed by name; more are counted */
 
+/* The job's key (FTMPI_TOKEN_FILE, read in main as a rank reads it); NULL: none. */
+static fti_auth_key_t job_key_buf;
+static const fti_auth_key_t *job_key;
+
 struct sim;
 
 struct group {
@@ -475,7 +479,7 @@ static void group_connect_auth(struct group *g)
     int64_t dl = fti_now_ms() + SIM_AUTH_MS;
     int rc = fti_tcp_connect(s->lighthouse, dl, &fd);
     if (rc == FT_SUCCESS)
-        rc = fti_auth_connect_fd(fd, NULL, dl);
+        rc = fti_auth_connect_fd(fd, job_key, dl);
     if (rc == FT_SUCCESS &&
         (g->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE)) == NULL)
         rc = FT_ERR_NO_MEMORY;
@@ -497,7 +501,7 @@ static void group_connect(struct group *g)
 {
     struct sim *s = g->sim;
     close_conn(g);
-    if (fti_auth_key() != NULL) {
+    if (job_key != NULL) {
         group_connect_auth(g);
         return;
     }
@@ -596,7 +600,7 @@ static int mgr_start(struct group *g)
         mgr_close_cb(-1, 0, g);
     }
     snprintf(bind, sizeof(bind), "%s:0", s->bind_host);
-    int rc = fti_rpc_server_create(s->base, bind, 4096, methods, 1, g, &g->mgr);
+    int rc = fti_rpc_server_create(s->base, bind, 4096, job_key, methods, 1, g, &g->mgr);
     if (rc != FT_SUCCESS) {
         out(s, "%s error: cannot serve its manager on %s: %s", g->id, bind, FT_Error_string(rc));
         s->errors++;
@@ -798,9 +802,13 @@ int main(int argc, char **argv)
         bad("--lighthouse", s.lighthouse);
     fti_log_init("lh_sim", log_level);
     char err[512];
-    if (fti_auth_configure(getenv("FTMPI_TOKEN_FILE"), err, sizeof(err)) != FT_SUCCESS) {
-        fprintf(stderr, "lh_sim: %s\n", err); /* the groups take the job secret as ranks do */
-        return 2;
+    const char *tok = getenv("FTMPI_TOKEN_FILE"); /* the groups take the job secret as ranks do */
+    if (tok != NULL && tok[0] != '\0') {
+        if (fti_auth_load_key(tok, &job_key_buf, err, sizeof(err)) != FT_SUCCESS) {
+            fprintf(stderr, "lh_sim: %s\n", err);
+            return 2;
+        }
+        job_key = &job_key_buf;
     }
     signal(SIGPIPE, SIG_IGN);
 

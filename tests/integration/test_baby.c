@@ -131,9 +131,10 @@ static void wait_count(volatile int *counter, int n)
 
 /* Builds rank's ring of phase ph (the listeners' addresses meet in S, as in
  * the quorum's store); baby: 1 baby-tcp, 0 tcp. */
-static int build(int baby, int ph, int rank, int n, int64_t deadline_ms, fti_comm_h *c_p)
+static int build(int baby, int ph, int rank, int n, const fti_auth_key_t *key, int64_t deadline_ms,
+                 fti_comm_h *c_p)
 {
-    fti_baby_opts_t o = {.path = baby_path};
+    fti_baby_opts_t o = {.path = baby_path, .key = key};
     fti_tcp_listener_h tl = NULL;
     fti_baby_tcp_listener_h bl = NULL;
     int rc = baby ? fti_baby_tcp_listener_create(&o, "127.0.0.1", deadline_ms, &bl)
@@ -148,7 +149,7 @@ static int build(int baby, int ph, int rank, int n, int64_t deadline_ms, fti_com
     const char *next = S->addr[ph][(rank + 1) % n];
     if (baby)
         return fti_baby_tcp_ring_create(bl, rank, n, next, 0, deadline_ms, c_p);
-    rc = fti_tcp_ring_create(tl, rank, n, next, 0, deadline_ms, c_p);
+    rc = fti_tcp_ring_create(tl, rank, n, next, 0, key, deadline_ms, c_p);
     fti_tcp_listener_destroy(tl);
     return rc;
 }
@@ -165,7 +166,7 @@ static void rank_equal(int rank, int n)
         return;
     for (int b = 0; b < 2; b++) {
         fti_comm_h c = NULL;
-        int rc = build(b, b, rank, n, fti_now_ms() + 20000, &c);
+        int rc = build(b, b, rank, n, NULL, fti_now_ms() + 20000, &c);
         for (int k = 0; k < nc; k++) {
             const struct tcase *t = &cases[k];
             char *buf = t->shared_mem ? shm : heap;
@@ -187,7 +188,7 @@ static void rank_next_quorum(int ph, int rank, int n)
     int32_t v[1000];
     for (int i = 0; i < 1000; i++)
         v[i] = i + rank;
-    S->nrc[rank] = build(1, ph, rank, n, fti_now_ms() + 20000, &c);
+    S->nrc[rank] = build(1, ph, rank, n, NULL, fti_now_ms() + 20000, &c);
     if (S->nrc[rank] == FT_SUCCESS)
         S->nrc[rank] = fti_comm_allreduce(c, v, 1000, FTI_DT_INT32, FTI_OP_SUM,
                                           fti_now_ms() + 20000);
@@ -202,7 +203,7 @@ static void rank_fault(int ph, int rank, int n, int deadline_ms)
     fti_comm_h c = NULL;
     size_t count = 4u << 20;
     float *buf = NULL;
-    S->frc[rank] = build(1, ph, rank, n, fti_now_ms() + 20000, &c);
+    S->frc[rank] = build(1, ph, rank, n, NULL, fti_now_ms() + 20000, &c);
     if (S->frc[rank] != FT_SUCCESS || fti_mem_alloc(count * sizeof(float), (void **)&buf))
         return;
     pid_t pid = fti_baby_pid(fti_baby_tcp_runner(c));
@@ -244,12 +245,12 @@ static void rank_auth(int rank)
     fti_auth_key_from_token("a-guess-7f3a9c2e41b8d6057e1f", &k[2]);
     for (int ph = 0; ph < NAUTH; ph++) {
         int key = auth_ph[ph].key[rank];
-        fti_auth_set_key(key ? &k[key] : NULL); /* as FT_Init sets it, before the child */
         fti_comm_h c = NULL;
         int32_t v[1000];
         for (int i = 0; i < 1000; i++)
             v[i] = i + rank;
-        int rc = build(auth_ph[ph].baby[rank], ph, rank, 2, fti_now_ms() + 5000, &c);
+        int rc = build(auth_ph[ph].baby[rank], ph, rank, 2, key ? &k[key] : NULL,
+                       fti_now_ms() + 5000, &c);
         S->arc[ph][rank][0] = rc;
         S->arc[ph][rank][1] = rc != FT_SUCCESS ? rc
             : fti_comm_allreduce(c, v, 1000, FTI_DT_INT32, FTI_OP_SUM, fti_now_ms() + 5000);
@@ -257,7 +258,6 @@ static void rank_auth(int rank)
             S->abad[ph][rank] += v[i] != 2 * i + 1;
         fti_comm_destroy(c);
     }
-    fti_auth_set_key(NULL);
 }
 
 /* ---- the test's side -------------------------------------------------------- */
@@ -273,7 +273,7 @@ static void bench_rank(int rank, int n)
         return;
     for (int b = 0; b < 2; b++) {
         fti_comm_h c = NULL;
-        if (build(b, b, rank, n, fti_now_ms() + 20000, &c) != FT_SUCCESS)
+        if (build(b, b, rank, n, NULL, fti_now_ms() + 20000, &c) != FT_SUCCESS)
             return;
         int iters = (int)FTI_MAX(5, (256u << 20) / FTI_MAX(bench_bytes, 1));
         fti_comm_allreduce(c, buf, count, FTI_DT_FLOAT, FTI_OP_SUM, fti_now_ms() + 60000);
@@ -432,9 +432,8 @@ static void auth_refused(void)
 {
     fti_auth_key_t k;
     fti_auth_key_from_token("baby-job-secret", &k);
-    fti_auth_set_key(&k);
     const char *envv[] = {"BABY_FAKE_MODE=refuse", NULL};
-    fti_baby_opts_t o = {.path = fake_path, .env = envv};
+    fti_baby_opts_t o = {.path = fake_path, .env = envv, .key = &k};
     fti_baby_h b = NULL;
     char addr[FTI_ADDRESS_SIZE];
     CHECK(fti_baby_create(&o, &b) == FT_SUCCESS, "create");
@@ -444,7 +443,6 @@ static void auth_refused(void)
     printf("auth (a child that refuses the key): rc %d, killed %s\n", rc,
            fti_baby_pid(b) == -1 ? "yes" : "no");
     fti_baby_destroy(b);
-    fti_auth_set_key(NULL);
 }
 
 static void test_auth(void)

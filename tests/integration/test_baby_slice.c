@@ -45,7 +45,7 @@ static void store_main(void)
     if (base == NULL || fti_store_server_create(base, &st) != FT_SUCCESS)
         _exit(1);
     size_t n = fti_store_server_methods(m, 8);
-    if (fti_rpc_server_create(base, "127.0.0.1:0", FTI_STORE_MAX_FRAME, m, n, st, &rpc) !=
+    if (fti_rpc_server_create(base, "127.0.0.1:0", FTI_STORE_MAX_FRAME, NULL, m, n, st, &rpc) !=
         FT_SUCCESS)
         _exit(1);
     fti_strlcpy(S->store, fti_rpc_server_address(rpc), sizeof(S->store));

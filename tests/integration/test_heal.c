@@ -80,8 +80,9 @@ static int setup(void **state)
     /* registered in the other order at the destination: matched by name */
     assert_int_equal(fti_heal_register(f->dst, "b", f->b_dst, sizeof(f->b_dst)), FT_SUCCESS);
     assert_int_equal(fti_heal_register(f->dst, "a", f->a_dst, sizeof(f->a_dst)), FT_SUCCESS);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, f->src, &f->srv),
-                     FT_SUCCESS);
+    assert_int_equal(
+        fti_rank_server_start("127.0.0.1", 1 << 20, NULL, true, fti_heal_rpc, f->src, &f->srv),
+        FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(f->srv)};
     assert_int_equal(fti_rank_server_set_peers(f->srv, peers, 1), FT_SUCCESS);
     f->opts.connect_timeout_ms = 1000;
@@ -147,8 +148,9 @@ static struct third *third_start(struct fixture *f)
 {
     struct third *t = calloc(1, sizeof(*t));
     assert_non_null(t);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, f->dst, &t->srv),
-                     FT_SUCCESS);
+    assert_int_equal(
+        fti_rank_server_start("127.0.0.1", 1 << 20, NULL, true, fti_heal_rpc, f->dst, &t->srv),
+        FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(t->srv)};
     assert_int_equal(fti_rank_server_set_peers(t->srv, peers, 1), FT_SUCCESS);
     assert_int_equal(fti_heal_create(&t->reg), FT_SUCCESS);
@@ -271,8 +273,9 @@ static void test_wait_served_nothing_registered(void **state)
     fti_heal_stats_t st;
     assert_int_equal(fti_heal_create(&empty_src), FT_SUCCESS);
     assert_int_equal(fti_heal_create(&empty_dst), FT_SUCCESS);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, empty_src, &srv),
-                     FT_SUCCESS);
+    assert_int_equal(
+        fti_rank_server_start("127.0.0.1", 1 << 20, NULL, true, fti_heal_rpc, empty_src, &srv),
+        FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(srv)};
     assert_int_equal(fti_rank_server_set_peers(srv, peers, 1), FT_SUCCESS);
     fti_heal_set_step(empty_src, 1, true);
@@ -328,10 +331,12 @@ static void test_big_buffer(void **state)
     assert_int_equal(fti_heal_create(&hd), FT_SUCCESS);
     assert_int_equal(fti_heal_register(hs, "big", src, len), FT_SUCCESS);
     assert_int_equal(fti_heal_register(hd, "big", dst, len), FT_SUCCESS);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, hs, &srv), FT_SUCCESS);
+    assert_int_equal(
+        fti_rank_server_start("127.0.0.1", 1 << 20, NULL, true, fti_heal_rpc, hs, &srv),
+        FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(srv)};
     assert_int_equal(fti_rank_server_set_peers(srv, peers, 1), FT_SUCCESS);
-    fti_heal_opts_t o = {1000, 1 << 20, (3u << 20) + 5, false}; /* chunks across the pieces */
+    fti_heal_opts_t o = {1000, 1 << 20, (3u << 20) + 5, false, NULL}; /* chunks across the pieces */
     fti_heal_stats_t st;
     const size_t spots[] = {0, len - 1, FTI_HEAL_SUM_BYTES};
     for (size_t k = 0; k < FTI_ARRAY_SIZE(spots); k++) {
@@ -414,9 +419,10 @@ static void test_sums_whatever_was_sent(void **state)
     assert_int_equal(fti_heal_register(hs, "x", x, lx), FT_SUCCESS);
     assert_int_equal(fti_heal_register(hs, "z", y, 0), FT_SUCCESS); /* empty */
     assert_int_equal(fti_heal_register(hs, "y", y, ly), FT_SUCCESS);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, hs, &srv),
-                     FT_SUCCESS);
-    assert_int_equal(fti_rpc_client_create(fti_rank_server_address(srv), 1000, 8u << 20, &c),
+    assert_int_equal(
+        fti_rank_server_start("127.0.0.1", 1 << 20, NULL, true, fti_heal_rpc, hs, &srv),
+        FT_SUCCESS);
+    assert_int_equal(fti_rpc_client_create(fti_rank_server_address(srv), NULL, 1000, 8u << 20, &c),
                      FT_SUCCESS);
     enum { P_NONE, P_ALL, P_SCATTERED, P_BACKWARDS, P_PARTS };
     for (int pat = P_NONE; pat <= P_PARTS; pat++) {
@@ -622,11 +628,12 @@ static void test_mirrored(void **state)
     assert_int_equal(fti_heal_register(hd, "h", hd_buf, sizeof(hd_buf)), FT_SUCCESS);
     fti_heal_copy_t bad = {fake_out, NULL, fake_release, &ds, hs_buf};
     assert_int_equal(fti_heal_register_copy(hs, "x", hs_buf, 1, &bad), FT_ERR_ARG);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, hs, &srv),
-                     FT_SUCCESS);
+    assert_int_equal(
+        fti_rank_server_start("127.0.0.1", 1 << 20, NULL, true, fti_heal_rpc, hs, &srv),
+        FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(srv)};
     assert_int_equal(fti_rank_server_set_peers(srv, peers, 1), FT_SUCCESS);
-    fti_heal_opts_t o = {1000, 1 << 20, 4096 + 17, false};
+    fti_heal_opts_t o = {1000, 1 << 20, 4096 + 17, false, NULL};
     const char *addr = fti_rank_server_address(srv);
 
     /* served through the mirror, copied out on the loop thread once */
@@ -722,7 +729,7 @@ static void test_kill(void **state)
     fti_rpc_client_h c;
     char msg[FTI_REASON_SIZE] = "";
     assert_false(fti_rank_server_killed(f->srv, msg, sizeof(msg)));
-    assert_int_equal(fti_rpc_client_create(fti_rank_server_address(f->srv), 1000, 4096, &c),
+    assert_int_equal(fti_rpc_client_create(fti_rank_server_address(f->srv), NULL, 1000, 4096, &c),
                      FT_SUCCESS);
     Ftmpi__KillRequest req = FTMPI__KILL_REQUEST__INIT;
     ProtobufCMessage *resp = NULL;
@@ -747,8 +754,9 @@ static void test_source_gone(void **state)
     assert_int_equal(fti_heal_fetch(f->dst, addr, 0, 3, &f->opts, fti_now_ms() + 2000, &st),
                      FT_ERR_PROC_FAILED);
     /* restart for teardown */
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, f->src, &f->srv),
-                     FT_SUCCESS);
+    assert_int_equal(
+        fti_rank_server_start("127.0.0.1", 1 << 20, NULL, true, fti_heal_rpc, f->src, &f->srv),
+        FT_SUCCESS);
 }
 
 /* ---- a fake source ------------------------------------------------------ */

@@ -66,8 +66,8 @@ static void source_start(struct fixture *f, int j, const char *corrupt)
     unsetenv("FTMPI_TEST_HEAL_CORRUPT");
     assert_int_equal(fti_heal_register(f->src[j], "w", f->w, W_BYTES), FT_SUCCESS);
     assert_int_equal(fti_heal_register(f->src[j], "m", f->m, M_BYTES), FT_SUCCESS);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, f->src[j],
-                                           &f->srv[j]),
+    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, NULL, true, fti_heal_rpc,
+                                           f->src[j], &f->srv[j]),
                      FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(f->srv[j])};
     assert_int_equal(fti_rank_server_set_peers(f->srv[j], peers, 1), FT_SUCCESS);

@@ -149,7 +149,7 @@ static void liar_start(struct fixture *f, int j, enum lie lie)
     fti_rpc_method_t m[3];
     for (int k = 0; k < 3; k++)
         m[k] = (fti_rpc_method_t){liar_methods[k], liar_answer};
-    assert_int_equal(fti_rpc_server_create(f->base, "127.0.0.1:0", 1 << 20, m, 3, l, &l->srv),
+    assert_int_equal(fti_rpc_server_create(f->base, "127.0.0.1:0", 1 << 20, NULL, m, 3, l, &l->srv),
                      FT_SUCCESS);
     fti_strlcpy(l->addr, fti_rpc_server_address(l->srv), sizeof(l->addr));
     f->managers[j] = l->addr;
@@ -160,8 +160,8 @@ static void honest_start(struct fixture *f, int j)
     assert_int_equal(fti_heal_create(&f->src[j]), FT_SUCCESS);
     assert_int_equal(fti_heal_register(f->src[j], "w", f->w, W_BYTES), FT_SUCCESS);
     assert_int_equal(fti_heal_register(f->src[j], "m", f->m, M_BYTES), FT_SUCCESS);
-    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, true, fti_heal_rpc, f->src[j],
-                                           &f->srv[j]),
+    assert_int_equal(fti_rank_server_start("127.0.0.1", 1 << 20, NULL, true, fti_heal_rpc,
+                                           f->src[j], &f->srv[j]),
                      FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(f->srv[j])};
     assert_int_equal(fti_rank_server_set_peers(f->srv[j], peers, 1), FT_SUCCESS);

@@ -107,7 +107,7 @@ static void *call_main(void *arg)
     me.data.data = data;
     me.data.len = k->data_len;
     int64_t t0 = fti_now_ms();
-    k->rc = fti_lighthouse_client_create(k->lh, CALL_TIMEOUT_MS, &c);
+    k->rc = fti_lighthouse_client_create(k->lh, NULL, CALL_TIMEOUT_MS, &c);
     if (k->rc == FT_SUCCESS)
         k->rc = fti_lighthouse_quorum(c, &me, CALL_TIMEOUT_MS, &q);
     k->ms = fti_now_ms() - t0;
@@ -137,7 +137,7 @@ static void finalized_bounded(struct server *s)
     const char *addr = fti_lighthouse_address(s->lh);
     fti_lighthouse_client_h c = NULL;
     char id[16];
-    CHECK(fti_lighthouse_client_create(addr, CALL_TIMEOUT_MS, &c) == FT_SUCCESS);
+    CHECK(fti_lighthouse_client_create(addr, NULL, CALL_TIMEOUT_MS, &c) == FT_SUCCESS);
     for (int i = 0; i < 10; i++) {
         snprintf(id, sizeof(id), "f%d", i);
         CHECK(fti_lighthouse_finalize(c, id, CALL_TIMEOUT_MS) == FT_SUCCESS);
@@ -199,7 +199,7 @@ static int64_t solo(const char *addr, fti_lighthouse_client_h c)
     me.store_address = "127.0.0.1:2";
     me.world_size = 1;
     if (c == NULL) {
-        CHECK(fti_lighthouse_client_create(addr, CALL_TIMEOUT_MS, &own) == FT_SUCCESS);
+        CHECK(fti_lighthouse_client_create(addr, NULL, CALL_TIMEOUT_MS, &own) == FT_SUCCESS);
         c = own;
     }
     int rc;
@@ -222,7 +222,7 @@ static void ids_follow_incarnations_and_restarts(void)
     fti_lighthouse_client_h c = NULL;
     server_start(&a, 1, 1000000);
     const char *addr = fti_lighthouse_address(a.lh);
-    CHECK(fti_lighthouse_client_create(addr, CALL_TIMEOUT_MS, &c) == FT_SUCCESS);
+    CHECK(fti_lighthouse_client_create(addr, NULL, CALL_TIMEOUT_MS, &c) == FT_SUCCESS);
     CHECK(fti_lighthouse_client_incarnation(c) != 0);
     int64_t q1 = solo(addr, c), q2 = solo(addr, c);
     CHECK(q1 == 1000001 && q2 == q1); /* the same incarnation keeps the id */

@@ -62,7 +62,7 @@ static void *group_main(void *arg)
     me.store_address = addr;
     me.step = g->i % 3; /* behind groups heal */
     me.world_size = g->i == 0 ? G0_RANKS : 1;
-    g->rc = fti_lighthouse_client_create(g->lh, CALL_TIMEOUT_MS, &c);
+    g->rc = fti_lighthouse_client_create(g->lh, NULL, CALL_TIMEOUT_MS, &c);
     if (g->rc == FT_SUCCESS)
         g->rc = fti_lighthouse_quorum_resp(c, &me, g->compact, true, CALL_TIMEOUT_MS, &g->resp);
     if (g->rc == FT_SUCCESS)

@@ -470,7 +470,7 @@ static int fx_teardown(void **state)
 static fti_rpc_client_h new_client(fx_t *f, size_t max_reply)
 {
     fti_rpc_client_h c = NULL;
-    assert_int_equal(fti_rpc_client_create(f->addr, 2000, max_reply, &c), FT_SUCCESS);
+    assert_int_equal(fti_rpc_client_create(f->addr, NULL, 2000, max_reply, &c), FT_SUCCESS);
     assert_non_null(c);
     assert_string_equal(fti_rpc_client_address(c), f->addr);
     return c;
@@ -941,7 +941,7 @@ static void *defer_thread(void *arg)
     size_t n = strlen(j->text);
     u32_req(req, j->ms);
     memcpy(req + 4, j->text, n);
-    j->rc = fti_rpc_client_create(j->f->addr, 2000, 1024, &c);
+    j->rc = fti_rpc_client_create(j->f->addr, NULL, 2000, 1024, &c);
     if (j->rc != FT_SUCCESS)
         return NULL;
     void *rep = NULL;
@@ -1030,7 +1030,7 @@ static void test_timeout_bare_listener(void **state)
     assert_int_equal(fti_tcp_listen("127.0.0.1:0", 16, &lfd), FT_SUCCESS);
     assert_int_equal(fti_sock_name(lfd, addr, sizeof(addr)), FT_SUCCESS);
     fti_rpc_client_h c = NULL;
-    assert_int_equal(fti_rpc_client_create(addr, 1000, 1024, &c), FT_SUCCESS);
+    assert_int_equal(fti_rpc_client_create(addr, NULL, 1000, 1024, &c), FT_SUCCESS);
     void *rep = NULL;
     size_t rlen = 0;
     for (int i = 0; i < 2; i++) {
@@ -1052,7 +1052,7 @@ static void test_connect_closed_port(void **state)
     char addr[64];
     closed_port_addr(addr, sizeof(addr));
     fti_rpc_client_h c = NULL;
-    assert_int_equal(fti_rpc_client_create(addr, 1000, 1024, &c), FT_SUCCESS);
+    assert_int_equal(fti_rpc_client_create(addr, NULL, 1000, 1024, &c), FT_SUCCESS);
     void *rep = NULL;
     size_t rlen = 0;
     uint8_t into[4];
@@ -1071,14 +1071,14 @@ static void test_connect_closed_port(void **state)
     const char *bad[] = {"nocolon", "h:", ":80", "h:99999", ""};
     for (size_t i = 0; i < FTI_ARRAY_SIZE(bad); i++) {
         c = (fti_rpc_client_h)0x1;
-        assert_int_equal(fti_rpc_client_create(bad[i], 1000, 1024, &c), FT_ERR_ARG);
+        assert_int_equal(fti_rpc_client_create(bad[i], NULL, 1000, 1024, &c), FT_ERR_ARG);
         assert_ptr_equal(c, (fti_rpc_client_h)0x1);
     }
-    assert_int_equal(fti_rpc_client_create(NULL, 1000, 1024, &c), FT_ERR_ARG);
+    assert_int_equal(fti_rpc_client_create(NULL, NULL, 1000, 1024, &c), FT_ERR_ARG);
     char longaddr[300];
     memset(longaddr, 'a', sizeof(longaddr));
     strcpy(longaddr + 250, ":80");
-    assert_int_equal(fti_rpc_client_create(longaddr, 1000, 1024, &c), FT_ERR_ARG);
+    assert_int_equal(fti_rpc_client_create(longaddr, NULL, 1000, 1024, &c), FT_ERR_ARG);
 }
 
 static void test_max_reply(void **state)
@@ -1253,7 +1253,7 @@ static void test_client_against_bad_server(void **state)
     assert_int_equal(pthread_create(&fs.thread, NULL, fake_main, &fs), 0);
 
     fti_rpc_client_h c = NULL;
-    assert_int_equal(fti_rpc_client_create(fs.addr, 2000, 1024, &c), FT_SUCCESS);
+    assert_int_equal(fti_rpc_client_create(fs.addr, NULL, 2000, 1024, &c), FT_SUCCESS);
     void *rep = NULL;
     size_t rlen = 0;
     const int want[] = {FT_ERR_TIMEOUT,     FT_SUCCESS,         FT_ERR_BAD_MESSAGE,
@@ -1645,7 +1645,7 @@ static void *many_thread(void *arg)
 {
     struct many_job *j = arg;
     fti_rpc_client_h c = j->shared;
-    if (c == NULL && fti_rpc_client_create(j->f->addr, 2000, 4096, &c) != FT_SUCCESS) {
+    if (c == NULL && fti_rpc_client_create(j->f->addr, NULL, 2000, 4096, &c) != FT_SUCCESS) {
         j->failures = N_CALLS;
         return NULL;
     }
@@ -1716,7 +1716,7 @@ static void *busy_thread(void *arg)
     uint8_t req[8];
     u32_req(req, b->defer_ms);
     memcpy(req + 4, "late", 4);
-    b->rc = fti_rpc_client_create(b->f->addr, 2000, 1024, &c);
+    b->rc = fti_rpc_client_create(b->f->addr, NULL, 2000, 1024, &c);
     if (b->rc != FT_SUCCESS)
         return NULL;
     void *rep = NULL;
@@ -1811,7 +1811,7 @@ static void test_destroy_busy_on_loop(void **state)
     fti_rpc_client_h c = NULL;
     void *rep = NULL;
     size_t rlen = 0;
-    assert_int_equal(fti_rpc_client_create(f->addr, 1000, 1024, &c), FT_SUCCESS);
+    assert_int_equal(fti_rpc_client_create(f->addr, NULL, 1000, 1024, &c), FT_SUCCESS);
     assert_int_equal(fti_rpc_call(c, M_ECHO, "x", 1, 1000, &rep, &rlen), FT_ERR_CONNECT);
     fti_rpc_client_destroy(c);
 }
@@ -2175,9 +2175,8 @@ static void sigpipe_child(void)
     void *rep = NULL;
     size_t rlen = 0;
     int ok = atomic_load(&f->ref_done) == 10 &&
-             fti_rpc_client_create(f->addr, 2000, 1024, &c) == FT_SUCCESS &&
-             fti_rpc_call(c, M_ECHO, "alive", 5, CALL_MS, &rep, &rlen) == FT_SUCCESS &&
-             rlen == 5;
+             fti_rpc_client_create(f->addr, NULL, 2000, 1024, &c) == FT_SUCCESS &&
+             fti_rpc_call(c, M_ECHO, "alive", 5, CALL_MS, &rep, &rlen) == FT_SUCCESS && rlen == 5;
     free(rep);
     fti_rpc_client_destroy(c);
     fx_teardown(&state);

@@ -59,8 +59,8 @@ static int fixture_start(void **state, size_t max_keys)
     size_t n = fti_store_server_methods(methods, FTI_ARRAY_SIZE(methods));
     if (n != 4 || fti_store_server_methods(methods, 3) != 0)
         return -1;
-    if (fti_rpc_server_create(f->base, "127.0.0.1:0", FTI_STORE_MAX_FRAME, methods, n, f->store,
-                              &f->rpc) != FT_SUCCESS)
+    if (fti_rpc_server_create(f->base, "127.0.0.1:0", FTI_STORE_MAX_FRAME, NULL, methods, n,
+                              f->store, &f->rpc) != FT_SUCCESS)
         return -1;
     fti_strlcpy(f->addr, fti_rpc_server_address(f->rpc), sizeof(f->addr));
     if (pthread_create(&f->loop, NULL, loop_main, f) != 0)
@@ -105,7 +105,8 @@ static int teardown(void **state)
 static fti_rpc_client_h client_new(const fixture_t *f)
 {
     fti_rpc_client_h c = NULL;
-    assert_int_equal(fti_rpc_client_create(f->addr, 2000, FTI_STORE_MAX_FRAME, &c), FT_SUCCESS);
+    assert_int_equal(fti_rpc_client_create(f->addr, NULL, 2000, FTI_STORE_MAX_FRAME, &c),
+                     FT_SUCCESS);
     return c;
 }
 
@@ -205,7 +206,7 @@ static void *setter_main(void *p)
 {
     struct setter_arg *a = p;
     fti_rpc_client_h c = NULL;
-    a->rc = fti_rpc_client_create(a->f->addr, 2000, FTI_STORE_MAX_FRAME, &c);
+    a->rc = fti_rpc_client_create(a->f->addr, NULL, 2000, FTI_STORE_MAX_FRAME, &c);
     if (a->rc != FT_SUCCESS)
         return NULL;
     fti_sleep_ms(a->delay_ms);
@@ -233,7 +234,7 @@ static void *getter_main(void *p)
     void *v = NULL;
     size_t len = 0;
     int64_t t0 = fti_now_ms();
-    a->rc = fti_rpc_client_create(a->f->addr, 2000, FTI_STORE_MAX_FRAME, &c);
+    a->rc = fti_rpc_client_create(a->f->addr, NULL, 2000, FTI_STORE_MAX_FRAME, &c);
     if (a->rc != FT_SUCCESS)
         return NULL;
     a->rc = fti_store_get(c, a->key, a->wait_ms, &v, &len);
@@ -384,7 +385,7 @@ static void *adder_main(void *p)
 {
     struct adder_arg *a = p;
     fti_rpc_client_h c = NULL;
-    a->rc = fti_rpc_client_create(a->f->addr, 2000, FTI_STORE_MAX_FRAME, &c);
+    a->rc = fti_rpc_client_create(a->f->addr, NULL, 2000, FTI_STORE_MAX_FRAME, &c);
     for (int i = 0; i < a->n && a->rc == FT_SUCCESS; i++)
         a->rc = fti_store_add(c, "/ftmpi/3/count", 1, CALL_MS, &a->last);
     fti_rpc_client_destroy(c);
@@ -530,12 +531,12 @@ static void test_failed_builds_leave_no_keys(void **state)
         assert_int_equal(fti_store_set(c, key, "127.0.0.1:1", 11, CALL_MS), FT_SUCCESS);
         assert_int_equal(fti_slice_create(&p, fti_now_ms() + 30, &comm), FT_ERR_TIMEOUT);
         assert_null(comm);
-        assert_int_equal(fti_slice_forget_older(f->addr, q, 1000, CALL_MS), FT_SUCCESS);
+        assert_int_equal(fti_slice_forget_older(f->addr, NULL, q, 1000, CALL_MS), FT_SUCCESS);
         assert_int_equal(stats_of(f).keys, 2); /* quorum q's own two */
         assert_int_equal(fti_slice_noted(), 1);
     }
     /* the next quorum's build forgets the last failed one too */
-    assert_int_equal(fti_slice_forget_older(f->addr, 2000, 1000, CALL_MS), FT_SUCCESS);
+    assert_int_equal(fti_slice_forget_older(f->addr, NULL, 2000, 1000, CALL_MS), FT_SUCCESS);
     assert_int_equal(stats_of(f).keys, 0);
     assert_int_equal(fti_slice_noted(), 0);
     fti_rpc_client_destroy(c);

@@ -144,8 +144,7 @@ static int child_ring(int rank, int n, int wrong_size, size_t chunk, int64_t dea
         }
     int size = wrong_size ? wrong_size : n;
     return fti_tcp_ring_create(n > 1 ? lis[rank] : NULL, rank, size,
-                               n > 1 ? addrs[(rank + 1) % n] : NULL, chunk, deadline_ms,
-                               c_p);
+                               n > 1 ? addrs[(rank + 1) % n] : NULL, chunk, NULL, deadline_ms, c_p);
 }
 
 static void child_cases(int rank, int n, struct rank_res *me)
@@ -471,9 +470,10 @@ static void run_local(void)
 {
     fti_comm_h c = NULL;
     fti_tcp_listener_h l, dead;
-    CHECK(fti_tcp_ring_create(NULL, 2, 2, "127.0.0.1:1", 0, fti_now_ms() + 100, &c) ==
-              FT_ERR_ARG, "rank >= size accepted");
-    CHECK(fti_tcp_ring_create(NULL, 0, 0, NULL, 0, fti_now_ms() + 100, &c) == FT_ERR_ARG,
+    CHECK(fti_tcp_ring_create(NULL, 2, 2, "127.0.0.1:1", 0, NULL, fti_now_ms() + 100, &c) ==
+              FT_ERR_ARG,
+          "rank >= size accepted");
+    CHECK(fti_tcp_ring_create(NULL, 0, 0, NULL, 0, NULL, fti_now_ms() + 100, &c) == FT_ERR_ARG,
           "size 0 accepted");
     CHECK(fti_tcp_listener_create("127.0.0.1", &l) == FT_SUCCESS, "listener");
     CHECK(fti_tcp_listener_create("127.0.0.1", &dead) == FT_SUCCESS, "listener");
@@ -482,7 +482,7 @@ static void run_local(void)
     CHECK(strncmp(dead_addr, "127.0.0.1:", 10) == 0, "listener address %s", dead_addr);
     fti_tcp_listener_destroy(dead);
     int64_t t0 = fti_now_ms();
-    int rc = fti_tcp_ring_create(l, 0, 2, dead_addr, 0, fti_now_ms() + 3000, &c);
+    int rc = fti_tcp_ring_create(l, 0, 2, dead_addr, 0, NULL, fti_now_ms() + 3000, &c);
     CHECK(rc == FT_ERR_CONNECT, "connect to a closed port gave %d", rc);
     CHECK(fti_now_ms() - t0 < 1000, "refused connect took %lld ms",
           (long long)(fti_now_ms() - t0));
@@ -490,7 +490,8 @@ static void run_local(void)
     fti_tcp_listener_h l2;
     CHECK(fti_tcp_listener_create("127.0.0.1", &l2) == FT_SUCCESS, "listener");
     t0 = fti_now_ms();
-    rc = fti_tcp_ring_create(l, 0, 2, fti_tcp_listener_address(l2), 0, fti_now_ms() + 300, &c);
+    rc = fti_tcp_ring_create(l, 0, 2, fti_tcp_listener_address(l2), 0, NULL, fti_now_ms() + 300,
+                             &c);
     CHECK(rc == FT_ERR_TIMEOUT, "ring without a peer gave %d", rc);
     CHECK(fti_now_ms() - t0 < 1300, "deadline overrun: %lld ms", (long long)(fti_now_ms() - t0));
     fti_tcp_listener_destroy(l2);

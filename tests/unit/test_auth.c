@@ -30,6 +30,7 @@
 #include "base/log.h"
 #include "base/net.h"
 #include "base/rpc.h"
+#include "base/settings.h"
 #include "base/util.h"
 
 #define M_ECHO 7
@@ -71,8 +72,8 @@ static void expect_refused(const char *path, const char *why)
     assert_non_null(strstr(err, path)); /* names the file */
     if (strstr(err, why) == NULL)
         fail_msg("error '%s' does not say '%s'", err, why);
-    assert_int_equal(fti_auth_configure(path, err, sizeof(err)), FT_ERR_CONFIG);
-    assert_null(fti_auth_key());
+    fti_auth_key_t k;
+    assert_int_equal(fti_auth_load_key(path, &k, err, sizeof(err)), FT_ERR_CONFIG);
 }
 
 static void test_token_file_refused(void **state)
@@ -339,8 +340,7 @@ static int echo(const char *addr, const fti_auth_key_t *key)
     fti_rpc_client_h c;
     void *reply = NULL;
     size_t len = 0;
-    assert_int_equal(fti_rpc_client_create(addr, 2000, 1 << 16, &c), FT_SUCCESS);
-    fti_rpc_client_set_key(c, key);
+    assert_int_equal(fti_rpc_client_create(addr, key, 2000, 1 << 16, &c), FT_SUCCESS);
     int rc = fti_rpc_call(c, M_ECHO, "hello", 5, CALL_MS, &reply, &len);
     if (rc == FT_SUCCESS) {
         assert_int_equal(len, 5);
@@ -473,46 +473,47 @@ static void test_no_offline_search(void **state)
     }
 }
 
-/* The process key reaches servers and clients created after it is set. */
-static void test_process_key(void **state)
+/* The job's key is the configuration's (fti_config_load from
+ * FTMPI_TOKEN_FILE) and reaches only the servers and clients it is passed
+ * to: there is no process-wide key. */
+static void test_config_key(void **state)
 {
     char err[512] = "";
     struct srv s;
     fti_rpc_stats_t st;
-    fti_auth_key_t k;
+    fti_auth_key_t k, loaded;
+    fti_config_t cfg;
     (void)state;
     const char *p = write_file("proc", "process-secret-5d2c8e1f0a9b7346\n", 0600);
-    assert_int_equal(fti_auth_configure(p, err, sizeof(err)), FT_SUCCESS);
-    assert_non_null(fti_auth_key());
-    fti_rpc_server_config_t cfg;
-    fti_rpc_server_config_init(&cfg, 1024);
-    assert_ptr_equal(cfg.auth_key, fti_auth_key());
     fti_auth_key_from_token("process-secret-5d2c8e1f0a9b7346", &k);
-    srv_start(&s, fti_auth_key());
-    fti_rpc_client_h c;
-    void *reply = NULL;
-    size_t len;
-    assert_int_equal(fti_rpc_client_create(fti_rpc_server_address(s.rpc), 2000, 1024, &c),
-                     FT_SUCCESS); /* takes the process key */
-    assert_int_equal(fti_rpc_call(c, M_ECHO, "x", 1, CALL_MS, &reply, &len), FT_SUCCESS);
-    free(reply);
-    fti_rpc_client_destroy(c);
-    assert_int_equal(echo(fti_rpc_server_address(s.rpc), &k), FT_SUCCESS);
+    assert_int_equal(fti_auth_load_key(p, &loaded, err, sizeof(err)), FT_SUCCESS);
+    assert_memory_equal(loaded.k, k.k, sizeof(k.k));
+    assert_int_equal(fti_auth_load_key("", &loaded, err, sizeof(err)), FT_ERR_ARG);
+    setenv("FTMPI_TOKEN_FILE", p, 1);
+    assert_int_equal(fti_config_load(&cfg, err, sizeof(err)), FT_SUCCESS);
+    unsetenv("FTMPI_TOKEN_FILE");
+    assert_non_null(fti_config_key(&cfg));
+    assert_memory_equal(fti_config_key(&cfg)->k, k.k, sizeof(k.k));
+    fti_rpc_server_config_t scfg;
+    fti_rpc_server_config_init(&scfg, 1024);
+    assert_null(scfg.auth_key); /* nothing implicit */
+    srv_start(&s, fti_config_key(&cfg));
+    assert_int_equal(echo(fti_rpc_server_address(s.rpc), fti_config_key(&cfg)), FT_SUCCESS);
+    assert_int_equal(echo(fti_rpc_server_address(s.rpc), NULL), FT_ERR_AUTH);
     srv_stop(&s, &st);
-    assert_int_equal(st.rejected_auth, 0);
-    assert_int_equal(fti_auth_configure("", err, sizeof(err)), FT_SUCCESS);
-    assert_null(fti_auth_key());
+    assert_int_equal(st.rejected_auth, 1);
+    assert_int_equal(fti_config_load(&cfg, err, sizeof(err)), FT_SUCCESS);
+    assert_null(fti_config_key(&cfg)); /* no FTMPI_TOKEN_FILE: no key */
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_token_file_good), cmocka_unit_test(test_token_file_refused),
-        cmocka_unit_test(test_key_derivation), cmocka_unit_test(test_steps),
-        cmocka_unit_test(test_fd_handshake),   cmocka_unit_test(test_ring_handshake),
-        cmocka_unit_test(test_rpc_auth),
-        cmocka_unit_test(test_rpc_raw_frame_refused), cmocka_unit_test(test_no_offline_search),
-        cmocka_unit_test(test_process_key),
+        cmocka_unit_test(test_token_file_good),   cmocka_unit_test(test_token_file_refused),
+        cmocka_unit_test(test_key_derivation),    cmocka_unit_test(test_steps),
+        cmocka_unit_test(test_fd_handshake),      cmocka_unit_test(test_ring_handshake),
+        cmocka_unit_test(test_rpc_auth),          cmocka_unit_test(test_rpc_raw_frame_refused),
+        cmocka_unit_test(test_no_offline_search), cmocka_unit_test(test_config_key),
     };
     snprintf(tmpdir, sizeof(tmpdir), "%s/test_auth.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (mkdtemp(tmpdir) == NULL)

@@ -128,7 +128,7 @@ static void save(const char *root, int64_t step, int r)
 {
     fti_ckpt_writer_h w;
     char dir[512];
-    assert_int_equal(fti_ckpt_writer_create(&w), FT_SUCCESS);
+    assert_int_equal(fti_ckpt_writer_create(NULL, &w), FT_SUCCESS);
     snprintf(dir, sizeof(dir), "%s/step-%lld.tmp-test", root, (long long)step);
     fti_ckpt_buf_t b[2] = {{"w", FTI_CKPT_SHARD, "double", 8, G, (size_t)r, NULL},
                            {"rep", FTI_CKPT_REPLICATED, "byte", 1, REP, 1, NULL}};
@@ -176,7 +176,7 @@ static void load_check(const char *root, int64_t step, int r)
                                   {"rep", FTI_CKPT_REPLICATED, 1, REP, 0, REP}};
         fti_ckpt_staged_t s;
         char err[512] = "";
-        int rc = fti_ckpt_stage(root, t, 2, &s, err, sizeof(err));
+        int rc = fti_ckpt_stage(root, NULL, t, 2, &s, err, sizeof(err));
         if (rc != FT_SUCCESS)
             fail_msg("load by %d of %d: %s", g, r, err);
         assert_int_equal(s.step, step);
