@@ -48,84 +48,6 @@
 #define LH_LOG_NAMES 16 /* membership changes listed by name up to this many */
 #define LH_MIN_FRAME 64 /* smallest max_frame accepted: a header and a short message */
 
-/* ---- finalized groups (under lh->mu) -------------------------------------- */
-
-struct fin_entry {
-    char id[FTI_QID_MAX];
-    uint64_t seq; /* order of the finalize: the lowest is evicted first */
-};
-
-static const char *fin_key(const void *finalized, size_t i)
-{
-    return ((const struct fin_entry *)finalized)[i].id;
-}
-
-static size_t fin_search(const struct fti_lighthouse *lh, const char *id, bool *found)
-{
-    return fti_bsearch_str(lh->finalized, lh->n_finalized, fin_key, id, found);
-}
-
-static bool fin_has(const struct fti_lighthouse *lh, const char *id)
-{
-    bool found;
-    (void)fin_search(lh, id, &found);
-    return found;
-}
-
-static void fin_del_at(struct fti_lighthouse *lh, size_t at)
-{
-    memmove(&lh->finalized[at], &lh->finalized[at + 1],
-            (lh->n_finalized - at - 1) * sizeof(*lh->finalized));
-    lh->n_finalized--;
-}
-
-/* Forgets the oldest finalize (O(n), only when the list is full). */
-static void fin_evict_oldest(struct fti_lighthouse *lh)
-{
-    size_t old = 0;
-    for (size_t i = 1; i < lh->n_finalized; i++)
-        if (lh->finalized[i].seq < lh->finalized[old].seq)
-            old = i;
-    FTI_DEBUG("finalized ids: %zu kept at most, forgetting %s", lh->opts.max_finalized,
-              lh->finalized[old].id);
-    fin_del_at(lh, old);
-}
-
-/* id must fit FTI_QID_MAX. */
-static int fin_add(struct fti_lighthouse *lh, const char *id)
-{
-    bool found;
-    size_t at = fin_search(lh, id, &found);
-    if (found)
-        return FT_SUCCESS;
-    if (lh->n_finalized >= lh->opts.max_finalized) {
-        fin_evict_oldest(lh);
-        at = fin_search(lh, id, &found);
-    }
-    if (lh->n_finalized == lh->cap_finalized) {
-        size_t cap = lh->cap_finalized ? 2 * lh->cap_finalized : 16;
-        struct fin_entry *f = realloc(lh->finalized, cap * sizeof(*f));
-        if (f == NULL)
-            return FT_ERR_NO_MEMORY;
-        lh->finalized = f;
-        lh->cap_finalized = cap;
-    }
-    memmove(&lh->finalized[at + 1], &lh->finalized[at],
-            (lh->n_finalized - at) * sizeof(*lh->finalized));
-    fti_strlcpy(lh->finalized[at].id, id, FTI_QID_MAX);
-    lh->finalized[at].seq = lh->fin_seq++;
-    lh->n_finalized++;
-    return FT_SUCCESS;
-}
-
-static void fin_del(struct fti_lighthouse *lh, const char *id)
-{
-    bool found;
-    size_t at = fin_search(lh, id, &found);
-    if (found)
-        fin_del_at(lh, at);
-}
-
 static int64_t count_dropped(const fti_quorum_t *prev, const fti_qmember_t *members, size_t n)
 {
     int64_t dropped = 0;
@@ -522,7 +444,7 @@ static ProtobufCMessage *unpack_request(struct fti_lighthouse *lh, fti_rpc_call_
 static void group_died(struct fti_lighthouse *lh, const char *id)
 {
     pthread_mutex_lock(&lh->mu);
-    bool known = !fin_has(lh, id) && fti_quorum_remove(lh->st, id) == FT_SUCCESS;
+    bool known = !fti_lh_fin_has(lh, id) && fti_quorum_remove(lh->st, id) == FT_SUCCESS;
     if (known)
         fti_lh_history_gone(&lh->history, fti_wall_ms(), id, FTI_LH_EV_DEAD_CLOSED);
     pthread_mutex_unlock(&lh->mu);
@@ -598,7 +520,7 @@ static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len
     pthread_mutex_lock(&lh->mu);
     fti_quorum_note_seen(lh->st, req->max_quorum_id);
     /* a finalized group's last heartbeats do not bring it back */
-    bool fin = req->replica_id && fin_has(lh, req->replica_id);
+    bool fin = req->replica_id && fti_lh_fin_has(lh, req->replica_id);
     int rc = fti_lh_killed_call(lh, req->replica_id, req->incarnation);
     if (rc == FT_SUCCESS && !fin)
         rc = fti_quorum_heartbeat(lh->st, req->replica_id, fti_now_ms());
@@ -667,10 +589,10 @@ static int record_request(struct fti_lighthouse *lh, const fti_qmember_t *m, int
         *now_p = now;
         return FT_ERR_KILLED;
     }
-    if (fin_has(lh, m->replica_id)) {
+    if (fti_lh_fin_has(lh, m->replica_id)) {
         FTI_INFO("%s asks for a quorum again after it finalized: back in the table",
                  m->replica_id);
-        fin_del(lh, m->replica_id);
+        fti_lh_fin_del(lh, m->replica_id);
     }
     fti_qcheck_t chk;
     int rc = fti_quorum_request_checked(lh->st, m, now, &chk);
@@ -800,8 +722,8 @@ static void on_finalize(fti_rpc_call_h call, const uint8_t *payload, size_t len,
     pthread_mutex_lock(&lh->mu);
     bool known = fti_quorum_remove(lh->st, id) == FT_SUCCESS;
     fti_sdc_forget(lh->sdc, id);
-    bool again = fin_has(lh, id);
-    int rc = fin_add(lh, id);
+    bool again = fti_lh_fin_has(lh, id);
+    int rc = fti_lh_fin_add(lh, id);
     if (!again)
         fti_lh_history_gone(&lh->history, fti_wall_ms(), id, FTI_LH_EV_FINALIZED);
     pthread_mutex_unlock(&lh->mu);
@@ -823,7 +745,7 @@ fti_lh_group_status_t fti_lighthouse_group_status(fti_lighthouse_h lh, const cha
     fti_qgroup_view_t v;
     int64_t age = -1;
     pthread_mutex_lock(&lh->mu);
-    if (fin_has(lh, replica_id)) {
+    if (fti_lh_fin_has(lh, replica_id)) {
         s = FTI_LH_GROUP_FINALIZED;
     } else if (fti_quorum_group_find(lh->st, replica_id, fti_now_ms(), &v) == FT_SUCCESS) {
         s = v.healthy ? FTI_LH_GROUP_LIVE : FTI_LH_GROUP_SILENT;

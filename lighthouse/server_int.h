@@ -1,7 +1,8 @@
 /*
  * lighthouse/server_int.h - the server's state, shared by its files only:
  * server.c (the loop: requests, evaluation, replies), replies.c (the
- * packed quorum replies), server_admin.c (kill, snapshot, defaults).
+ * packed quorum replies), server_admin.c (kill, snapshot, defaults),
+ * finalized.c (the groups that finalized).
  */
 #ifndef FTI_LH_SERVER_INT_H
 #define FTI_LH_SERVER_INT_H
@@ -125,5 +126,12 @@ fti_sdc_finding_t *fti_lh_sdc_judge(struct fti_lighthouse *lh, const fti_quorum_
 
 /* The log lines of the fresh findings (after the lock). */
 void fti_lh_sdc_log(const fti_quorum_t *q, const fti_sdc_finding_t *f);
+
+/* finalized.c: the groups that finalized (under lh->mu).  Whether id
+ * finalized; adds id (it must fit FTI_QID_MAX; evicts the oldest finalize
+ * beyond opts.max_finalized; FT_ERR_NO_MEMORY); forgets id. */
+bool fti_lh_fin_has(const struct fti_lighthouse *lh, const char *id);
+int fti_lh_fin_add(struct fti_lighthouse *lh, const char *id);
+void fti_lh_fin_del(struct fti_lighthouse *lh, const char *id);
 
 #endif

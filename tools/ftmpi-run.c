@@ -39,7 +39,6 @@
  */
 #include "ftmpi_config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -61,6 +60,7 @@
 #include "base/settings.h"
 #include "base/sizes.h"
 #include "base/util.h"
+#include "proc_tree.h"
 #include "rank_watch.h"
 
 #define EXIT_USAGE 2
@@ -368,6 +368,40 @@ static const char *sig_name(int sig)
     return s ? s : "?";
 }
 
+/* The child's side of start_child: execs the command in a process group of
+ * its own; writes errno to pfd[1] when it cannot.  Async-signal-safe calls
+ * only until exec (the agent has one thread, so execvp's PATH search is
+ * safe too). */
+static _Noreturn void exec_child(const struct agent *a, const int pfd[2])
+{
+    int err;
+    close(pfd[0]);
+    setpgid(0, 0);
+    signal(SIGTERM, SIG_DFL); /* forwarded signals must act even if the */
+    signal(SIGINT, SIG_DFL);  /* agent was started with them ignored */
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGUSR1, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &a->orig_mask, NULL);
+    /* if the agent itself is killed (SIGKILL), the command gets SIGTERM
+     * and can take its ranks down instead of running on unsupervised */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != a->self)
+        _exit(128 + SIGTERM);
+    if (a->stdin_null) {
+        int fd = open("/dev/null", O_RDONLY);
+        if (fd >= 0 && fd != STDIN_FILENO) {
+            dup2(fd, STDIN_FILENO);
+            close(fd);
+        }
+    }
+    execvp(a->o.argv[0], a->o.argv);
+    err = errno;
+    while (write(pfd[1], &err, sizeof(err)) < 0 && errno == EINTR)
+        ;
+    _exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+}
+
 /* Starts the command.  Returns 0, or the status to exit with (126/127)
  * when it could not be executed (no restart helps then), or EXIT_AGENT. */
 static int start_child(struct agent *a)
@@ -399,36 +433,8 @@ static int start_child(struct agent *a)
         close(pfd[1]);
         return EXIT_AGENT;
     }
-    if (pid == 0) {
-        /* child: async-signal-safe calls only until exec (the agent has
-         * one thread, so execvp's PATH search is safe too) */
-        int err;
-        close(pfd[0]);
-        setpgid(0, 0);
-        signal(SIGTERM, SIG_DFL); /* forwarded signals must act even if the */
-        signal(SIGINT, SIG_DFL);  /* agent was started with them ignored */
-        signal(SIGHUP, SIG_DFL);
-        signal(SIGCHLD, SIG_DFL);
-        signal(SIGUSR1, SIG_DFL);
-        sigprocmask(SIG_SETMASK, &a->orig_mask, NULL);
-        /* if the agent itself is killed (SIGKILL), the command gets SIGTERM
-         * and can take its ranks down instead of running on unsupervised */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != a->self)
-            _exit(128 + SIGTERM);
-        if (a->stdin_null) {
-            int fd = open("/dev/null", O_RDONLY);
-            if (fd >= 0 && fd != STDIN_FILENO) {
-                dup2(fd, STDIN_FILENO);
-                close(fd);
-            }
-        }
-        execvp(a->o.argv[0], a->o.argv);
-        err = errno;
-        while (write(pfd[1], &err, sizeof(err)) < 0 && errno == EINTR)
-            ;
-        _exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
-    }
+    if (pid == 0)
+        exec_child(a, pfd);
 
     /* parent: also set the group here, so that it exists before the first
      * kill(-pid) whichever process runs first (EACCES once it has exec'd) */
@@ -460,109 +466,7 @@ static int start_child(struct agent *a)
     return 0;
 }
 
-/* ---- the command's process tree ----------------------------------------
- *
- * The agent is a child subreaper (PR_SET_CHILD_SUBREAPER): whatever the
- * command leaves behind -- ranks that mpirun put in process groups of their
- * own, orphaned when mpirun is killed, say -- is re-parented to the agent
- * instead of init, so the agent's descendants are exactly what the command
- * started.  They are found through /proc and killed before the next start. */
-
-struct proc_ent {
-    pid_t pid;
-    pid_t ppid;
-    char state;
-    char mark; /* a descendant of the agent */
-};
-
-static int proc_cmp(const void *x, const void *y)
-{
-    const struct proc_ent *a = x, *b = y;
-    return (a->pid > b->pid) - (a->pid < b->pid);
-}
-
-/* Reads pid, ppid and state of every process into *list_p, sorted by pid
- * (release with free()).  Returns the count, or -1 when /proc is unreadable. */
-static int proc_scan(struct proc_ent **list_p)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    struct proc_ent *list = NULL;
-    int n = 0, cap = 0;
-
-    if (d == NULL)
-        return -1;
-    while ((e = readdir(d)) != NULL) {
-        char path[300], buf[512];
-        long ppid;
-        char state;
-        if (e->d_name[0] < '1' || e->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue; /* gone meanwhile */
-        ssize_t r = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (r <= 0)
-            continue;
-        buf[r] = '\0';
-        /* "pid (comm) state ppid ...": comm may hold spaces and ')' */
-        char *p = strrchr(buf, ')');
-        if (p == NULL || sscanf(p + 1, " %c %ld", &state, &ppid) != 2)
-            continue;
-        if (n == cap) {
-            int ncap = cap ? 2 * cap : 256;
-            struct proc_ent *nl = realloc(list, (size_t)ncap * sizeof(*nl));
-            if (nl == NULL)
-                break;
-            list = nl;
-            cap = ncap;
-        }
-        list[n].pid = (pid_t)atol(e->d_name);
-        list[n].ppid = (pid_t)ppid;
-        list[n].state = state;
-        list[n].mark = 0;
-        n++;
-    }
-    closedir(d);
-    if (n > 0)
-        qsort(list, (size_t)n, sizeof(*list), proc_cmp);
-    *list_p = list;
-    return n;
-}
-
-/* Sends sig (0: only counts) to every live descendant of process self.
- * Returns how many there were. */
-static int signal_descendants(pid_t self, int sig)
-{
-    struct proc_ent *list = NULL;
-    int n = proc_scan(&list), count = 0, changed = 1;
-
-    /* mark down the tree: one pass per level */
-    while (changed) {
-        changed = 0;
-        for (int i = 0; i < n; i++) {
-            if (list[i].mark)
-                continue;
-            struct proc_ent key = {.pid = list[i].ppid};
-            struct proc_ent *parent =
-                bsearch(&key, list, (size_t)n, sizeof(*list), proc_cmp);
-            if (list[i].ppid == self || (parent != NULL && parent->mark)) {
-                list[i].mark = 1;
-                changed = 1;
-            }
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        if (!list[i].mark || list[i].state == 'Z' || list[i].state == 'X')
-            continue;
-        if (sig == 0 || kill(list[i].pid, sig) == 0)
-            count++;
-    }
-    free(list);
-    return count;
-}
+/* ---- the command's process tree (proc_tree.h) -------------------------- */
 
 /* Records how the command ended (a->child = 0 afterwards). */
 static void record_exit(struct agent *a, int st)
@@ -621,7 +525,7 @@ static void kill_tree(struct agent *a)
     int killed = 0;
 
     for (;;) {
-        int alive = signal_descendants(a->self, SIGKILL);
+        int alive = fti_proc_signal_descendants(a->self, SIGKILL);
         int children = reap_children(a);
         if (alive > 0 && !killed) {
             FTI_INFO("killing %d process%s left by the command", alive, alive == 1 ? "" : "es");
@@ -653,7 +557,7 @@ static void forward(struct agent *a, int sig)
         if (kill(-a->child, sig) != 0 && errno != ESRCH)
             FTI_ERROR("kill(-%ld, %d): %m", (long)a->child, sig);
     } else {
-        signal_descendants(a->self, sig);
+        fti_proc_signal_descendants(a->self, sig);
     }
     if (!a->stopping) {
         a->stopping = 1;
@@ -719,7 +623,7 @@ static void supervise(struct agent *a)
 
     for (;;) {
         reap_children(a);
-        if (a->child == 0 && (!a->stopping || signal_descendants(a->self, 0) == 0)) {
+        if (a->child == 0 && (!a->stopping || fti_proc_signal_descendants(a->self, 0) == 0)) {
             kill_tree(a);
             return;
         }

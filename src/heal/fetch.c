@@ -158,122 +158,6 @@ static int heal_sums(fti_rpc_client_h c, int64_t step, int64_t deadline_ms,
     return rc;
 }
 
-/* ---- staging ------------------------------------------------------------ */
-
-/* Staging buffers from this size on are mapped, and their pages populated
- * by a thread of their own ahead of the fetch (stage_populate): faulting
- * them in one by one inside the socket reads made a heal of 512 MiB twice
- * as slow as without staging, and populating them all before the first
- * fetch put the whole time of it on every heal's path. */
-#define HEAL_STAGE_MAP_BYTES ((size_t)1 << 20)
-
-static void stage_free(struct heal_stage *stage, size_t n)
-{
-    for (size_t i = 0; stage != NULL && i < n; i++) {
-        if (stage[i].direct)
-            ; /* the registered memory */
-        else if (stage[i].mapped)
-            munmap(stage[i].data, stage[i].b->len);
-        else
-            free(stage[i].data);
-        free(stage[i].chain);
-    }
-    free(stage);
-}
-
-/* Staging memory for s->b (none for an empty buffer; direct: its
- * registered memory, unless it has a mirror) and its piece records. */
-static bool stage_one(struct heal_stage *s, bool direct)
-{
-    size_t len = s->b->len;
-    s->n_pieces = (len + FTI_HEAL_SUM_BYTES - 1) / FTI_HEAL_SUM_BYTES;
-    if (s->n_pieces > 0) {
-        s->chain = calloc(s->n_pieces, sizeof(*s->chain) + sizeof(*s->ok));
-        if (s->chain == NULL)
-            return false;
-        s->ok = (bool *)(s->chain + s->n_pieces);
-    }
-    if (direct && len > 0 && s->b->copy.copy_out == NULL) {
-        s->data = s->b->user;
-        s->direct = true;
-    } else if (len >= HEAL_STAGE_MAP_BYTES) {
-        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
-            return false;
-        s->data = p;
-        s->mapped = true;
-    } else if (len > 0) {
-        s->data = malloc(len);
-    }
-    return len == 0 || s->data != NULL;
-}
-
-/* Staging memory for every registered buffer, in registration order: the
- * whole state once more, for the time of one heal (direct: only for the
- * buffers with a mirror; serving closes here, before the first byte can
- * land in the registered memory, and *was_open_p tells whether it was
- * open).  Release with stage_free(*stage_p, *n_p). */
-static int stage_alloc(struct fti_heal *h, bool direct, struct heal_stage **stage_p, size_t *n_p,
-                       bool *was_open_p)
-{
-    pthread_mutex_lock(&h->mu);
-    size_t n = h->n;
-    struct heal_stage *stage = calloc(n ? n : 1, sizeof(*stage));
-    uint64_t total = 0;
-    bool ok = stage != NULL;
-    for (size_t i = 0; ok && i < n; i++) {
-        stage[i].b = h->bufs[i];
-        total += stage[i].b->len;
-        ok = stage_one(&stage[i], direct);
-    }
-    *was_open_p = h->open;
-    if (ok && direct) {
-        h->open = false; /* the old state is about to change */
-        h->gen++;
-        h->served = 0;
-    }
-    pthread_mutex_unlock(&h->mu);
-    if (!ok) {
-        FTI_ERROR("heal: no memory to stage %zu buffers (%" PRIu64 " bytes so far): %m", n, total);
-        stage_free(stage, n);
-        return FT_ERR_NO_MEMORY;
-    }
-    *stage_p = stage;
-    *n_p = n;
-    return FT_SUCCESS;
-}
-
-/* Installs a complete, verified copy: closes serving (the old state is
- * about to change: requests for it are refused from now on and a summing
- * thread drops its work), then copies each staged buffer into the
- * registered memory (copy_in for a mirrored one).  Only a copy_in can
- * fail: its code, logged here. */
-static int heal_install(struct fti_heal *h, const struct heal_stage *stage, size_t n)
-{
-    pthread_mutex_lock(&h->mu);
-    h->open = false;
-    h->gen++;
-    h->served = 0;
-    pthread_mutex_unlock(&h->mu);
-    for (size_t i = 0; i < n; i++) {
-        const struct heal_buf *b = stage[i].b;
-        if (b->len == 0 || stage[i].direct)
-            continue;
-        if (b->copy.copy_in == NULL) {
-            memcpy(b->user, stage[i].data, b->len);
-            continue;
-        }
-        int rc = b->copy.copy_in(b->copy.ctx, b->user, stage[i].data, b->len);
-        if (rc != FT_SUCCESS) {
-            FTI_ERROR("heal: installing '%s' (%zu bytes) failed: %s; this rank's state is "
-                      "partly overwritten",
-                      b->name, b->len, FT_Error_string(rc));
-            return rc;
-        }
-    }
-    return FT_SUCCESS;
-}
-
 /* A fetch reports its progress every this many bytes, and the fetching
  * thread sums them while they are still in its cache (frontier_advance).
  * Measured here (tests/bench/bench_heal, one source, 1 GiB, XXH3): summing
@@ -728,7 +612,7 @@ static int stripe_first(struct stripe *sp, size_t chunk)
 {
     int rc = stripe_round(sp);
     if (rc == FT_SUCCESS)
-        rc = stage_alloc(sp->h, sp->opts->direct, &sp->stage, &sp->n_stage, &sp->was_open);
+        rc = fti_heal_stage_alloc(sp->h, sp->opts->direct, &sp->stage, &sp->n_stage, &sp->was_open);
     sp->closed = rc == FT_SUCCESS && sp->opts->direct;
     if (rc == FT_SUCCESS)
         rc = ranges_make(sp, chunk);
@@ -797,7 +681,7 @@ static void stripe_free(struct stripe *sp)
     free(sp->src);
     free(sp->r);
     XXH3_freeState(sp->fr.xs);
-    stage_free(sp->stage, sp->n_stage);
+    fti_heal_stage_free(sp->stage, sp->n_stage);
     pthread_cond_destroy(&sp->cv);
     pthread_mutex_destroy(&sp->mu);
 }
@@ -897,7 +781,7 @@ int fti_heal_stage(fti_heal_h h, const char *src_manager, int group_rank, int64_
 int64_t fti_heal_install(fti_heal_h h, fti_heal_staged_h staged)
 {
     int64_t t0 = fti_now_ms();
-    int rc = heal_install(h, staged->stage, staged->n);
+    int rc = fti_heal_stage_install(h, staged->stage, staged->n);
     fti_heal_discard(staged);
     return rc != FT_SUCCESS ? (int64_t)rc : fti_now_ms() - t0;
 }
@@ -906,7 +790,7 @@ void fti_heal_discard(fti_heal_staged_h staged)
 {
     if (staged == NULL)
         return;
-    stage_free(staged->stage, staged->n);
+    fti_heal_stage_free(staged->stage, staged->n);
     free(staged);
 }
 

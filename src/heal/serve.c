@@ -472,6 +472,23 @@ static void sums_finish(struct fti_heal *h, uint64_t gen)
 
 /* ---- serving (loop thread) --------------------------------------------- */
 
+/* Sends reply_buffers' answer: the n buffers hbp of step (generation gen),
+ * with their checksums when with_sums. */
+static void send_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t step, uint64_t gen,
+                         Ftmpi__HealBuffer **hbp, size_t n, bool with_sums)
+{
+    Ftmpi__HealMetadataResponse resp = FTMPI__HEAL_METADATA_RESPONSE__INIT;
+    resp.step = step;
+    resp.committed_batches = 0;
+    resp.n_buffers = n;
+    resp.buffers = hbp;
+    resp.sums_deferred = !with_sums;
+    FTI_DEBUG("heal: %s of step %" PRId64 " (%zu buffers) to %s",
+              with_sums ? "checksums" : "metadata", step, n, fti_rpc_call_peer(call));
+    if (fti_rpc_reply_msg(call, &resp.base) == FT_SUCCESS && with_sums)
+        count_served(h, gen); /* the healer has everything: the copy is complete */
+}
+
 /* Replies with the step's buffers: names and lengths, and the checksums
  * when with_sums (computed now if missing; the reply then completes a
  * copy), else sums_deferred.  Refuses a step other than `want`. */
@@ -543,16 +560,7 @@ static void reply_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t want,
     } else if (stale) {
         fti_rpc_reply_error(call, FT_ERR_STATE, "the step ended while its checksums were computed");
     } else {
-        Ftmpi__HealMetadataResponse resp = FTMPI__HEAL_METADATA_RESPONSE__INIT;
-        resp.step = step;
-        resp.committed_batches = 0;
-        resp.n_buffers = n;
-        resp.buffers = hbp;
-        resp.sums_deferred = !with_sums;
-        FTI_DEBUG("heal: %s of step %" PRId64 " (%zu buffers) to %s",
-                  with_sums ? "checksums" : "metadata", step, n, fti_rpc_call_peer(call));
-        if (fti_rpc_reply_msg(call, &resp.base) == FT_SUCCESS && with_sums)
-            count_served(h, gen); /* the healer has everything: the copy is complete */
+        send_buffers(h, call, step, gen, hbp, n, with_sums);
     }
     free(names);
     free(hbp);

@@ -1,7 +1,8 @@
 /*
  * heal/stripe.h - a striped fetch's state, internal to heal/fetch.c (the
- * fetching threads, the frontier, the rounds) and heal/verify.c (checking
- * every piece against the source that sent it, fetching again what fails).
+ * fetching threads, the frontier, the rounds), heal/stage.c (the staging
+ * memory and its install) and heal/verify.c (checking every piece against
+ * the source that sent it, fetching again what fails).
  * Threads: the fields say which mutex guards them.
  */
 #ifndef FTI_HEAL_STRIPE_H
@@ -19,7 +20,7 @@
 
 /* One buffer of a heal: the registered buffer it is for, the staging
  * memory its bytes stream into and what is known of its checksum pieces
- * (stage_alloc, released by stage_free). */
+ * (fti_heal_stage_alloc, released by fti_heal_stage_free; stage.c). */
 struct heal_stage {
     struct heal_buf *b;
     unsigned char *data; /* b->len bytes; NULL when b->len == 0 */
@@ -30,6 +31,29 @@ struct heal_stage {
     bool *ok;            /* each piece verified */
     uint64_t sum;        /* of the whole buffer, computed here */
 };
+
+/* stage.c: staging buffers from this size on are mapped, and their pages populated
+ * by a thread of their own ahead of the fetch (stage_populate): faulting
+ * them in one by one inside the socket reads made a heal of 512 MiB twice
+ * as slow as without staging, and populating them all before the first
+ * fetch put the whole time of it on every heal's path. */
+#define HEAL_STAGE_MAP_BYTES ((size_t)1 << 20)
+
+/* stage.c: staging memory for every registered buffer, in registration
+ * order: the whole state once more, for the time of one heal (direct: only
+ * for the buffers with a mirror; serving closes here, before the first
+ * byte can land in the registered memory, and *was_open_p tells whether it
+ * was open).  FT_ERR_NO_MEMORY, logged.  Release with
+ * fti_heal_stage_free(*stage_p, *n_p). */
+int fti_heal_stage_alloc(struct fti_heal *h, bool direct, struct heal_stage **stage_p, size_t *n_p,
+                         bool *was_open_p);
+void fti_heal_stage_free(struct heal_stage *stage, size_t n);
+/* stage.c: installs a complete, verified copy: closes serving (the old
+ * state is about to change: requests for it are refused from now on and a
+ * summing thread drops its work), then copies each staged buffer into the
+ * registered memory (copy_in for a mirrored one).  Only a copy_in can
+ * fail: its code, logged here. */
+int fti_heal_stage_install(struct fti_heal *h, const struct heal_stage *stage, size_t n);
 
 /* ---- striped fetching ----------------------------------------------------
  *
