@@ -136,8 +136,9 @@ int fti_auth_server_verify(const fti_auth_key_t *key, const fti_auth_state_t *st
 /* ---- blocking, on a connected non-blocking socket (the tcp ring) -------- */
 
 /* Runs the client / server side on fd before deadline_ms (monotonic ms)
- * with key (NULL: no secret, FT_SUCCESS at once without a handshake).  FT_ERR_AUTH when the peer fails, FT_ERR_TIMEOUT,
- * FT_ERR_PROC_FAILED when it closes.  Logs a refused peer once (warn). */
+ * with key (NULL: no secret, FT_SUCCESS at once without a handshake).
+ * FT_ERR_AUTH when the peer fails, FT_ERR_TIMEOUT, FT_ERR_PROC_FAILED when
+ * it closes.  Logs a refused peer once (warn). */
 int fti_auth_connect_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms);
 int fti_auth_accept_fd(int fd, const fti_auth_key_t *key, int64_t deadline_ms);
 

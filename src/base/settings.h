@@ -95,10 +95,10 @@ typedef struct fti_config_field {
 extern const fti_config_field_t fti_config_table[];
 
 /* Fills *cfg from defaults and the environment, then derives the job's key
- * from FTMPI_TOKEN_FILE into cfg (fti_auth_load_key; none when it is empty).  On a
- * bad value or a bad token file returns FT_ERR_CONFIG and writes a message
- * naming the variable (or the file) into err (size errlen); *cfg is then
- * left untouched. */
+ * from FTMPI_TOKEN_FILE into cfg (fti_auth_load_key; none when it is
+ * empty).  On a bad value or a bad token file returns FT_ERR_CONFIG and
+ * writes a message naming the variable (or the file) into err (size
+ * errlen); *cfg is then left untouched. */
 int fti_config_load(fti_config_t *cfg, char *err, size_t errlen);
 
 /* Same, but values come from get(name, arg) instead of getenv (tests). */
