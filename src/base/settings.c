@@ -1,6 +1,8 @@
 /* settings.c - parse the FTMPI_* table (see settings.h). */
 #include "base/settings.h"
 
+#include "ftmpi_config.h" /* FTMPI_TEST_HOOKS */
+
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -274,7 +276,13 @@ void fti_config_format(const fti_config_t *cfg, const fti_config_field_t *f, cha
 static const char *const other_names[] = {
     "FTMPI_BIN", "FTMPI_BUILD_DIR", "FTMPI_DASHBOARD_SHOT", "FTMPI_EXPORT", "FTMPI_MPI_LIBRARY",
     "FTMPI_MPI_STANDARD", "FTMPI_RPATH", "FTMPI_SANITIZERS", "FTMPI_WERROR", "FTMPI_PORT", NULL};
-static const char *const other_prefixes[] = {"FTMPI_TEST_", "FTMPI_HAVE_", NULL};
+/* FTMPI_TEST_*: the test hooks, known only to a build that has them
+ * (configure --enable-test-hooks): a production build holds no hook's name. */
+static const char *const other_prefixes[] = {
+#ifdef FTMPI_TEST_HOOKS
+    "FTMPI_TEST_",
+#endif
+    "FTMPI_HAVE_", NULL};
 
 /* Levenshtein distance of a and b (at most 63 characters of each count). */
 static size_t edit_distance(const char *a, const char *b)
