@@ -179,6 +179,26 @@ static void view_fill(fti_lh_member_view_t *mv, const fti_qmember_t *m, const ch
     }
 }
 
+/* The snapshot's counters: calls, refused frames, the quorum-time
+ * histogram (under lh->mu). */
+static void snapshot_counters(const struct fti_lighthouse *lh, fti_lh_snapshot_t *s)
+{
+    s->quorums_issued = lh->quorums_issued;
+    s->heartbeats = lh->heartbeats;
+    s->quorum_requests = lh->quorum_requests;
+    s->rejected_garbage = lh->rpc_stats.rejected_garbage;
+    s->rejected_oversize = lh->rpc_stats.rejected_oversize;
+    s->rejected_truncated = lh->rpc_stats.rejected_truncated;
+    s->rejected_unknown = lh->rpc_stats.rejected_unknown;
+    s->rejected_decode = lh->rpc_stats.rejected_decode;
+    s->rejected_auth = lh->rpc_stats.rejected_auth;
+    s->rejected_frames = s->rejected_garbage + s->rejected_oversize + s->rejected_truncated +
+                         s->rejected_unknown + s->rejected_decode + s->rejected_auth;
+    memcpy(s->hist, lh->hist, sizeof(s->hist));
+    s->hist_sum_ms = lh->hist_sum_ms;
+    s->hist_count = lh->hist_count;
+}
+
 int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
 {
     fti_lh_snapshot_t *s = calloc(1, sizeof(*s));
@@ -230,20 +250,7 @@ int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
         mv->waiting = v.waiting;
     }
 
-    s->quorums_issued = lh->quorums_issued;
-    s->heartbeats = lh->heartbeats;
-    s->quorum_requests = lh->quorum_requests;
-    s->rejected_garbage = lh->rpc_stats.rejected_garbage;
-    s->rejected_oversize = lh->rpc_stats.rejected_oversize;
-    s->rejected_truncated = lh->rpc_stats.rejected_truncated;
-    s->rejected_unknown = lh->rpc_stats.rejected_unknown;
-    s->rejected_decode = lh->rpc_stats.rejected_decode;
-    s->rejected_auth = lh->rpc_stats.rejected_auth;
-    s->rejected_frames = s->rejected_garbage + s->rejected_oversize + s->rejected_truncated +
-                         s->rejected_unknown + s->rejected_decode + s->rejected_auth;
-    memcpy(s->hist, lh->hist, sizeof(s->hist));
-    s->hist_sum_ms = lh->hist_sum_ms;
-    s->hist_count = lh->hist_count;
+    snapshot_counters(lh, s);
     s->wall_ms = fti_wall_ms();
     for (size_t i = 0; i < s->n_members; i++) {
         const fti_lh_gstats_t *g = fti_lh_history_group(&lh->history, s->members[i].replica_id);
