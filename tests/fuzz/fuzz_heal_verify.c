@@ -40,11 +40,12 @@
 #include "fuzz_common.h"
 
 #ifdef FUZZ_HEAL_INLINE
-/* The libFuzzer build: fetch.c and verify.c compiled here, with checksum
+/* The libFuzzer build: fetch.c, stage.c and verify.c compiled here, with checksum
  * pieces of FTI_HEAL_SUM_BYTES = 16 bytes (both set on its command line,
  * Makefile.inc), so that the small buffers have several pieces; the
  * archive's copies of them are not linked. */
 #include "heal/fetch.c"
+#include "heal/stage.c"
 #include "heal/verify.c"
 #endif
 
