@@ -227,9 +227,19 @@ _chaos_no_tagged() { [ -z "$(_chaos_tagged)" ]; }
 
 # chaos_check_no_leak PID...: the PIDs are gone, and within 15 s nothing of
 # this run is left (no ft_sgd, mpirun, orted, agent, lighthouse, baby).
+# A pid is ours while it carries this run's FTI_TEST_TAG: on a busy machine
+# (pid_max 32768) a pid of an mpirun that ended long ago may be another
+# program's by now (seen: "process 29805 (bash) is still there").
+_chaos_ours_alive() {
+    pid_alive "$1" && grep -qzx "FTI_TEST_TAG=$FTI_TEST_TAG" "/proc/$1/environ" 2>/dev/null
+}
+
+_chaos_ours_gone() { ! _chaos_ours_alive "$1"; }
+
 chaos_check_no_leak() {
     for _p in "$@"; do
-        wait_pid_timeout "$_p" 15 || e2e_fail "process $_p ($(cat /proc/"$_p"/comm 2>/dev/null)) is still there"
+        wait_until 15 _chaos_ours_gone "$_p" ||
+            e2e_fail "process $_p ($(cat /proc/"$_p"/comm 2>/dev/null)) is still there"
     done
     wait_until 15 _chaos_no_tagged || e2e_fail "processes left behind: $(_chaos_tagged)"
     e2e_log "no process left: $# started pids gone, none of this run's programs remain"
