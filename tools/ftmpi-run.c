@@ -468,11 +468,29 @@ static int start_child(struct agent *a)
 
 /* ---- the command's process tree (proc_tree.h) -------------------------- */
 
-/* Records how the command ended (a->child = 0 afterwards). */
+/* Names (log, events) every rank newly found dead unless stopping: all of
+ * them (hydra ends the others at once); the first starts the drain. */
+static int report_dead_ranks(struct agent *a, const char *what_now)
+{
+    pid_t dead[8];
+    int n = a->watching && !a->stopping ? fti_rank_watch_dead(dead, 8, what_now) : 0;
+    for (int i = 0; i < n; i++)
+        event(a, "rank_died", dead[i], -1, 0, -1);
+    if (n > 0 && a->lost_ms == 0)
+        a->lost_ms = fti_wall_ms();
+    if (n > 0 && a->dead_rank == 0) {
+        a->dead_rank = dead[0];
+        a->dead_kill_ms = fti_now_ms() + RANK_DRAIN_MS; /* its last lines: in mpirun's pipes */
+    }
+    return n;
+}
+
+/* Records how the command ended (a->child = 0 afterwards), dead ranks first. */
 static void record_exit(struct agent *a, int st)
 {
     pid_t pid = a->child;
 
+    report_dead_ranks(a, "the command ended too");
     a->child = 0;
     a->last_pid = pid;
     if ((!WIFEXITED(st) || WEXITSTATUS(st) != 0) && a->lost_ms == 0)
@@ -644,28 +662,10 @@ static void supervise(struct agent *a)
             if (sig > 0)
                 forward(a, sig);
         }
-        pid_t dead = a->child != 0 && a->watching && !a->stopping && a->dead_rank == 0
-                         ? fti_rank_watch_dead()
-                         : 0;
-        if (dead > 0) {
-            int wr = fti_rank_watch_world_rank(dead);
-            if (wr >= 0)
-                FTI_WARN("world rank %d lost: rank pid %ld ended without FT_Finalize: ending the "
-                         "group now (not waiting for the command to notice)",
-                         wr, (long)dead);
-            else
-                FTI_WARN("rank pid %ld ended without FT_Finalize: ending the group now (not "
-                         "waiting for the command to notice)",
-                         (long)dead);
-            event(a, "rank_died", dead, -1, 0, -1);
-            if (a->lost_ms == 0)
-                a->lost_ms = fti_wall_ms();
-            /* the dead rank's last lines may still be in mpirun's pipes */
-            a->dead_rank = dead;
-            a->dead_kill_ms = fti_now_ms() + RANK_DRAIN_MS;
-        }
+        if (a->child != 0)
+            report_dead_ranks(a, "ending the group now (not waiting for the command to notice)");
         if (a->dead_rank != 0 && (a->child == 0 || fti_ms_left(a->dead_kill_ms) == 0)) {
-            a->dead_rank = 0;
+            fti_rank_watch_clear(); /* the ranks killed now are not news */
             if (a->child != 0)
                 kill(-a->child, SIGKILL);
             kill_tree(a);

@@ -81,15 +81,35 @@ static int gone(pid_t pid)
     return p != NULL && (p[2] == 'Z' || p[2] == 'X');
 }
 
-static long dead_mark(const char *name)
+static void warn_dead(pid_t pid, const char *what_now)
 {
-    long pid = strtol(name, NULL, 10);
-    return pid > 0 && pid <= INT_MAX && gone((pid_t)pid) ? pid : 0;
+    int wr = fti_rank_watch_world_rank(pid);
+    if (wr >= 0)
+        FTI_WARN("world rank %d lost: rank pid %ld ended without FT_Finalize: %s", wr, (long)pid,
+                 what_now);
+    else
+        FTI_WARN("rank pid %ld ended without FT_Finalize: %s", (long)pid, what_now);
 }
 
-pid_t fti_rank_watch_dead(void)
+int fti_rank_watch_dead(pid_t *pids, int max, const char *what_now)
 {
-    return (pid_t)each_mark(dead_mark);
+    DIR *d = dir[0] ? opendir(dir) : NULL;
+    struct dirent *e;
+    int n = 0;
+    if (d == NULL)
+        return 0;
+    while (n < max && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        long pid = strtol(e->d_name, NULL, 10);
+        if (pid > 0 && pid <= INT_MAX && gone((pid_t)pid)) {
+            warn_dead((pid_t)pid, what_now);
+            (void)remove_mark(e->d_name);
+            pids[n++] = (pid_t)pid;
+        }
+    }
+    closedir(d);
+    return n;
 }
 
 int fti_rank_watch_world_rank(pid_t pid)

@@ -26,8 +26,15 @@ int fti_rank_watch_create(void);
 /* Forgets the marks of an earlier run (before each start). */
 void fti_rank_watch_clear(void);
 
-/* A rank that died without FT_Finalize: its pid, or 0 when none. */
-pid_t fti_rank_watch_dead(void);
+/* The ranks that died without FT_Finalize, seen in one look at the marks:
+ * up to max pids written to pids, each logged as a warning ("world rank W
+ * lost: rank pid P ended without FT_Finalize: " what_now) and its mark
+ * removed (a later look names only ranks dead since); returns how many (0
+ * when none).  Every one, not the first found: a launcher that ends the
+ * others when one dies (MPICH's hydra) leaves several dead by the time the
+ * agent looks, and which died first cannot be told from here. */
+int fti_rank_watch_dead(pid_t *pids, int max, const char *what_now);
+
 /* The world rank a mark of pid holds (written by the rank at FT_Init), or -1
  * when the mark is missing or holds none. */
 int fti_rank_watch_world_rank(pid_t pid);
