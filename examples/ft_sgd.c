@@ -730,7 +730,13 @@ static int app_start(struct app *a, int *argc, char ***argv)
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &a->world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* stdout line-buffered in a buffer of its own: one write per line.  A
+     * NULL buffer is not enough: under MPICH's hydra MPI_Init has made
+     * stdout unbuffered (setbuf), glibc then keeps its 1-byte buffer and
+     * every piece of a printf becomes a write of its own, which hydra
+     * forwards as it comes, mixing two ranks' pieces within one line. */
+    static char out_buf[BUFSIZ];
+    setvbuf(stdout, out_buf, _IOLBF, sizeof(out_buf));
 
     int rc = parse_args(*argc, *argv, &a->o);
     if (rc != 0) {

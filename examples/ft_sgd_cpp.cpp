@@ -101,7 +101,11 @@ bool step(std::vector<float> &w, std::vector<float> &grad, MPI_Comm group, int r
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    // stdout line-buffered in a buffer of its own (see ft_sgd.c): with a
+    // null buffer, after MPICH's MPI_Init made stdout unbuffered, every
+    // piece of a printf was a write of its own
+    static char out_buf[BUFSIZ];
+    std::setvbuf(stdout, out_buf, _IOLBF, sizeof(out_buf));
     Options o;
     if (!parse(argc, argv, o)) {
         std::fprintf(stderr, "usage: ft_sgd_cpp [--steps N] [--features F] [--sleep-ms MS]\n");

@@ -73,7 +73,8 @@ int main(int argc, char **argv)
         return 77;
     }
     MPI_Init(&argc, &argv);
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    static char out_buf[BUFSIZ]; /* a buffer of its own: see ft_sgd.c */
+    setvbuf(stdout, out_buf, _IOLBF, sizeof(out_buf));
     MPI_Comm group;
     if (FT_Init(&argc, &argv) != FT_SUCCESS || ftmpi_group_comm(&group) != FT_SUCCESS) {
         fprintf(stderr, "ft_sgd_gpu: FT_Init failed\n");

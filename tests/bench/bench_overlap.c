@@ -98,7 +98,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--warmup"))
             warmup = atoi(argv[i + 1]);
     }
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    static char out_buf[BUFSIZ]; /* of its own, not NULL: see examples/ft_sgd.c */
+    setvbuf(stdout, out_buf, _IOLBF, sizeof(out_buf));
     int rc = FT_Init(&argc, &argv);
     if (rc != FT_SUCCESS) {
         fprintf(stderr, "bench_overlap: FT_Init: %s\n", FT_Error_string(rc));

@@ -96,7 +96,8 @@ int main(int argc, char **argv)
                         "[--async-quorum 0|1]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    static char out_buf[BUFSIZ]; /* of its own, not NULL: see examples/ft_sgd.c */
+    setvbuf(stdout, out_buf, _IOLBF, sizeof(out_buf));
     printf("PID %d\n", (int)getpid());
     printf("INIT %" PRId64 "\n", bench_wall_us());
     if ((rc = FT_Init(&argc, &argv)) != FT_SUCCESS) {

@@ -173,7 +173,8 @@ int main(int argc, char **argv)
     MPI_Comm cmp = MPI_COMM_NULL;
 
     MPI_Init(&argc, &argv);
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    static char out_buf[BUFSIZ]; /* of its own, not NULL: see examples/ft_sgd.c */
+    setvbuf(stdout, out_buf, _IOLBF, sizeof(out_buf));
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--groups"))
             groups = atoi(argv[i + 1]);

@@ -111,7 +111,8 @@ int main(int argc, char **argv)
     struct opts o;
     int rank;
     MPI_Init(&argc, &argv);
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    static char out_buf[BUFSIZ]; /* of its own, not NULL: see examples/ft_sgd.c */
+    setvbuf(stdout, out_buf, _IOLBF, sizeof(out_buf));
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (parse(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: e2e_heal_torn --mib M --value V --steps N [--sleep-ms S] [--max-s T]\n");

@@ -49,7 +49,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    static char out_buf[BUFSIZ]; /* of its own, not NULL: see examples/ft_sgd.c */
+    setvbuf(stdout, out_buf, _IOLBF, sizeof(out_buf));
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--timeout-ms"))
             t = atol(argv[i + 1]);

@@ -18,10 +18,12 @@
 #   --bind-to X, -np N, -n N,  kept (hydra knows them)
 #   --version, :               kept
 #
-# The program runs under stdbuf -oL -eL (coreutils; same pid, it execs the
-# program): hydra forwards each rank's output in the pieces the rank wrote,
-# so a block-buffered stdout cut at 4 KiB mixed two ranks' lines within one
-# line ("sfinal replica=..."); Open MPI's mpirun does not.
+# hydra forwards each rank's output in the pieces the rank wrote, so two
+# ranks' pieces can mix within one line ("sfinal replica=..."): a program
+# must write whole lines.  No stdbuf here: MPICH's MPI_Init makes stdout
+# unbuffered anyway (setbuf(stdout, NULL)), which is what split ft_sgd's
+# lines (its setvbuf with a NULL buffer after it kept glibc's 1-byte
+# buffer; test_stdout_lines.sh).
 #
 # Everything from the program on (up to a ":" section break) is the
 # program's and kept as is.  An option hydra does not know fails in hydra.
@@ -32,7 +34,6 @@ i=0
 in_prog=0
 outdir=
 total=0
-stdbuf=$(command -v stdbuf || true)
 while [ "$i" -lt "$n" ]; do
     a=$1
     shift
@@ -84,11 +85,7 @@ while [ "$i" -lt "$n" ]; do
         set -- "$@" "$a" ;;
     *)
         in_prog=1
-        if [ -n "$stdbuf" ]; then
-            set -- "$@" "$stdbuf" -oL -eL "$a"
-        else
-            set -- "$@" "$a"
-        fi
+        set -- "$@" "$a"
         ;;
     esac
 done

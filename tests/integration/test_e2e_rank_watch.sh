@@ -18,7 +18,8 @@
 #     them in its watch or when the command has ended meanwhile.
 #  2. `mpirun -np 1 /no/such/program` and `sh -c 'exit 127'` with
 #     --max-restarts 10: started once, the agent exits with the command's
-#     status and says why.
+#     status and says why.  Not the first under MPICH: hydra exits 255 when
+#     it cannot exec the program, its status for any launch error.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
 T=$TEST_TMPDIR
@@ -69,7 +70,15 @@ done
 e2e_log "the agent named both: $(grep -c 'without FT_Finalize' "$T/g0.err") rank deaths in its log"
 
 # 2. a command that cannot start: given up at once
-for cmd in "$MPIRUN -np 1 --bind-to none $T/no-such-program" "sh -c exit\ 127"; do
+cmds="\"sh -c exit\\ 127\""
+if [ "$FTI_MPI_IMPL" = mpich ]; then
+    e2e_log "not checked under MPICH: the launcher with a missing program (hydra exits 255," \
+        "its status for any launch error, so the agent cannot tell it and restarts it)"
+else
+    cmds="\"$MPIRUN -np 1 --bind-to none $T/no-such-program\" $cmds"
+fi
+eval "set -- $cmds"
+for cmd in "$@"; do
     : >"$T/cs.agent"
     # shellcheck disable=SC2086
     eval "timeout -s KILL 120 \"$E2E_RUN_BIN\" --replica-id cs --max-restarts 10 --backoff-ms 500 \
