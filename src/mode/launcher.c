@@ -22,7 +22,8 @@ static long parse_size(const char *s)
 }
 
 bool fti_launcher_mismatch(int world_size, const char *ompi_size, const char *pmi_size,
-                           const char *mpi_library, const char *mpirun, char *msg, size_t len)
+                           const char *slurm_tasks, const char *mpi_library, const char *mpirun,
+                           char *msg, size_t len)
 {
     if (world_size != 1)
         return false; /* a launcher of another MPI makes singletons only */
@@ -31,10 +32,16 @@ bool fti_launcher_mismatch(int world_size, const char *ompi_size, const char *pm
     const char *who = "Open MPI's mpirun";
     if (n <= 1) {
         long p = parse_size(pmi_size);
+        long t = ompi_size == NULL && pmi_size == NULL ? parse_size(slurm_tasks) : 0;
         if (p > 1) {
             n = p;
             var = "PMI_SIZE";
             who = "a PMI launcher (MPICH's hydra, srun --mpi=pmi2)";
+        } else if (t > 1) {
+            n = t;
+            var = "SLURM_STEP_NUM_TASKS";
+            who = "srun with an --mpi= plugin this MPI does not speak (Debian: pmix for Open "
+                  "MPI 4.1, pmi2 for MPICH 4.0; srun --mpi=list)";
         } else {
             return false;
         }
@@ -45,7 +52,8 @@ bool fti_launcher_mismatch(int world_size, const char *ompi_size, const char *pm
              "(%s=%ld, set by %s): the launcher belongs to another MPI than the one this "
              "program runs on (libftmpi was built against %s), so every process started as a "
              "singleton and would claim group rank 0 of its group. Start the group with the "
-             "launcher of %s (%s), or rebuild against the MPI of this launcher "
+             "launcher of %s (%s, or srun with its --mpi= plugin), or rebuild against the MPI "
+             "of this launcher "
              "(configure --with-mpi=openmpi|mpich|DIR)",
              world_size, n, var, n, who, mpi_library, mpi_library,
              mpirun[0] != '\0' ? mpirun : "its mpiexec");
@@ -58,7 +66,8 @@ int fti_launcher_check(int world_size)
     /* the launchers' own variables, not settings (FTMPI_* are in the
      * settings table): read here only */
     if (!fti_launcher_mismatch(world_size, getenv("OMPI_COMM_WORLD_SIZE"), getenv("PMI_SIZE"),
-                               FTMPI_MPI_LIBRARY, FTMPI_MPIRUN, msg, sizeof(msg)))
+                               getenv("SLURM_STEP_NUM_TASKS"), FTMPI_MPI_LIBRARY, FTMPI_MPIRUN, msg,
+                               sizeof(msg)))
         return FT_SUCCESS;
     FTI_ERROR("%s", msg);
     return FT_ERR_CONFIG;

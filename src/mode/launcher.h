@@ -14,11 +14,14 @@
 
 /* Pure: whether a world of world_size 1 contradicts the launcher's size
  * variables (each NULL when unset): ompi_size (OMPI_COMM_WORLD_SIZE, Open
- * MPI's mpirun) and pmi_size (PMI_SIZE: hydra, srun --mpi=pmi2).  If so,
- * writes into msg why, naming the launcher, this build's MPI (mpi_library)
- * and its launcher (mpirun). */
+ * MPI's mpirun), pmi_size (PMI_SIZE: hydra, srun --mpi=pmi2) and, only when
+ * neither is set (no MPI launcher in between), slurm_tasks
+ * (SLURM_STEP_NUM_TASKS: srun whose --mpi= plugin the MPI does not speak,
+ * MPICH under --mpi=pmix or none).  If so, writes into msg why, naming the
+ * launcher, this build's MPI (mpi_library) and its launcher (mpirun). */
 bool fti_launcher_mismatch(int world_size, const char *ompi_size, const char *pmi_size,
-                           const char *mpi_library, const char *mpirun, char *msg, size_t len);
+                           const char *slurm_tasks, const char *mpi_library, const char *mpirun,
+                           char *msg, size_t len);
 
 /* fti_launcher_mismatch with this process's environment and this build's
  * MPI; logs the message and returns FT_ERR_CONFIG on a mismatch. */

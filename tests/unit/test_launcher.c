@@ -22,7 +22,13 @@
 
 static bool mismatch(int ws, const char *ompi, const char *pmi, char *msg, size_t len)
 {
-    return fti_launcher_mismatch(ws, ompi, pmi, LIB, RUN, msg, len);
+    return fti_launcher_mismatch(ws, ompi, pmi, NULL, LIB, RUN, msg, len);
+}
+
+static bool mismatch_slurm(int ws, const char *ompi, const char *pmi, const char *tasks, char *msg,
+                           size_t len)
+{
+    return fti_launcher_mismatch(ws, ompi, pmi, tasks, LIB, RUN, msg, len);
 }
 
 static void test_consistent(void **state)
@@ -60,6 +66,29 @@ static void test_singleton_of_pmi(void **state)
     /* OMPI_COMM_WORLD_SIZE=1 says nothing; PMI_SIZE still counts */
     assert_true(mismatch(1, "1", "2", msg, sizeof(msg)));
     assert_non_null(strstr(msg, "PMI_SIZE=2"));
+}
+
+/* srun whose --mpi= plugin the MPI does not speak (MPICH under pmix):
+ * only SLURM_STEP_NUM_TASKS says how many were started */
+static void test_singleton_of_srun(void **state)
+{
+    (void)state;
+    char msg[768] = "";
+    assert_true(mismatch_slurm(1, NULL, NULL, "2", msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "SLURM_STEP_NUM_TASKS=2"));
+    assert_non_null(strstr(msg, "--mpi="));
+    assert_non_null(strstr(msg, LIB));
+    msg[0] = '\0';
+    assert_false(mismatch_slurm(1, NULL, NULL, "1", msg, sizeof(msg))); /* srun -n 1 */
+    assert_false(mismatch_slurm(2, NULL, NULL, "2", msg, sizeof(msg))); /* the plugin works */
+    /* an MPI launcher inside a step (srun -n 2 mpirun -np 1 ...): its own
+     * variable says 1, the step's task count is not this world's */
+    assert_false(mismatch_slurm(1, "1", NULL, "2", msg, sizeof(msg)));
+    assert_false(mismatch_slurm(1, NULL, "1", "4", msg, sizeof(msg)));
+    assert_string_equal(msg, "");
+    /* a PMI size wins over the step's count */
+    assert_true(mismatch_slurm(1, NULL, "3", "2", msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "PMI_SIZE=3"));
 }
 
 static void test_short_buffer(void **state)
@@ -101,6 +130,7 @@ int main(void)
         cmocka_unit_test(test_consistent),
         cmocka_unit_test(test_singleton_of_open_mpi),
         cmocka_unit_test(test_singleton_of_pmi),
+        cmocka_unit_test(test_singleton_of_srun),
         cmocka_unit_test(test_short_buffer),
         cmocka_unit_test(test_modeb_recovery),
     };
