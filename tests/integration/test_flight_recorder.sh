@@ -25,31 +25,41 @@ e2e_wait_step g1 10 60
 dumps() { count_lines "$TEST_TMPDIR/$1.events" "\"event\":\"flight\".*\"reason\":\"$2\""; }
 _more_dumps() { [ "$(dumps "$1" "$2")" -gt "$3" ]; }
 
-# 1. SIGUSR1: a dump of at most 12 records, consecutive, each a known call;
-# g0's rank gets it directly, g1's through its agent (ftmpi-run -> mpirun)
-r=$(e2e_ranks g0)
-[ -n "$r" ] || e2e_fail "no rank of g0 found"
-kill -USR1 $r
-wait_until 30 _more_dumps g0 sigusr1 0 || e2e_fail "g0 wrote no flight records on SIGUSR1"
-kill -USR1 "$(e2e_agent_pid g1)"
-wait_until 30 _more_dumps g1 sigusr1 0 || e2e_fail "g1 wrote no flight records on SIGUSR1 to its agent"
-pid_alive "$(e2e_agent_pid g1)" || e2e_fail "g1's agent ended on SIGUSR1"
-[ "$(e2e_starts g1)" -eq 1 ] || e2e_fail "g1 was restarted after SIGUSR1"
-grep '"event":"flight".*"reason":"sigusr1"' "$TEST_TMPDIR/g0.events" |
-    awk -F'"seq":' '{ split($2, a, ","); print a[1] }' >"$TEST_TMPDIR/seqs"
-n=$(wc -l <"$TEST_TMPDIR/seqs")
-[ "$n" -ge 3 ] && [ "$n" -le 12 ] || e2e_fail "g0's SIGUSR1 dump has $n records (want 3..12 with FTMPI_FLIGHT_RECORDS=12)"
-awk 'NR > 1 && $1 != prev + 1 { bad = 1 } { prev = $1 } END { exit bad }' "$TEST_TMPDIR/seqs" ||
-    e2e_fail "g0's dump is not its consecutive last calls: $(tr '\n' ' ' <"$TEST_TMPDIR/seqs")"
-grep '"event":"flight"' "$TEST_TMPDIR/g0.events" | grep -Ev '"op":"(quorum|allreduce|commit)"' &&
-    e2e_fail "a flight record with an unknown op"
-grep -q '"event":"flight".*"op":"allreduce","bytes":[1-9][0-9]*,"quorum_id":[0-9]' \
-    "$TEST_TMPDIR/g0.events" || e2e_fail "no allreduce record with its bytes and quorum id"
-e2e_log "SIGUSR1: g0 dumped $n consecutive records"
-"$FLIGHT" "$TEST_TMPDIR/g0.events" "$TEST_TMPDIR/g1.events" >"$TEST_TMPDIR/flight1.txt" ||
-    e2e_fail "ftmpi-flight failed"
-head -n 1 "$TEST_TMPDIR/flight1.txt" | grep -q 'g0/0.*g1/0' ||
-    e2e_fail "ftmpi-flight has no g0/0 and g1/0 columns: $(head -n 3 "$TEST_TMPDIR/flight1.txt")"
+# MPICH's MPI_Init installs a SIGUSR1 handler of its own (hydra's notice of
+# a failed process), and the recorder takes SIGUSR1 only in a program
+# without one: under MPICH only the dump on a failed step is checked
+usr1=1
+if [ "$FTI_MPI_IMPL" = mpich ]; then
+    usr1=
+    e2e_log "SIGUSR1 dumps not checked under MPICH: its MPI_Init handles SIGUSR1 itself"
+fi
+if [ -n "$usr1" ]; then
+    # 1. SIGUSR1: a dump of at most 12 records, consecutive, each a known call;
+    # g0's rank gets it directly, g1's through its agent (ftmpi-run -> mpirun)
+    r=$(e2e_ranks g0)
+    [ -n "$r" ] || e2e_fail "no rank of g0 found"
+    kill -USR1 $r
+    wait_until 30 _more_dumps g0 sigusr1 0 || e2e_fail "g0 wrote no flight records on SIGUSR1"
+    kill -USR1 "$(e2e_agent_pid g1)"
+    wait_until 30 _more_dumps g1 sigusr1 0 || e2e_fail "g1 wrote no flight records on SIGUSR1 to its agent"
+    pid_alive "$(e2e_agent_pid g1)" || e2e_fail "g1's agent ended on SIGUSR1"
+    [ "$(e2e_starts g1)" -eq 1 ] || e2e_fail "g1 was restarted after SIGUSR1"
+    grep '"event":"flight".*"reason":"sigusr1"' "$TEST_TMPDIR/g0.events" |
+        awk -F'"seq":' '{ split($2, a, ","); print a[1] }' >"$TEST_TMPDIR/seqs"
+    n=$(wc -l <"$TEST_TMPDIR/seqs")
+    [ "$n" -ge 3 ] && [ "$n" -le 12 ] || e2e_fail "g0's SIGUSR1 dump has $n records (want 3..12 with FTMPI_FLIGHT_RECORDS=12)"
+    awk 'NR > 1 && $1 != prev + 1 { bad = 1 } { prev = $1 } END { exit bad }' "$TEST_TMPDIR/seqs" ||
+        e2e_fail "g0's dump is not its consecutive last calls: $(tr '\n' ' ' <"$TEST_TMPDIR/seqs")"
+    grep '"event":"flight"' "$TEST_TMPDIR/g0.events" | grep -Ev '"op":"(quorum|allreduce|commit)"' &&
+        e2e_fail "a flight record with an unknown op"
+    grep -q '"event":"flight".*"op":"allreduce","bytes":[1-9][0-9]*,"quorum_id":[0-9]' \
+        "$TEST_TMPDIR/g0.events" || e2e_fail "no allreduce record with its bytes and quorum id"
+    e2e_log "SIGUSR1: g0 dumped $n consecutive records"
+    "$FLIGHT" "$TEST_TMPDIR/g0.events" "$TEST_TMPDIR/g1.events" >"$TEST_TMPDIR/flight1.txt" ||
+        e2e_fail "ftmpi-flight failed"
+    head -n 1 "$TEST_TMPDIR/flight1.txt" | grep -q 'g0/0.*g1/0' ||
+        e2e_fail "ftmpi-flight has no g0/0 and g1/0 columns: $(head -n 3 "$TEST_TMPDIR/flight1.txt")"
+fi
 
 # 2. g1 frozen: g0's reductions fail (an error dump with the failed call)
 # and it then hangs in its calls: a SIGUSR1 dump shows one RUNNING
@@ -58,16 +68,24 @@ at_cleanup "kill -CONT $(e2e_ranks g1) 2>/dev/null"
 wait_until 60 _more_dumps g0 error 0 || e2e_fail "g0 wrote no flight records on its failed step"
 grep -q '"event":"flight".*"reason":"error".*"result":"FT_ERR_' "$TEST_TMPDIR/g0.events" ||
     e2e_fail "g0's error dump holds no failed call"
-r0=$(e2e_ranks g0)
-_running_dump() {
-    _before=$(dumps g0 sigusr1)
-    kill -USR1 $r0
-    wait_until 20 _more_dumps g0 sigusr1 "$_before" || return 1
-    "$FLIGHT" "$TEST_TMPDIR/g0.events" "$TEST_TMPDIR/g1.events" >"$TEST_TMPDIR/flight2.txt" || return 1
-    grep -q '^g0/0 is in ' "$TEST_TMPDIR/flight2.txt"
-}
-wait_until 60 _running_dump || e2e_fail "no SIGUSR1 dump of g0 showed a call still running: $(tail -n 5 "$TEST_TMPDIR/flight2.txt")"
-grep -q 'RUNNING' "$TEST_TMPDIR/flight2.txt" || e2e_fail "ftmpi-flight shows no RUNNING cell"
-e2e_log "hang: $(grep '^g0/0 is in ' "$TEST_TMPDIR/flight2.txt")"
-cat "$TEST_TMPDIR/flight2.txt"
+if [ -z "$usr1" ]; then
+    "$FLIGHT" "$TEST_TMPDIR/g0.events" "$TEST_TMPDIR/g1.events" >"$TEST_TMPDIR/flight1.txt" ||
+        e2e_fail "ftmpi-flight failed"
+    head -n 1 "$TEST_TMPDIR/flight1.txt" | grep -q 'g0/0' ||
+        e2e_fail "ftmpi-flight has no g0/0 column: $(head -n 3 "$TEST_TMPDIR/flight1.txt")"
+    e2e_log "error dumps of g0: $(dumps g0 error) record(s)"
+else
+    r0=$(e2e_ranks g0)
+    _running_dump() {
+        _before=$(dumps g0 sigusr1)
+        kill -USR1 $r0
+        wait_until 20 _more_dumps g0 sigusr1 "$_before" || return 1
+        "$FLIGHT" "$TEST_TMPDIR/g0.events" "$TEST_TMPDIR/g1.events" >"$TEST_TMPDIR/flight2.txt" || return 1
+        grep -q '^g0/0 is in ' "$TEST_TMPDIR/flight2.txt"
+    }
+    wait_until 60 _running_dump || e2e_fail "no SIGUSR1 dump of g0 showed a call still running: $(tail -n 5 "$TEST_TMPDIR/flight2.txt")"
+    grep -q 'RUNNING' "$TEST_TMPDIR/flight2.txt" || e2e_fail "ftmpi-flight shows no RUNNING cell"
+    e2e_log "hang: $(grep '^g0/0 is in ' "$TEST_TMPDIR/flight2.txt")"
+    cat "$TEST_TMPDIR/flight2.txt"
+fi
 echo "PASS ($TEST_NAME)"
