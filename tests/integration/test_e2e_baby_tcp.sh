@@ -26,8 +26,12 @@ our_babies() {
 }
 
 e2e_lighthouse_start 1 0 --token-file "$TEST_TMPDIR/token"
+# the groups hold before step 40's allreduce (ft_sgd --pace-file) until g1
+# was killed and restarted: at a load of 20 the survivors otherwise reached
+# --steps and left before g1's new run asked, which then trained alone
+echo 40 > "$TEST_TMPDIR/pace"
 for g in g0 g1 g2; do
-    e2e_group_start $g 1 --steps 120 --sleep-ms 25 --print-every 5
+    e2e_group_start $g 1 --steps 120 --sleep-ms 25 --print-every 5 --pace-file "$TEST_TMPDIR/pace"
 done
 e2e_wait_step g1 20 40
 # the children run: one ftmpi-baby per rank
@@ -39,8 +43,9 @@ done
 e2e_kill_group g1
 killed_at=$(e2e_step g1)
 s0=$(e2e_step g0)
-e2e_wait_step g0 $((s0 + 5)) 20
 e2e_wait_restart g1 2 20
+echo 1000000 > "$TEST_TMPDIR/pace.tmp" && mv -f "$TEST_TMPDIR/pace.tmp" "$TEST_TMPDIR/pace"
+e2e_wait_step g0 $((s0 + 5)) 20
 e2e_wait_agents 90 g0 g1 g2
 e2e_check_states g0 g1 g2
 e2e_check_loss g0 g1 g2

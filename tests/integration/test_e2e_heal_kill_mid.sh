@@ -29,6 +29,15 @@ E2E_PROG=$top_builddir/tests/integration/e2e_heal_torn
 [ -x "$E2E_PROG" ] || die "$E2E_PROG is not built"
 : "${E2E_HEAL_MIB:=256}"
 : "${E2E_HEAL_NP:=2}"
+# Built with the test hooks, g0 serves every 8 MiB fetch reply 200 ms late
+# (FTMPI_TEST_HEAL_SERVE_DELAY_MS): a heal of 256 MiB takes over 6 s, so the
+# kill 1 s after the metadata cuts it however loaded the machine is (at a
+# load of 20 the unhooked heal of about a second ended before the kill).
+if grep -q '^#define FTMPI_TEST_HOOKS 1' "$top_builddir/ftmpi_config.h" 2>/dev/null; then
+    : "${E2E_SERVE_DELAY_MS:=200}"
+    : "${E2E_KILL_AFTER:=1}"
+fi
+: "${E2E_SERVE_DELAY_MS:=0}"
 : "${E2E_KILL_AFTER:=0.15}"
 : "${E2E_HEAL_INSTALL:=staged}"
 FTMPI_HEAL_INSTALL=$E2E_HEAL_INSTALL
@@ -42,7 +51,10 @@ _g0_going() { [ "$(commits g0)" -ge $((3 * E2E_HEAL_NP)) ]; }
 e2e_lighthouse_start 1
 # g0 logs at debug level: "heal: metadata of step" marks a heal it serves
 FTMPI_LOG_LEVEL=debug
+[ "$E2E_SERVE_DELAY_MS" -gt 0 ] && FTMPI_TEST_HEAL_SERVE_DELAY_MS=$E2E_SERVE_DELAY_MS &&
+    export FTMPI_TEST_HEAL_SERVE_DELAY_MS
 e2e_group_start g0 "$E2E_HEAL_NP" --mib "$E2E_HEAL_MIB" --value 7 --steps 1000000 --sleep-ms 20
+unset FTMPI_TEST_HEAL_SERVE_DELAY_MS
 FTMPI_LOG_LEVEL=info
 wait_until 60 _g0_going || e2e_fail "g0 did not commit 3 steps in 60 s"
 m0=$(e2e_mpirun_pid g0)
