@@ -2,9 +2,13 @@
  * e2e_late_commit.c - the group's commit decision with late voters (issue
  * 10, item 2), on the ranks of one replica group (mode A: mpirun -np 3):
  *
- *   step 2: ranks 1 and 2 enter FT_Commit LATE1 and LATE2 ms after rank 0
- *           (--late1-ms, --late2-ms; e.g. 1500 and 2500 with a 2000 ms
- *           FTMPI_TIMEOUT_MS: rank 2's vote misses rank 0's deadline);
+ *   step 2: rank 1 enters FT_Commit LATE1 ms after rank 0 (--late1-ms, e.g.
+ *           1500 with a 2000 ms FTMPI_TIMEOUT_MS: within rank 0's wait for
+ *           the votes); rank 2 enters only after rank 1's FT_Commit of the
+ *           step returned (rank 1 tells it on MPI_COMM_WORLD), then LATE2
+ *           ms later (--late2-ms): rank 1 has rank 0's decision then, so
+ *           rank 2's vote comes after rank 0's deadline whatever the load
+ *           (a sleep alone raced rank 0's window: 2000 ms + 500 ms slack);
  *   step 4: rank 0 enters FT_Commit --late0-ms after the others (within
  *           their wait for its decision);
  * the other steps are plain.  Every rank prints one line per step
@@ -80,8 +84,13 @@ int main(int argc, char **argv)
         if (rc == FT_ERR_GROUP_LOST)
             break;
         FT_Allreduce(MPI_IN_PLACE, &g, 1, MPI_FLOAT, MPI_SUM, FT_COMM_REPLICAS);
-        if (s == 2 && rank != 0)
-            sleep_ms(late[rank]);
+        if (s == 2 && rank == 1)
+            sleep_ms(late[1]);
+        if (s == 2 && rank == 2) {
+            int word = 0; /* rank 1 has rank 0's decision of step 2 */
+            MPI_Recv(&word, 1, MPI_INT, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            sleep_ms(late[2]);
+        }
         if (s == 4 && rank == 0)
             sleep_ms(late[0]);
         int committed = -1;
@@ -90,6 +99,10 @@ int main(int argc, char **argv)
         double dt = now_ms() - t0;
         printf("rank %d step %d committed %d rc %s ms %.0f\n", rank, s, committed,
                FT_Error_string(rc), dt);
+        if (s == 2 && rank == 1) {
+            int word = 1;
+            MPI_Send(&word, 1, MPI_INT, 2, 2, MPI_COMM_WORLD);
+        }
         if (dt > 2.0 * t + 1000) {
             printf("rank %d: FT_Commit took %.0f ms, more than 2 x %ld + 1000\n", rank, dt, t);
             bad = 1;
