@@ -18,6 +18,18 @@
  * its own, counted here); from then on the fast communicator is closed
  * for good and every later call takes the fault-tolerant path.
  *
+ * Small calls under return and continue (an MPI_Allreduce of a datatype
+ * and op the data plane reduces, at most FTI_SHIM_P2P_MAX_BYTES, and the
+ * barrier made of one): libnbc's schedule costs about 2-3x a blocking
+ * call at 8-256 B, so they run as recursive doubling over point-to-point
+ * messages of ours on the same communicator (p2p_allreduce below): one
+ * message each way per round and peer, a fold for the ranks beyond the
+ * largest power of two.  The data plane's ops are commutative, so the
+ * two ends of a round reduce the same two values into the same bits:
+ * every rank holds the same result (not always MPI_Allreduce's bits, as
+ * with MPI_Iallreduce).  A lost rank leaves its requests and receive
+ * buffer to MPI, like an abandoned collective request.
+ *
  * Polling: FAST_QUIET_TRIES tests with no clock read and no yield (a
  * small call is done by then, and Open MPI's own progress already yields
  * when the node is oversubscribed, mpi_yield_when_idle; a sched_yield of
@@ -31,6 +43,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "mpi_shim/shim.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "ftmpi_errors.h"
 #include "base/log.h"
 #include "comm/mpi_backend.h"
@@ -40,14 +55,21 @@
 #define FAST_QUIET_TRIES 1024u
 /* how often a call waiting for its request looks at the detector */
 #define FAST_SLICE_MS 50
+/* its messages' tag on the fast communicator (nothing else sends there
+ * but MPI's collectives, which never match a user tag) */
+#define FAST_P2P_TAG 29
 
 static struct {
     MPI_Comm comm;              /* MPI_COMM_NULL: never made, or closed */
     bool closed;                /* a request was abandoned: never used again */
     uint64_t calls;             /* completed on the fast path */
+    uint64_t p2p_calls;         /* ... of them point-to-point (p2p_allreduce) */
     uint64_t abandoned;         /* requests left to MPI */
     uint64_t abandoned_bytes;   /* output buffers left with them */
-} fast = {MPI_COMM_NULL, false, 0, 0, 0};
+    int rank, size;             /* in comm */
+    void *tmp;                  /* the point-to-point allreduce's receive buffer */
+    size_t tmp_cap;
+} fast = {MPI_COMM_NULL, false, 0, 0, 0, 0, 0, 0, NULL, 0};
 
 int fti_shim_fast_start(void)
 {
@@ -63,6 +85,17 @@ int fti_shim_fast_start(void)
         return FT_ERR_MPI;
     }
     PMPI_Comm_set_name(fast.comm, "libftmpi_pmpi fast path");
+    PMPI_Comm_rank(fast.comm, &fast.rank);
+    PMPI_Comm_size(fast.comm, &fast.size);
+    /* made here, not at the first call: every rank must choose the same
+     * algorithm for a call, whatever its memory then */
+    if ((fast.tmp = malloc(FTI_SHIM_P2P_MAX_BYTES)) == NULL) {
+        FTI_ERROR("libftmpi_pmpi: no memory for the failure-free path (%u bytes)",
+                  FTI_SHIM_P2P_MAX_BYTES);
+        PMPI_Comm_free(&fast.comm);
+        return FT_ERR_NO_MEMORY;
+    }
+    fast.tmp_cap = FTI_SHIM_P2P_MAX_BYTES;
     return FT_SUCCESS;
 }
 
@@ -116,10 +149,135 @@ static int run_blocking(enum fti_shim_coll c, const struct fti_shim_args *a)
     return FT_ERR_PROC_FAILED;
 }
 
+/* Waits for n requests until they complete (FT_SUCCESS), MPI says an
+ * error (FT_ERR_PROC_FAILED) or the detector knows a rank lost
+ * (FT_ERR_PROC_FAILED). */
+static int wait_reqs(MPI_Request *reqs, int n)
+{
+    /* a small call is done within a few tries: no clock read for them */
+    for (unsigned i = 0; i < FAST_QUIET_TRIES; i++) {
+        int done = 0;
+#if defined(__GNUC__) && !defined(__clang__) /* see src/comm/mpi.c, fti_mpi_poll */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
+        int trc = PMPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+        if (trc != MPI_SUCCESS)
+            return FT_ERR_PROC_FAILED;
+        if (done)
+            return FT_SUCCESS;
+    }
+    /* no deadline: a rank computing long before its call is no failure;
+     * the watchdog's detector says when a rank is lost (watch.c) */
+    int rc;
+    do {
+        rc = fti_mpi_poll(reqs, n, fti_now_ms() + FAST_SLICE_MS, 0);
+    } while (rc == FT_ERR_TIMEOUT && fti_shim_watch_n_lost() == 0);
+    return rc == FT_ERR_TIMEOUT ? FT_ERR_PROC_FAILED : rc;
+}
+
+/* Whether a's allreduce takes the point-to-point path; *bytes_p its size. */
+static bool p2p_fits(const struct fti_shim_args *a, size_t *bytes_p)
+{
+    int tsize = 0;
+    if (!a->p2p_ok || a->count <= 0 || PMPI_Type_size(a->datatype, &tsize) != MPI_SUCCESS ||
+        tsize <= 0)
+        return false;
+    size_t bytes = (size_t)a->count * (size_t)tsize;
+    if (bytes > FTI_SHIM_P2P_MAX_BYTES)
+        return false;
+    *bytes_p = bytes;
+    return true;
+}
+
+/* One exchange with world rank peer: send buf, receive into fast.tmp;
+ * then reduce fast.tmp into buf (reduce) or not (the fold's end). */
+static int p2p_swap(int peer, void *buf, size_t bytes, const struct fti_shim_args *a,
+                    bool send, bool recv, bool reduce)
+{
+    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int n = 0;
+    void *into = reduce ? fast.tmp : buf;
+    if (recv && PMPI_Irecv(into, (int)bytes, MPI_BYTE, peer, FAST_P2P_TAG, fast.comm, &r[n++]) !=
+                    MPI_SUCCESS)
+        return FT_ERR_MPI;
+    if (send && PMPI_Isend(buf, (int)bytes, MPI_BYTE, peer, FAST_P2P_TAG, fast.comm, &r[n++]) !=
+                    MPI_SUCCESS)
+        return FT_ERR_PROC_FAILED; /* a receive may be posted: left to MPI */
+    int rc = wait_reqs(r, n);
+    if (rc == FT_SUCCESS && recv && reduce &&
+        PMPI_Reduce_local(fast.tmp, buf, a->count, a->datatype, a->op) != MPI_SUCCESS)
+        rc = FT_ERR_MPI;
+    return rc;
+}
+
+/* The point-to-point allreduce (see the top): recursive doubling over the
+ * largest power of two of ranks; each of the first 2 x rem ranks beyond
+ * it pairs up (even sends, odd reduces) before, and gets the result after. */
+static int p2p_allreduce(const struct fti_shim_args *a, size_t bytes)
+{
+    void *buf = a->recvbuf;
+    if (a->sendbuf != MPI_IN_PLACE && a->sendbuf != buf)
+        memcpy(buf, a->sendbuf, bytes);
+    int rank = fast.rank, pof2 = 1, rc = FT_SUCCESS;
+    while (pof2 * 2 <= fast.size)
+        pof2 *= 2;
+    int rem = fast.size - pof2, vrank;
+    if (rank < 2 * rem) {
+        bool even = rank % 2 == 0;
+        rc = p2p_swap(even ? rank + 1 : rank - 1, buf, bytes, a, even, !even, true);
+        vrank = even ? -1 : rank / 2;
+    } else {
+        vrank = rank - rem;
+    }
+    for (int mask = 1; rc == FT_SUCCESS && vrank >= 0 && mask < pof2; mask <<= 1) {
+        int vpeer = vrank ^ mask;
+        int peer = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
+        rc = p2p_swap(peer, buf, bytes, a, true, true, true);
+    }
+    if (rc == FT_SUCCESS && rank < 2 * rem) {
+        bool even = rank % 2 == 0;
+        rc = p2p_swap(even ? rank + 1 : rank - 1, buf, bytes, a, !even, even, false);
+    }
+    return rc;
+}
+
+/* A failed non-blocking call: its requests (and the receive buffer) are
+ * left to MPI, the path is closed for good. */
+static int abandon(enum fti_shim_coll c, const struct fti_shim_args *a, int rc, bool p2p)
+{
+    FTI_WARN("libftmpi_pmpi: a collective on the failure-free path %s; its request is left to "
+             "MPI and every later call takes the fault-tolerant path",
+             fti_shim_watch_n_lost() > 0 ? "lost a rank" : "got an error");
+    fast.closed = true;
+    fast.abandoned++;
+    if (c == FTI_COLL_ALLREDUCE)
+        fast.abandoned_bytes += a->out_bytes;
+    if (p2p) { /* MPI may still write it */
+        fast.abandoned_bytes += fast.tmp_cap;
+        fast.tmp = NULL;
+        fast.tmp_cap = 0;
+    }
+    return rc;
+}
+
 int fti_shim_fast_run(enum fti_shim_coll c, const struct fti_shim_args *a, bool blocking)
 {
     if (blocking)
         return run_blocking(c, a);
+    size_t bytes = 0;
+    if (c == FTI_COLL_ALLREDUCE && p2p_fits(a, &bytes)) {
+        int rc = p2p_allreduce(a, bytes);
+        if (rc == FT_SUCCESS) {
+            fast.calls++;
+            fast.p2p_calls++;
+            return FT_SUCCESS;
+        }
+        return abandon(c, a, rc, true);
+    }
     MPI_Request req = MPI_REQUEST_NULL;
     int rc = issue(c, a, &req);
     if (rc != MPI_SUCCESS) {
@@ -132,39 +290,12 @@ int fti_shim_fast_run(enum fti_shim_coll c, const struct fti_shim_args *a, bool 
         fast.closed = true;
         return FT_ERR_MPI;
     }
-    /* a small call is done within a few tries: no clock read for them */
-    for (unsigned i = 0; i < FAST_QUIET_TRIES; i++) {
-        int done = 0;
-        if (PMPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-            rc = FT_ERR_PROC_FAILED;
-            break;
-        }
-        if (done) {
-            fast.calls++;
-            return FT_SUCCESS;
-        }
-    }
-    /* no deadline: a rank computing long before its call is no failure;
-     * the watchdog's detector says when a rank is lost (watch.c) */
-    if (rc == MPI_SUCCESS) {
-        do {
-            rc = fti_mpi_poll(&req, 1, fti_now_ms() + FAST_SLICE_MS, 0);
-        } while (rc == FT_ERR_TIMEOUT && fti_shim_watch_n_lost() == 0);
-    }
-    if (rc == FT_ERR_TIMEOUT)
-        rc = FT_ERR_PROC_FAILED;
+    rc = wait_reqs(&req, 1);
     if (rc == FT_SUCCESS) {
         fast.calls++;
         return FT_SUCCESS;
     }
-    FTI_WARN("libftmpi_pmpi: a collective on the failure-free path %s; its request is left to "
-             "MPI and every later call takes the fault-tolerant path",
-             fti_shim_watch_n_lost() > 0 ? "lost a rank" : "got an error");
-    fast.closed = true;
-    fast.abandoned++;
-    if (c == FTI_COLL_ALLREDUCE)
-        fast.abandoned_bytes += a->out_bytes;
-    return rc;
+    return abandon(c, a, rc, false);
 }
 
 void fti_shim_fast_counts(uint64_t *calls_p, uint64_t *abandoned_p, uint64_t *bytes_p)
@@ -174,10 +305,19 @@ void fti_shim_fast_counts(uint64_t *calls_p, uint64_t *abandoned_p, uint64_t *by
     *bytes_p = fast.abandoned_bytes;
 }
 
+uint64_t fti_shim_fast_p2p_calls(void)
+{
+    return fast.p2p_calls;
+}
+
 void fti_shim_fast_stop(void)
 {
     /* after an abandoned request the communicator stays: MPI holds it */
-    if (fast.comm != MPI_COMM_NULL && !fast.closed)
+    if (fast.comm != MPI_COMM_NULL && !fast.closed) {
         PMPI_Comm_free(&fast.comm);
+        free(fast.tmp); /* not MPI's: no request was left */
+    }
+    fast.tmp = NULL;
+    fast.tmp_cap = 0;
     fast.comm = MPI_COMM_NULL;
 }

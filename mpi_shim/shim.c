@@ -148,6 +148,9 @@ static int shim_finalize(void)
                  "abandoned to MPI with %llu bytes",
                  (unsigned long long)n.fast, (unsigned long long)n.slow,
                  (unsigned long long)n.abandoned, (unsigned long long)n.abandoned_bytes);
+        FTI_INFO("libftmpi_pmpi: %llu fast call(s) ran as the point-to-point allreduce (return "
+                 "or continue, at most %u bytes)",
+                 (unsigned long long)fti_shim_fast_p2p_calls(), FTI_SHIM_P2P_MAX_BYTES);
         fti_shim_stop();
         (void)FT_Finalize();
 #ifdef SHIM_HAVE_ASYNC_FINALIZE

@@ -101,6 +101,8 @@ struct fti_shim_args {
     MPI_Op op;
     int root;
     size_t out_bytes;
+    bool p2p_ok; /* an allreduce of the data plane's (commutative op, basic
+                  * datatype): may run as fast.c's point-to-point one */
 };
 
 /* fast.c: the failure-free path, on a duplicate of the world (errors
@@ -123,6 +125,10 @@ int fti_shim_fast_run(enum fti_shim_coll c, const struct fti_shim_args *a, bool 
 int fti_shim_fast_only(const char *what, MPI_Comm comm, enum fti_shim_coll c,
                        const struct fti_shim_args *a);
 void fti_shim_fast_counts(uint64_t *calls_p, uint64_t *abandoned_p, uint64_t *bytes_p);
+/* fast.c: how many of the fast calls ran as its point-to-point allreduce,
+ * which takes the calls of at most this many bytes (see fast.c's top). */
+#define FTI_SHIM_P2P_MAX_BYTES 4096u
+uint64_t fti_shim_fast_p2p_calls(void);
 void fti_shim_fast_stop(void);
 /* allreduce.c: whether a rank was lost (MPI_Finalize skips its fence). */
 bool fti_shim_saw_failure(void);

@@ -53,6 +53,19 @@ n=$(count_lines "$TEST_TMPDIR/shim.log" 'libftmpi_pmpi: paths: [1-9][0-9]* fast,
 [ "$(cat "$TEST_TMPDIR/child.out" 2>/dev/null)" = child-ran ] || die "the child of the shimmed program did not run"
 echo "C: $got, with and without the shim"
 
+# FTMPI_SHIM_ON_FAILURE=continue: the calls of at most 4 KiB run as the
+# drop-in's own point-to-point allreduce (mpi_shim/fast.c; 3 ranks: one
+# pair folds before the recursive doubling), the others as MPI_Iallreduce;
+# every result checked (the huge calls left out), every rank's small calls
+# on that path
+SHIM_CHECK_HUGE=0 FTMPI_SHIM_ON_FAILURE=continue run "$TEST_TMPDIR/cont.log" "$PRELOAD" "$CHECK" ||
+    { cat "$TEST_TMPDIR/cont.log"; die "shim_check failed under the shim with continue"; }
+got=$(grep "^shim_check ok: [0-9]* checks on $NP ranks" "$TEST_TMPDIR/cont.log")
+[ -n "$got" ] || { cat "$TEST_TMPDIR/cont.log"; die "continue: no checked result"; }
+n=$(count_lines "$TEST_TMPDIR/cont.log" 'libftmpi_pmpi: [1-9][0-9]* fast call\(s\) ran as the point-to-point allreduce')
+[ "$n" -eq $NP ] || { grep 'point-to-point' "$TEST_TMPDIR/cont.log"; die "continue: expected $NP ranks with point-to-point calls, got $n"; }
+echo "C, continue: $got, small calls point-to-point on $n ranks"
+
 # a non-MPI tool with the shim preloaded: untouched (MPI_Init never ran)
 out=$(LD_PRELOAD="$PRELOAD" sh -c 'echo plain' 2>&1)
 [ "$out" = plain ] || die "a preloaded non-MPI process printed '$out'"
