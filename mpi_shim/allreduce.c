@@ -78,6 +78,7 @@ static struct {
     unsigned char *alive;   /* per world rank, as the last re-form found */
     int survivors;
     bool failed;            /* a rank was lost */
+    bool barrier;           /* the call is fti_shim_Barrier's allreduce of one int */
     bool broken;            /* could not re-form: every protected call fails */
     int err_code;           /* returned after a failure (class MPI_ERR_OTHER) */
     int64_t *sync;          /* size + 2 entries */
@@ -416,7 +417,8 @@ static int fast_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
                               .datatype = datatype,
                               .op = op,
                               .out_bytes = keep ? sh.spare_cap : 0,
-                              .p2p_ok = true};
+                              .p2p_ok = true,
+                              .p2p_barrier = sh.barrier};
     int rc = fti_shim_fast_run(FTI_COLL_ALLREDUCE, &a, mode == FTI_SHIM_ABORT);
     if (rc != FT_SUCCESS) {
         if (keep && rc != FT_ERR_MPI) { /* MPI may still write it */
@@ -568,7 +570,17 @@ int fti_shim_Barrier(MPI_Comm comm)
     }
     int one = 1;
     uint64_t before = sh.n_protected;
-    int rc = fti_shim_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_MAX, comm);
+    int rc;
+    sh.barrier = true; /* the fast path's messages then carry no data (fast.c) */
+    if (!sh.broken && !sh.failed && fti_shim_fast_open()) {
+        /* what fti_shim_Allreduce would do, without its checks of the
+         * arguments (a barrier's are known) */
+        fti_shim_call_kind(FTI_CALL_REDOABLE);
+        rc = fast_call(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_MAX, FTI_DT_INT, FTI_OP_MAX, comm, mode);
+    } else {
+        rc = fti_shim_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_MAX, comm);
+    }
+    sh.barrier = false;
     if (sh.n_protected > before) { /* counted as a barrier */
         sh.n_protected--;
         sh.n_other++;

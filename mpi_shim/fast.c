@@ -222,13 +222,16 @@ static int p2p_allreduce(const struct fti_shim_args *a, size_t bytes)
     void *buf = a->recvbuf;
     if (a->sendbuf != MPI_IN_PLACE && a->sendbuf != buf)
         memcpy(buf, a->sendbuf, bytes);
+    bool reduce = !a->p2p_barrier; /* a barrier's result is its input */
+    if (!reduce)
+        bytes = 0;
     int rank = fast.rank, pof2 = 1, rc = FT_SUCCESS;
     while (pof2 * 2 <= fast.size)
         pof2 *= 2;
     int rem = fast.size - pof2, vrank;
     if (rank < 2 * rem) {
         bool even = rank % 2 == 0;
-        rc = p2p_swap(even ? rank + 1 : rank - 1, buf, bytes, a, even, !even, true);
+        rc = p2p_swap(even ? rank + 1 : rank - 1, buf, bytes, a, even, !even, reduce);
         vrank = even ? -1 : rank / 2;
     } else {
         vrank = rank - rem;
@@ -236,7 +239,7 @@ static int p2p_allreduce(const struct fti_shim_args *a, size_t bytes)
     for (int mask = 1; rc == FT_SUCCESS && vrank >= 0 && mask < pof2; mask <<= 1) {
         int vpeer = vrank ^ mask;
         int peer = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
-        rc = p2p_swap(peer, buf, bytes, a, true, true, true);
+        rc = p2p_swap(peer, buf, bytes, a, true, true, reduce);
     }
     if (rc == FT_SUCCESS && rank < 2 * rem) {
         bool even = rank % 2 == 0;

@@ -53,7 +53,7 @@ n=$(count_lines "$TEST_TMPDIR/shim.log" 'libftmpi_pmpi: paths: [1-9][0-9]* fast,
 [ "$(cat "$TEST_TMPDIR/child.out" 2>/dev/null)" = child-ran ] || die "the child of the shimmed program did not run"
 echo "C: $got, with and without the shim"
 
-# FTMPI_SHIM_ON_FAILURE=continue: the calls of at most 4 KiB run as the
+# FTMPI_SHIM_ON_FAILURE=continue: the calls of at most 2 KiB run as the
 # drop-in's own point-to-point allreduce (mpi_shim/fast.c; 3 ranks: one
 # pair folds before the recursive doubling), the others as MPI_Iallreduce;
 # every result checked (the huge calls left out), every rank's small calls
