@@ -679,6 +679,10 @@ static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *
         fti_rpc_reply_error(call, status, msg);
     } else {
         if (h->serve_delay_ms > 0) {
+            /* marks a fetch in flight: the healer waits for this reply now */
+            FTI_DEBUG("heal: test delay of %d ms before '%s' [%" PRIu64 ", +%" PRIu64 ") to %s",
+                      h->serve_delay_ms, b->name, req->offset, req->length,
+                      fti_rpc_call_peer(call));
             struct timespec ts = {h->serve_delay_ms / 1000, (h->serve_delay_ms % 1000) * 1000000L};
             nanosleep(&ts, NULL);
         }

@@ -3,7 +3,8 @@
 # large state (32 Mi floats = 128 MiB, its fetch replies slowed by a test
 # hook, so that the heal takes a moment); g2 is
 # killed and restarted; when it heals, g0 is killed with SIGKILL as soon
-# as g0 has served the heal's metadata, i.e. while the data is streamed.
+# as a fetch of the heal's data reaches g0, i.e. while the healer waits for
+# g0's reply (the test hook's delay) and the data is streamed.
 # g2 must get the state from g1: within the same heal when g1 was up to
 # date in that quorum too (striped healing: g0's ranges are fetched from
 # g1), else in a later heal after the cut one failed cleanly.  g0 is
@@ -29,24 +30,27 @@ export FTMPI_TIMEOUT_MS FTMPI_TEST_HEAL_SERVE_DELAY_MS
 args="--features $E2E_HEAL_FEATURES --batch 2 --samples 64 --eval 4 --lr 0.05 --steps 20 --print-every 1"
 
 e2e_lighthouse_start 1
-# g0 logs at debug level: "heal: metadata of step ..." marks a heal it serves
+# g0 logs at debug level: "heal: test delay of ..." marks a fetch of a heal
+# it serves, logged before the reply's 50 ms wait (a heal that took g0's
+# metadata may still fetch nothing from it when the other source, opened
+# first, took every range: in a CI run such a kill cut no heal)
 FTMPI_LOG_LEVEL=debug
 e2e_group_start g0 1 $args
 FTMPI_LOG_LEVEL=info
 e2e_group_start g1 1 $args
 e2e_group_start g2 1 $args
 e2e_wait_step g2 3 60
-# Arm the trigger before g2 goes down: the first "heal: metadata of step"
-# line g0 logs from now on marks the start of g2's heal; the kill follows
-# within milliseconds (tail -f wakes on the write, no polling loop, no fork
+# Arm the trigger before g2 goes down: the first "heal: test delay" line g0
+# logs from now on marks a fetch of g2's heal in flight at g0; the kill
+# follows within milliseconds, inside the reply's wait (tail -f wakes on the write, no polling loop, no fork
 # between the match and the kill).  --pid ends tail once g0's rank is gone.
 m0=$(e2e_mpirun_pid g0)
 r0=$(e2e_ranks g0)
 [ -n "$m0" ] && [ -n "$r0" ] || e2e_fail "g0 has no mpirun or rank"
 (
     timeout 60 tail -n 0 --pid="$r0" -f "$TEST_TMPDIR/g0.err" | {
-        grep -q -m 1 'heal: metadata of step' && kill -KILL "-$m0" $r0 &&
-            echo "[trigger] g0's heal metadata served: SIGKILL to mpirun $m0 and ranks $r0"
+        grep -q -m 1 'heal: test delay of' && kill -KILL "-$m0" $r0 &&
+            echo "[trigger] a fetch of a heal reached g0: SIGKILL to mpirun $m0 and ranks $r0"
     }
 ) &
 trigger=$!
