@@ -157,14 +157,7 @@ static int wait_reqs(MPI_Request *reqs, int n)
     /* a small call is done within a few tries: no clock read for them */
     for (unsigned i = 0; i < FAST_QUIET_TRIES; i++) {
         int done = 0;
-#if defined(__GNUC__) && !defined(__clang__) /* see src/comm/mpi.c, fti_mpi_poll */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overflow"
-#endif
-        int trc = PMPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+        int trc = fti_mpi_testall(PMPI_Testall, n, reqs, &done);
         if (trc != MPI_SUCCESS)
             return FT_ERR_PROC_FAILED;
         if (done)

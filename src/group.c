@@ -9,6 +9,7 @@
 #include "ftmpi.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "comm/mpi_backend.h"
 
 /* Tags: two per operation (header and payload), from a sequence number
  * modulo a span set by MPI_TAG_UB (at least 32767 by the standard), so a
@@ -128,17 +129,7 @@ static int poll_all(MPI_Request *reqs, int n, int64_t deadline_ms)
         return FT_SUCCESS; /* a group of one makes no MPI call (ft.c: async quorum) */
     for (;;) {
         int flag = 0;
-        /* MPICH declares MPI_Testall's statuses as an array, and GCC 12
-         * then reads the MPI_STATUSES_IGNORE sentinel as a 0-byte buffer
-         * (-Wstringop-overflow): a false warning, silenced here only. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overflow"
-#endif
-        int trc = MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+        int trc = fti_mpi_testall(MPI_Testall, n, reqs, &flag);
         if (trc != MPI_SUCCESS) {
             FTI_ERROR("group: MPI_Testall failed");
             return FT_ERR_MPI;

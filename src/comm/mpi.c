@@ -131,17 +131,7 @@ int fti_mpi_poll(MPI_Request *reqs, int n, int64_t deadline_ms, unsigned quiet_t
     bool nap = false;
     for (unsigned tries = 0;; tries++) {
         int done = 0;
-        /* MPICH declares MPI_Testall's statuses as an array, and GCC 12
-         * then reads the MPI_STATUSES_IGNORE sentinel as a 0-byte buffer
-         * (-Wstringop-overflow): a false warning, silenced here only. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overflow"
-#endif
-        int trc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+        int trc = fti_mpi_testall(MPI_Testall, n, reqs, &done);
         if (trc != MPI_SUCCESS)
             return FT_ERR_PROC_FAILED;
         if (done)
