@@ -43,10 +43,22 @@ _g1_healed() { [ "$(heals g1)" -ge 2 ]; }
 world_rank() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^\(OMPI_COMM_WORLD_RANK\|PMI_RANK\)=//p'; }
 
 e2e_lighthouse_start 1
-# g0 logs at debug level: "heal: metadata of step" marks a heal it serves
+# g0 logs at debug level: "heal: metadata of step" marks a heal it serves.
+# Built with the test hooks, g0 also waits 50 ms before each 8 MiB fetch
+# reply (FTMPI_TEST_HEAL_SERVE_DELAY_MS) and logs "heal: test delay of ..."
+# first: the stop then lands while g1's rank 1 waits for a reply of its
+# transfer (unhooked, a transfer of 128 MiB can end within the trigger's
+# wake-up at a high load, leaving only the checksums to stall).
+trigger_re='heal: metadata of step'
+if grep -q '^#define FTMPI_TEST_HOOKS 1' "$top_builddir/ftmpi_config.h" 2>/dev/null; then
+    trigger_re='heal: test delay of'
+    FTMPI_TEST_HEAL_SERVE_DELAY_MS=50
+    export FTMPI_TEST_HEAL_SERVE_DELAY_MS
+fi
 FTMPI_LOG_LEVEL=debug
 e2e_group_start g0 2 --mib "$E2E_HEAL_MIB" --value 7 --steps 1000000 --sleep-ms 20
 FTMPI_LOG_LEVEL=info
+unset FTMPI_TEST_HEAL_SERVE_DELAY_MS
 wait_until 60 _g0_going || e2e_fail "g0 did not commit $g0_steps steps in 60 s"
 m0=$(e2e_mpirun_pid g0)
 r0=$(e2e_ranks g0)
@@ -56,12 +68,12 @@ for p in $r0; do
     [ "$(world_rank "$p")" = 1 ] && g0r1=$p
 done
 [ -n "$g0r1" ] || e2e_fail "no rank 1 among g0's ranks $r0"
-# tail -f wakes on the write (no polling): the stop follows the metadata
-# line of g0's group rank 1; --pid ends tail once g0 is gone
+# tail -f wakes on the write (no polling): the stop follows the first
+# trigger_re line of g0's group rank 1; --pid ends tail once g0 is gone
 (
     timeout 90 tail -n 0 --pid="$m0" -f "$TEST_TMPDIR/g0.err" | {
-        grep -q -m 1 'gr=1 .*heal: metadata of step' && kill -STOP "$g0r1" &&
-            echo "[trigger] g0's rank 1 served heal metadata: SIGSTOP to it (pid $g0r1)"
+        grep -q -m 1 "gr=1 .*$trigger_re" && kill -STOP "$g0r1" &&
+            echo "[trigger] g0's rank 1 logged '$trigger_re': SIGSTOP to it (pid $g0r1)"
     }
 ) &
 trigger=$!
