@@ -198,10 +198,15 @@ san_preload() {
     echo "${_rt:+$_rt:}$1"
 }
 
-# need_test_hooks: skip unless the library was configured with
+# have_test_hooks: whether the library was configured with
 # --enable-test-hooks (the FTMPI_TEST_* fault hooks; configure.ac)
+have_test_hooks() {
+    grep -q '^#define FTMPI_TEST_HOOKS 1' "$top_builddir/ftmpi_config.h" 2>/dev/null
+}
+
+# need_test_hooks: skip unless have_test_hooks
 need_test_hooks() {
-    grep -q '^#define FTMPI_TEST_HOOKS 1' "$top_builddir/ftmpi_config.h" 2>/dev/null ||
+    have_test_hooks ||
         skip "built without configure --enable-test-hooks (the FTMPI_TEST_* hooks this test uses)"
 }
 

@@ -50,7 +50,7 @@ e2e_lighthouse_start 1
 # transfer (unhooked, a transfer of 128 MiB can end within the trigger's
 # wake-up at a high load, leaving only the checksums to stall).
 trigger_re='heal: metadata of step'
-if grep -q '^#define FTMPI_TEST_HOOKS 1' "$top_builddir/ftmpi_config.h" 2>/dev/null; then
+if have_test_hooks; then
     trigger_re='heal: test delay of'
     FTMPI_TEST_HEAL_SERVE_DELAY_MS=50
     export FTMPI_TEST_HEAL_SERVE_DELAY_MS

@@ -33,7 +33,7 @@ E2E_PROG=$top_builddir/tests/integration/e2e_heal_torn
 # (FTMPI_TEST_HEAL_SERVE_DELAY_MS): a heal of 256 MiB takes over 6 s, so the
 # kill 1 s after the metadata cuts it however loaded the machine is (at a
 # load of 20 the unhooked heal of about a second ended before the kill).
-if grep -q '^#define FTMPI_TEST_HOOKS 1' "$top_builddir/ftmpi_config.h" 2>/dev/null; then
+if have_test_hooks; then
     : "${E2E_SERVE_DELAY_MS:=200}"
     : "${E2E_KILL_AFTER:=1}"
 fi

@@ -42,8 +42,9 @@ e2e_group_start g2 1 $args
 e2e_wait_step g2 3 60
 # Arm the trigger before g2 goes down: the first "heal: test delay" line g0
 # logs from now on marks a fetch of g2's heal in flight at g0; the kill
-# follows within milliseconds, inside the reply's wait (tail -f wakes on the write, no polling loop, no fork
-# between the match and the kill).  --pid ends tail once g0's rank is gone.
+# follows within milliseconds, inside the reply's wait (tail -f wakes on the
+# write, no polling loop, no fork between the match and the kill).  --pid
+# ends tail once g0's rank is gone.
 m0=$(e2e_mpirun_pid g0)
 r0=$(e2e_ranks g0)
 [ -n "$m0" ] && [ -n "$r0" ] || e2e_fail "g0 has no mpirun or rank"
