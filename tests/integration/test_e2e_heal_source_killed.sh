@@ -29,6 +29,14 @@ FTMPI_TEST_HEAL_SERVE_DELAY_MS=50
 export FTMPI_TIMEOUT_MS FTMPI_TEST_HEAL_SERVE_DELAY_MS
 args="--features $E2E_HEAL_FEATURES --batch 2 --samples 64 --eval 4 --lr 0.05 --steps 20 --print-every 1"
 
+# The lighthouse waits up to 10 s for every healthy group (a dead one drops
+# out at once, its connections closed): a heal (about 1 s here) then never
+# makes the next quorum leave its group out, so the groups stay at one step
+# and each heal has every other group as a source.  With the default 500 ms
+# the quorums rotated, each heal had one source, and under ASan g0 served
+# none between the arming and the end (CI preview: "group g0 was not
+# started 2 times").
+E2E_JOIN_TIMEOUT_MS=10000
 e2e_lighthouse_start 1
 # g0 logs at debug level: "heal: test delay of ..." marks a fetch of a heal
 # it serves, logged before the reply's 50 ms wait (a heal that took g0's
