@@ -8,16 +8,22 @@
  * MPI_MAX, MPI_MIN).  Anything else goes straight to MPI; world rank 0
  * says once per (datatype, op) that it is not protected.
  *
- * Two paths.  Until the first failure a call takes the fast one (fast.c):
- * one MPI_Iallreduce on a duplicate of the world made in MPI_Init, polled
- * against FTMPI_TIMEOUT_MS, Open MPI's own non-blocking algorithm, so the
- * result has MPI_Iallreduce's bits, the same on every rank.  Under abort it
- * reduces straight between the caller's buffers (no copy: a failed call
- * aborts the job anyway); under return and continue the input must survive
- * a failed call and the result is kept (below), so it reduces from the
- * caller's input into a library buffer (spare), copies that to recvbuf on
- * success and keeps it as the last result (last and spare swap: a failed
- * call never touches the last good result).  A call that misses its
+ * Two paths.  Until the first failure a call takes the fast one (fast.c)
+ * on a duplicate of the world made in MPI_Init.  Under abort the blocking
+ * MPI_Allreduce straight between the caller's buffers (no copy: a failed
+ * call aborts the job anyway).  Under return and continue the input must
+ * survive a failed call and every survivor must end with the same results:
+ * - above FTI_SHIM_P2P_MAX_BYTES (at 4 ranks and more, from segments of
+ *   256 KiB) the held allreduce (held_call): the ring reduces from the
+ *   caller's input straight into recvbuf and no member returns before
+ *   every member holds the result, so nothing is copied or kept; a member
+ *   that sees a loss after it held the result says so at the re-form
+ *   (holds) and hands it over from recvbuf to the members that did not;
+ * - the others (small ones as fast.c's point-to-point allreduce, the rest
+ *   as MPI_Iallreduce) reduce from the caller's input into a library
+ *   buffer (spare), copy that to recvbuf on success and keep it as the
+ *   last result (last and spare swap: a failed call never touches the
+ *   last good result), for a member behind after a member returned.  A call that misses its
  * deadline gives its request up to MPI (which may still write the spare:
  * it is leaked, counted) and closes the fast path for good: from then on
  * every call runs as FT_Allreduce over the `mpi` backend's slice of the
@@ -38,12 +44,15 @@
  * quorum (FT_Quorum: the lighthouse dropped the dead rank when its
  * connection closed) and agree on one small allreduce over the new slice:
  * who is alive (so the lost world ranks can be named) and how many
- * protected calls each member completed.  A member can have completed the
- * call the others failed (the dead rank's data reached it before the rank
- * died): such members are one call ahead, and they hand their saved copy
- * of that call's result to the members behind, whose call then succeeds
- * with it, so that every survivor makes the same calls with the same
- * results.  Then, per FTMPI_SHIM_ON_FAILURE: abort names the lost ranks
+ * protected calls each member completed (a held result counts: reform).
+ * A member can have completed the call the others failed (the dead rank's
+ * data reached it before the rank died): such members are one call ahead
+ * (or hold its result inside it), and they hand their saved copy (or
+ * recvbuf) to the members behind, whose call then succeeds with it, so
+ * that every survivor makes the same calls with the same results.  A
+ * member ahead of one that held its call's result (it returned after the
+ * zero-byte round, the other lost a rank in it) redoes its own call under
+ * return too: the holder's next call is that redo.  Then, per FTMPI_SHIM_ON_FAILURE: abort names the lost ranks
  * and aborts the job; return gives the error (a code of class
  * MPI_ERR_OTHER) and later calls run over the survivors; continue redoes
  * the call over the survivors.  The redo uses the caller's buffers: the
@@ -71,6 +80,10 @@
 #define SHIM_MAX_NOTES 32
 /* Room for the list of lost ranks in a message. */
 #define SHIM_LOST_TEXT 512
+/* A re-form's agreement, after one entry per world rank (alive): the
+ * lowest and highest count of calls completed or held (see reform), the
+ * lowest call a member is in. */
+enum { SYNC_DONE_MIN, SYNC_DONE_MAX, SYNC_POS_MIN, SYNC_N };
 
 static struct {
     int rank, size;
@@ -81,9 +94,10 @@ static struct {
     bool barrier;           /* the call is fti_shim_Barrier's allreduce of one int */
     bool broken;            /* could not re-form: every protected call fails */
     int err_code;           /* returned after a failure (class MPI_ERR_OTHER) */
-    int64_t *sync;          /* size + 2 entries */
+    int64_t *sync;          /* size + SYNC_N entries */
     void *last;             /* the last protected call's result (return, continue) */
     size_t last_len, last_cap;
+    bool last_valid;        /* last holds the result of call number done */
     void *spare;            /* the fast path's output (return, continue), swapped with last */
     size_t spare_cap;
     uint64_t n_protected, n_passed, n_slow;
@@ -95,7 +109,7 @@ int fti_shim_start(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &sh.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &sh.size);
     sh.alive = malloc((size_t)sh.size);
-    sh.sync = malloc(((size_t)sh.size + 2) * sizeof(*sh.sync));
+    sh.sync = malloc(((size_t)sh.size + SYNC_N) * sizeof(*sh.sync));
     if (sh.alive == NULL || sh.sync == NULL)
         return FT_ERR_NO_MEMORY;
     memset(sh.alive, 1, (size_t)sh.size);
@@ -235,24 +249,24 @@ static int finish_ok(void *recvbuf, int count, enum fti_dtype dt, enum fti_op op
         for (int i = 0; dt == FTI_DT_FLOAT && i < count; i++)
             ((float *)recvbuf)[i] = (float)(((float *)recvbuf)[i] * f);
     }
+    sh.last_valid = false;
+    sh.last_len = 0;
     if (mode == FTI_SHIM_ABORT) {
         /* no copy: the kept one is older than this call (the failure mode
          * follows the errhandler, which the program may change) */
-        sh.last_len = 0;
         return MPI_SUCCESS;
     }
     if (sh.last_cap < bytes) {
         void *p = realloc(sh.last, bytes);
-        if (p == NULL) {
-            sh.last_len = 0; /* a member behind would then get no result: re-form fails */
+        if (p == NULL) /* a member behind would then get no result: re-form fails */
             return MPI_SUCCESS;
-        }
         sh.last = p;
         sh.last_cap = bytes;
     }
     if (bytes > 0)
         memcpy(sh.last, recvbuf, bytes);
     sh.last_len = bytes;
+    sh.last_valid = true;
     return MPI_SUCCESS;
 }
 
@@ -264,10 +278,19 @@ static void add_lost(char *text, size_t len, int r)
         snprintf(text + used, len - used, "%s%d", used ? ", " : "", r);
 }
 
+/* Where the members stand after a re-form: the lowest and highest number
+ * of calls completed, a call whose result a member holds (the held
+ * allreduce, fast.c) counted as completed, and the lowest call a member
+ * is in (its done + 1). */
+struct standing {
+    uint64_t min, max, min_pos;
+};
+
 /* Closes the failed step, asks a new quorum and agrees over its slice on
- * who is alive and how many calls each member completed (*min_p, *max_p).
- * lost: the world ranks lost since the last re-form. */
-static int reform(char *lost, size_t lost_len, uint64_t *min_p, uint64_t *max_p)
+ * who is alive and where each member stands (holds: this member holds the
+ * result of the call it is in).  lost: the world ranks lost since the last
+ * re-form. */
+static int reform(bool holds, char *lost, size_t lost_len, struct standing *st)
 {
     int committed = 0;
     (void)FT_Commit(&committed); /* fails: the step had an error */
@@ -277,9 +300,11 @@ static int reform(char *lost, size_t lost_len, uint64_t *min_p, uint64_t *max_p)
     int64_t *v = sh.sync;
     for (int i = 0; i < sh.size; i++)
         v[i] = i == sh.rank;
-    v[sh.size] = -(int64_t)sh.done;
-    v[sh.size + 1] = (int64_t)sh.done;
-    rc = FT_Allreduce(MPI_IN_PLACE, v, sh.size + 2, MPI_INT64_T, MPI_MAX, FT_COMM_REPLICAS);
+    int64_t done = (int64_t)sh.done + holds;
+    v[sh.size + SYNC_DONE_MIN] = -done;
+    v[sh.size + SYNC_DONE_MAX] = done;
+    v[sh.size + SYNC_POS_MIN] = -((int64_t)sh.done + 1);
+    rc = FT_Allreduce(MPI_IN_PLACE, v, sh.size + SYNC_N, MPI_INT64_T, MPI_MAX, FT_COMM_REPLICAS);
     if (rc != FT_SUCCESS)
         return rc;
     lost[0] = '\0';
@@ -290,18 +315,36 @@ static int reform(char *lost, size_t lost_len, uint64_t *min_p, uint64_t *max_p)
         sh.alive[i] = v[i] != 0;
         sh.survivors += v[i] != 0;
     }
-    *min_p = (uint64_t)(-v[sh.size]);
-    *max_p = (uint64_t)v[sh.size + 1];
+    st->min = (uint64_t)(-v[sh.size + SYNC_DONE_MIN]);
+    st->max = (uint64_t)v[sh.size + SYNC_DONE_MAX];
+    st->min_pos = (uint64_t)(-v[sh.size + SYNC_POS_MIN]);
     return FT_SUCCESS;
 }
 
+/* What a member does in a hand-over: receives the result (behind), gives
+ * it from the caller's buffer (holds the result of the call it is in),
+ * from its kept copy (ahead: it returned from that call), or only takes
+ * part (in a call that is not redone, reform_only). */
+enum hand_role { HAND_BEHIND, HAND_HOLDER, HAND_AHEAD, HAND_NONE };
+
 /* The members ahead hand the result of the call the members behind failed
- * (bytes of it) to them: a MAX over 64-bit words where the members behind
- * give the lowest word.  behind: this rank is one of them (its result
- * lands in recvbuf). */
-static int hand_over(bool behind, void *recvbuf, size_t bytes)
+ * (bytes of it: the caller's call, for the behind and the holders) to
+ * them: first the size as each knows it and whether a member ahead has no
+ * copy (a MAX of three words), then a MAX over 64-bit words where the
+ * members that do not give put the lowest word. */
+static int hand_over(enum hand_role role, void *recvbuf, size_t bytes)
 {
-    size_t words = (bytes + sizeof(int64_t) - 1) / sizeof(int64_t);
+    const void *from = role == HAND_HOLDER ? recvbuf : role == HAND_AHEAD ? sh.last : NULL;
+    size_t have = role == HAND_AHEAD ? sh.last_len : bytes;
+    int64_t head[3] = {role == HAND_NONE ? INT64_MIN : (int64_t)have,
+                       role == HAND_NONE ? INT64_MIN : -(int64_t)have,
+                       role == HAND_AHEAD && !sh.last_valid};
+    int rc = FT_Allreduce(MPI_IN_PLACE, head, 3, MPI_INT64_T, MPI_MAX, FT_COMM_REPLICAS);
+    if (rc != FT_SUCCESS)
+        return rc;
+    if (head[2] || head[0] != -head[1] || head[0] < 0)
+        return FT_ERR_INTERNAL; /* no copy, or copies of other sizes: nothing to hand */
+    size_t words = ((size_t)head[0] + sizeof(int64_t) - 1) / sizeof(int64_t);
     if (words > (size_t)INT32_MAX)
         return FT_ERR_UNSUPPORTED;
     int64_t *w = malloc((words + 1) * sizeof(*w));
@@ -309,14 +352,10 @@ static int hand_over(bool behind, void *recvbuf, size_t bytes)
         return FT_ERR_NO_MEMORY;
     for (size_t i = 0; i < words; i++)
         w[i] = INT64_MIN;
-    if (!behind && sh.last_len != bytes) {
-        free(w);
-        return FT_ERR_INTERNAL;
-    }
-    if (!behind && bytes > 0 && bytes <= words * sizeof(*w))
-        memcpy(w, sh.last, bytes);
-    int rc = FT_Allreduce(MPI_IN_PLACE, w, (int)words, MPI_INT64_T, MPI_MAX, FT_COMM_REPLICAS);
-    if (rc == FT_SUCCESS && behind && bytes > 0)
+    if (from != NULL && have > 0)
+        memcpy(w, from, have);
+    rc = FT_Allreduce(MPI_IN_PLACE, w, (int)words, MPI_INT64_T, MPI_MAX, FT_COMM_REPLICAS);
+    if (rc == FT_SUCCESS && role == HAND_BEHIND && bytes > 0)
         memcpy(recvbuf, w, bytes);
     free(w);
     return rc;
@@ -332,9 +371,11 @@ static void abort_job(const char *lost, int why)
 }
 
 /* After a failed protected call (why): re-form, then what the failure mode
- * says (see the top of this file). */
+ * says (see the top of this file).  holds: the call was the held allreduce
+ * and this member holds its result in recvbuf. */
 static int failed_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                       MPI_Op op, enum fti_dtype dt, enum fti_op fop, MPI_Comm comm, int why)
+                       MPI_Op op, enum fti_dtype dt, enum fti_op fop, MPI_Comm comm, int why,
+                       bool holds)
 {
     int mode = failure_mode(comm);
     size_t bytes = (size_t)count * fti_dtype_size(dt);
@@ -343,8 +384,8 @@ static int failed_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     if (mode == FTI_SHIM_ABORT)
         abort_job("", why); /* no re-form: it could wait for a quorum */
     for (int attempt = 0; attempt < SHIM_MAX_REFORMS; attempt++) {
-        uint64_t min = 0, max = 0;
-        int rc = reform(lost, sizeof(lost), &min, &max);
+        struct standing st;
+        int rc = reform(holds, lost, sizeof(lost), &st);
         if (rc != FT_SUCCESS) {
             FTI_WARN("libftmpi_pmpi: re-forming after a failed MPI_Allreduce failed: %s",
                      FT_Error_string(rc));
@@ -357,18 +398,25 @@ static int failed_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
                      lost, sh.survivors, sh.size);
         if (mode == FTI_SHIM_ABORT)
             abort_job(lost, why);
-        if (max > min) {
-            bool behind = sh.done == min;
-            rc = hand_over(behind, recvbuf, bytes);
+        if (st.max > st.min) {
+            enum hand_role role = sh.done + holds == st.min ? HAND_BEHIND
+                                  : holds                    ? HAND_HOLDER
+                                                             : HAND_AHEAD;
+            rc = hand_over(role, recvbuf, bytes);
             if (rc != FT_SUCCESS) {
                 why = rc;
                 continue;
             }
-            if (behind) /* this call's result, complete */
+            if (role != HAND_AHEAD) /* this call's result, complete */
                 return finish_ok(recvbuf, count, dt, fop, mode, true);
-        } else if (mode == FTI_SHIM_RETURN) {
+            /* ahead: this call is redone, its members behind make it next */
+        } else if (holds) {
+            return finish_ok(recvbuf, count, dt, fop, mode, true); /* every member holds it */
+        } else if (mode == FTI_SHIM_RETURN && st.min_pos == sh.done + 1) {
             return sh.err_code; /* every survivor failed this call alike */
         }
+        /* continue, or (return) a member still in the call before, whose
+         * result it held: this call is its next one, redone alike */
         rc = FT_Allreduce(sendbuf, recvbuf, count, datatype, op, FT_COMM_REPLICAS);
         if (rc == FT_SUCCESS)
             return finish_ok(recvbuf, count, dt, fop, mode, false);
@@ -396,12 +444,62 @@ static bool spare_reserve(size_t bytes)
     return sh.spare != NULL;
 }
 
+/* The held allreduce (fast.c) under return and continue: no member
+ * returns before every member holds the result, so no copy of it is kept
+ * and the ring reduces from the caller's input straight into recvbuf (an
+ * in-place input is copied to the spare first: a redo needs it).  A
+ * failed call re-forms with holds set when this member held the result. */
+static int held_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op, enum fti_dtype dt, enum fti_op fop, MPI_Comm comm, size_t bytes)
+{
+    const void *src = sendbuf;
+    if (sendbuf == MPI_IN_PLACE) {
+        if (spare_reserve(bytes)) {
+            memcpy(sh.spare, recvbuf, bytes);
+            src = sh.spare;
+        } else {
+            FTI_WARN("libftmpi_pmpi: no memory for the copy of a %zu-byte in-place "
+                     "MPI_Allreduce's input: a failure of this call may change it",
+                     bytes);
+            src = recvbuf;
+        }
+    }
+    bool spare = src == sh.spare;
+    struct fti_shim_args a = {.sendbuf = src,
+                              .recvbuf = recvbuf,
+                              .count = count,
+                              .datatype = datatype,
+                              .op = op,
+                              .out_bytes = spare ? sh.spare_cap : 0,
+                              .p2p_ok = true,
+                              .dt = dt,
+                              .fop = fop};
+    bool held = false;
+    int rc = fti_shim_fast_held(&a, &held);
+    if (rc == FT_SUCCESS) {
+        sh.done++;
+        sh.n_protected++;
+        sh.last_valid = false; /* nobody needs it: every member held this result */
+        sh.last_len = 0;
+        return MPI_SUCCESS;
+    }
+    if (spare && rc == FT_ERR_PROC_FAILED) { /* MPI may still read it: kept, never reused */
+        sh.spare = NULL;
+        sh.spare_cap = 0;
+    }
+    return failed_call(src == recvbuf ? MPI_IN_PLACE : src, recvbuf, count, datatype, op, dt, fop,
+                       comm, rc, held);
+}
+
 /* A protected call on the fast path (see the top of this file). */
 static int fast_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                      MPI_Op op, enum fti_dtype dt, enum fti_op fop, MPI_Comm comm, int mode)
 {
     size_t bytes = (size_t)count * fti_dtype_size(dt);
     bool keep = mode != FTI_SHIM_ABORT;
+    struct fti_shim_args probe = {.count = count, .p2p_ok = true, .p2p_barrier = sh.barrier};
+    if (keep && fti_shim_fast_held_fits(&probe, bytes))
+        return held_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, bytes);
     if (keep && !spare_reserve(bytes)) {
         /* every rank must take the same path: this one reduces in place,
          * and a failure of this call may leave its input changed */
@@ -425,12 +523,13 @@ static int fast_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
             sh.spare = NULL;
             sh.spare_cap = 0;
         }
-        return failed_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, rc);
+        return failed_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, rc, false);
     }
     sh.done++;
     sh.n_protected++;
+    sh.last_valid = keep; /* without: the kept copy is older (see finish_ok) */
     if (!keep)
-        sh.last_len = 0; /* no copy of this call: the kept one is older (see finish_ok) */
+        sh.last_len = 0;
     if (keep) {
         if (bytes > 0)
             memcpy(recvbuf, sh.spare, bytes);
@@ -455,9 +554,11 @@ static bool predefined_op(MPI_Op op)
 static int reform_only(int why)
 {
     char lost[SHIM_LOST_TEXT];
-    uint64_t min = 0, max = 0;
+    struct standing st;
     sh.failed = true;
-    int rc = reform(lost, sizeof(lost), &min, &max);
+    int rc = reform(false, lost, sizeof(lost), &st);
+    if (rc == FT_SUCCESS && st.max > st.min) /* a member behind in MPI_Allreduce waits for it */
+        rc = hand_over(sh.done == st.max ? HAND_AHEAD : HAND_NONE, NULL, 0);
     if (rc != FT_SUCCESS) {
         FTI_ERROR("libftmpi_pmpi: re-forming after a failed call failed (%s; the call had %s): "
                   "every later protected call returns an error",
@@ -550,7 +651,7 @@ int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     int rc = FT_Allreduce(sendbuf, recvbuf, count, datatype, op, FT_COMM_REPLICAS);
     if (rc == FT_SUCCESS)
         return finish_ok(recvbuf, count, dt, fop, mode, false);
-    return failed_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, rc);
+    return failed_call(sendbuf, recvbuf, count, datatype, op, dt, fop, comm, rc, false);
 }
 
 /* MPI_Barrier on a communicator spanning the world: under abort MPI's

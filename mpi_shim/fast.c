@@ -30,6 +30,14 @@
  * with MPI_Iallreduce).  A lost rank leaves its requests and receive
  * buffer to MPI, like an abandoned collective request.
  *
+ * Larger allreduces of the data plane's under return and continue: the
+ * held allreduce (fti_shim_fast_held, shim.h): the windowed ring of
+ * src/comm/mpi_ring.c (receives only into a stage of one segment, every
+ * element reduced once, the same bits on every rank) from the caller's
+ * input into its output, then the point-to-point barrier: a member that
+ * returns knows that every member holds the result, so allreduce.c keeps
+ * no copy of it.  Its waits are wait_reqs (the detector, no deadline).
+ *
  * Polling: FAST_QUIET_TRIES tests with no clock read and no yield (a
  * small call is done by then, and Open MPI's own progress already yields
  * when the node is oversubscribed, mpi_yield_when_idle; a sched_yield of
@@ -43,9 +51,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include "mpi_shim/shim.h"
 
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftmpi_config.h" /* FTMPI_TEST_HOOKS */
 #include "ftmpi_errors.h"
 #include "base/log.h"
 #include "comm/mpi_backend.h"
@@ -56,8 +67,17 @@
 /* how often a call waiting for its request looks at the detector */
 #define FAST_SLICE_MS 50
 /* its messages' tag on the fast communicator (nothing else sends there
- * but MPI's collectives, which never match a user tag) */
-#define FAST_P2P_TAG 29
+ * but MPI's collectives, which never match a user tag, and the held
+ * allreduce's ring, whose tags start at 1: src/comm/mpi_ring.c) */
+#define FAST_P2P_TAG 0
+/* The held allreduce's ring (windowed: a stage of one segment): its
+ * pipeline chunk (2 ranks, vader, paired with native, 4 MiB: 1 MiB chunks
+ * 0.93-1.03x native time, 256 KiB 0.95-1.25, 128 KiB 1.07-1.41; not
+ * windowed, a stage of the whole buffer: 1.07-1.47), and from how many
+ * bytes a segment takes it at 4 ranks and more (below 4 every call above
+ * FTI_SHIM_P2P_MAX_BYTES does) */
+#define FAST_RING_CHUNK (1024u * 1024u)
+#define FAST_RING_MIN_SEG (256u * 1024u)
 
 static struct {
     MPI_Comm comm;              /* MPI_COMM_NULL: never made, or closed */
@@ -69,7 +89,32 @@ static struct {
     int rank, size;             /* in comm */
     void *tmp;                  /* the point-to-point allreduce's receive buffer */
     size_t tmp_cap;
-} fast = {MPI_COMM_NULL, false, 0, 0, 0, 0, 0, 0, NULL, 0};
+    uint64_t held_calls;        /* completed as the held allreduce */
+    void *stage;                /* ... its receive buffers (the ring's stage) */
+    size_t stage_cap;
+    uint64_t ring_tags;         /* ... the ring's next tag window */
+    int tag_ub;
+    uint64_t die_at;            /* test hook (below): 0, or the held call to die after */
+} fast = {MPI_COMM_NULL, false, 0, 0, 0, 0, 0, 0, NULL, 0, 0, NULL, 0, 0, 0, 0};
+
+/* Test hook (configure --enable-test-hooks): FTMPI_TEST_SHIM_HELD_DIE=R:N,
+ * world rank R SIGKILLs itself after the ring of its N-th held allreduce,
+ * before the zero-byte round: the others then hold the result and see a
+ * loss (test_shim_kill). */
+static void held_hook_read(void)
+{
+#ifdef FTMPI_TEST_HOOKS
+    const char *v = getenv("FTMPI_TEST_SHIM_HELD_DIE");
+    int r = -1;
+    unsigned long long n = 0;
+    if (v != NULL && sscanf(v, "%d:%llu", &r, &n) == 2 && r == fast.rank && n > 0) {
+        fast.die_at = n;
+        FTI_WARN("libftmpi_pmpi: FTMPI_TEST_SHIM_HELD_DIE: this rank dies after the ring of "
+                 "its held allreduce %llu",
+                 n);
+    }
+#endif
+}
 
 int fti_shim_fast_start(void)
 {
@@ -87,6 +132,12 @@ int fti_shim_fast_start(void)
     PMPI_Comm_set_name(fast.comm, "libftmpi_pmpi fast path");
     PMPI_Comm_rank(fast.comm, &fast.rank);
     PMPI_Comm_size(fast.comm, &fast.size);
+    held_hook_read();
+    int *ub = NULL, flag = 0;
+    fast.tag_ub = 32767; /* the least MPI allows */
+    if (PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag &&
+        *ub > fast.tag_ub)
+        fast.tag_ub = *ub;
     /* made here, not at the first call: every rank must choose the same
      * algorithm for a call, whatever its memory then */
     if ((fast.tmp = malloc(FTI_SHIM_P2P_MAX_BYTES)) == NULL) {
@@ -294,6 +345,79 @@ int fti_shim_fast_run(enum fti_shim_coll c, const struct fti_shim_args *a, bool 
     return abandon(c, a, rc, false);
 }
 
+bool fti_shim_fast_held_fits(const struct fti_shim_args *a, size_t bytes)
+{
+    if (!a->p2p_ok || a->p2p_barrier || a->count <= 0 || bytes <= FTI_SHIM_P2P_MAX_BYTES)
+        return false;
+    return fast.size < 4 || bytes / (size_t)fast.size >= FAST_RING_MIN_SEG;
+}
+
+int fti_shim_fast_held(const struct fti_shim_args *a, bool *held_p)
+{
+    size_t bytes = (size_t)a->count * fti_dtype_size(a->dt);
+    size_t need = fti_mpi_ring_window_bytes(fast.size, (size_t)a->count, fti_dtype_size(a->dt));
+    if (fast.stage_cap < need) {
+        free(fast.stage); /* no request holds it: a failed call leaks it (below) */
+        fast.stage = malloc(need);
+        fast.stage_cap = fast.stage != NULL ? need : 0;
+        if (fast.stage == NULL) {
+            /* as a call MPI refuses: the others wait as they would under MPI */
+            FTI_ERROR("libftmpi_pmpi: no memory for a %zu-byte MPI_Allreduce's receive buffers "
+                      "(%zu bytes): this rank's later calls take the fault-tolerant path",
+                      bytes, need);
+            fast.closed = true;
+            return FT_ERR_NO_MEMORY;
+        }
+    }
+    struct fti_mpi_ring r = {.comm = fast.comm,
+                             .tag_ub = fast.tag_ub,
+                             .src = a->sendbuf,
+                             .buf = a->recvbuf,
+                             .count = (size_t)a->count,
+                             .dt = a->dt,
+                             .op = a->fop,
+                             .mdt = a->datatype,
+                             .chunk_bytes = FAST_RING_CHUNK,
+                             .stage = fast.stage,
+                             .wait = wait_reqs,
+                             .windowed = true};
+    unsigned left = 0;
+    int rc = fti_mpi_ring_allreduce(&r, &fast.ring_tags, 0, &left);
+    bool held = rc == FT_SUCCESS;
+    if (held && fast.die_at != 0 && fast.held_calls + 1 == fast.die_at)
+        raise(SIGKILL); /* the test hook (above) */
+    if (held) { /* the zero-byte round: every member holds it once it ends */
+        int one = 1;
+        struct fti_shim_args ack = {.sendbuf = MPI_IN_PLACE, .recvbuf = &one, .count = 1,
+                                    .p2p_barrier = true};
+        rc = p2p_allreduce(&ack, 0);
+    }
+    if (rc == FT_SUCCESS) {
+        fast.calls++;
+        fast.held_calls++;
+        return FT_SUCCESS;
+    }
+    FTI_WARN("libftmpi_pmpi: a %zu-byte MPI_Allreduce on the failure-free path %s %s; every "
+             "later call takes the fault-tolerant path",
+             bytes, fti_shim_watch_n_lost() > 0 ? "lost a rank" : "got an error",
+             held ? "after this rank held the result" : "before this rank held the result");
+    *held_p = held;
+    fast.closed = true;
+    fast.abandoned++; /* one call, as abandon() counts the point-to-point one */
+    fast.abandoned_bytes += a->out_bytes;
+    if (left > 0) { /* MPI may still write it */
+        fast.abandoned_bytes += fast.stage_cap;
+        fast.stage = NULL;
+        fast.stage_cap = 0;
+    }
+    return FT_ERR_PROC_FAILED;
+}
+
+uint64_t fti_shim_fast_held_calls(void)
+{
+    return fast.held_calls;
+}
+
 void fti_shim_fast_counts(uint64_t *calls_p, uint64_t *abandoned_p, uint64_t *bytes_p)
 {
     *calls_p = fast.calls;
@@ -313,6 +437,9 @@ void fti_shim_fast_stop(void)
         PMPI_Comm_free(&fast.comm);
         free(fast.tmp); /* not MPI's: no request was left */
     }
+    free(fast.stage); /* NULL once left to MPI */
+    fast.stage = NULL;
+    fast.stage_cap = 0;
     fast.tmp = NULL;
     fast.tmp_cap = 0;
     fast.comm = MPI_COMM_NULL;

@@ -149,8 +149,9 @@ static int shim_finalize(void)
                  (unsigned long long)n.fast, (unsigned long long)n.slow,
                  (unsigned long long)n.abandoned, (unsigned long long)n.abandoned_bytes);
         FTI_INFO("libftmpi_pmpi: %llu fast call(s) ran as the point-to-point allreduce (return "
-                 "or continue, at most %u bytes)",
-                 (unsigned long long)fti_shim_fast_p2p_calls(), FTI_SHIM_P2P_MAX_BYTES);
+                 "or continue, at most %u bytes), %llu as the held allreduce",
+                 (unsigned long long)fti_shim_fast_p2p_calls(), FTI_SHIM_P2P_MAX_BYTES,
+                 (unsigned long long)fti_shim_fast_held_calls());
         fti_shim_stop();
         (void)FT_Finalize();
 #ifdef SHIM_HAVE_ASYNC_FINALIZE

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm/reduce.h"
 #include "mpi_shim/watch.h"
 
 #define FTI_SHIM_EXPORT __attribute__((visibility("default")))
@@ -105,6 +106,8 @@ struct fti_shim_args {
                   * datatype): may run as fast.c's point-to-point one */
     bool p2p_barrier; /* ... which is MPI_Barrier's MAX of a 1 on every rank:
                        * its messages carry nothing, the result is the input */
+    enum fti_dtype dt; /* with p2p_ok: the data plane's type and op */
+    enum fti_op fop;
 };
 
 /* fast.c: the failure-free path, on a duplicate of the world (errors
@@ -134,6 +137,23 @@ void fti_shim_fast_counts(uint64_t *calls_p, uint64_t *abandoned_p, uint64_t *by
  * MPI_Iallreduce), against 1.04x at 2 KiB. */
 #define FTI_SHIM_P2P_MAX_BYTES 2048u
 uint64_t fti_shim_fast_p2p_calls(void);
+/* fast.c: the held allreduce (return, continue; DESIGN section 10): an
+ * allreduce of the data plane's after which no member returns before
+ * every member holds the result.  The ring of src/comm/mpi_ring.c from
+ * a->sendbuf (never a->recvbuf: the caller copies an in-place input)
+ * straight into a->recvbuf, receives only into the library's memory, then
+ * a round of zero-byte messages (the point-to-point barrier).  fits: the
+ * same answer on every rank for a call (bytes: the call's); taken above
+ * FTI_SHIM_P2P_MAX_BYTES below 4 ranks, from segments of 256 KiB at 4 and
+ * more.  held: FT_SUCCESS (every member holds the result in recvbuf),
+ * FT_ERR_PROC_FAILED with *held_p whether this member holds it (the ring
+ * ended, the zero-byte round did not) or FT_ERR_MPI / FT_ERR_NO_MEMORY
+ * (did not start: MPI holds nothing); on an error the path is closed for
+ * good and MPI may still read a->sendbuf and recvbuf (a->out_bytes of a
+ * library input copy counted with the abandoned bytes). */
+bool fti_shim_fast_held_fits(const struct fti_shim_args *a, size_t bytes);
+int fti_shim_fast_held(const struct fti_shim_args *a, bool *held_p);
+uint64_t fti_shim_fast_held_calls(void);
 void fti_shim_fast_stop(void);
 /* allreduce.c: whether a rank was lost (MPI_Finalize skips its fence). */
 bool fti_shim_saw_failure(void);

@@ -108,7 +108,15 @@ struct fti_mpi_ring {
     /* zero-copy (FTMPI_MODEB_ZERO_COPY): the all-gather's chunks land in
      * buf itself, not in the stage; on failure buf is then MPI's too */
     bool direct;
+    /* NULL: each wait is fti_mpi_poll against deadline_ms; otherwise this
+     * waits for n requests instead (FT_SUCCESS, or an FT_ error that ends
+     * the ring as a missed deadline does; deadline_ms is then unused) */
+    int (*wait)(MPI_Request *reqs, int n);
+    /* windowed (not with direct): every chunk lands in a stage of one
+     * segment, fti_mpi_ring_window_bytes (mpi_ring.c's top) */
+    bool windowed;
 };
+size_t fti_mpi_ring_window_bytes(int n, size_t count, size_t esize);
 size_t fti_mpi_ring_stage_bytes(int n, size_t bytes, bool direct);
 int fti_mpi_ring_allreduce(const struct fti_mpi_ring *a, uint64_t *tag_next, int64_t deadline_ms,
                            unsigned *left_p);

@@ -8,7 +8,8 @@
  * the reduction of chunk k overlaps the transfer of chunk k + 1, and the
  * all-gather of the first chunks the reduce-scatter of the last.  Chunks
  * are taken in the order the left neighbour sends them (step-major), each
- * waited for with fti_mpi_poll against the deadline.
+ * waited for with fti_mpi_poll against the deadline, or with the caller's
+ * own wait (a->wait: the drop-in waits on its failure detector, not a clock).
  *
  * Where things land (n members, rank r, segment s of the caller's buffers):
  * - reduce-scatter step t < n - 2: segment r-t-1 arrives in stage[s],
@@ -24,7 +25,15 @@
  * all-gather's chunks land in buf[s] itself and are sent on from there, no
  * stage2 and no copy.  That is safe in place too: a chunk of segment r can
  * only come back once the right neighbour received this rank's step-0 send
- * of it, so that send has read it.   Each element is reduced at one rank in ring
+ * of it, so that send has read it.  Windowed (a->windowed, the drop-in's
+ * held allreduce): the stage is one segment, chunk k of every step lands
+ * in its slot k, and the receive of chunk k of step t + 1 is posted once
+ * chunk k of step t was taken; every step writes the caller's buffer
+ * (partial sums too, overwritten by the all-gather) and sends on from it,
+ * so a slot is free as soon as it was read.  A chunk of a segment comes
+ * back to buf only after the right neighbour received the send that read
+ * it, the argument of direct.  The stage is then 1/n of the data (2 x the
+ * data otherwise at n > 2): less cache for the same bits.   Each element is reduced at one rank in ring
  * order and copied to the others: every member ends with the same bits.
  */
 #include "comm/mpi_backend.h"
@@ -68,6 +77,8 @@ static unsigned char *ring_landing(const struct ring_run *g, int t, size_t k, si
                                    size_t *len_p)
 {
     ring_chunk(g, fti_ring_recv_seg(g->me, g->n, t), k, off_p, len_p);
+    if (g->a->windowed)
+        return (unsigned char *)g->a->stage + k * g->chunk * g->es;
     unsigned char *base = fti_ring_step_reduces(g->n, t) ? g->a->stage
                           : g->a->direct                 ? (unsigned char *)g->a->buf
                                                          : g->stage2;
@@ -84,18 +95,28 @@ static int ring_send(struct ring_run *g, int t, size_t k, const void *from, size
     return FT_SUCCESS;
 }
 
-/* Every receive, and the step-0 sends (from src). */
+/* The receive of chunk k of step t. */
+static int ring_recv(struct ring_run *g, int t, size_t k)
+{
+    size_t off, len;
+    void *at = ring_landing(g, t, k, &off, &len);
+    if (MPI_Irecv(at, (int)len, g->a->mdt, g->left, ring_tag(g, t, k), g->a->comm,
+                  &g->rreq[(size_t)t * g->nchunks + k]) != MPI_SUCCESS) {
+        FTI_WARN("mpi backend: posting a chunk of the ring failed");
+        return FT_ERR_MPI;
+    }
+    return FT_SUCCESS;
+}
+
+/* Every receive (windowed: those of step 0), and the step-0 sends (from
+ * src). */
 static int ring_post(struct ring_run *g)
 {
-    for (int t = 0; t < g->steps; t++)
+    for (int t = 0; t < (g->a->windowed ? 1 : g->steps); t++)
         for (size_t k = 0; k < g->nchunks; k++) {
-            size_t off, len;
-            void *at = ring_landing(g, t, k, &off, &len);
-            if (MPI_Irecv(at, (int)len, g->a->mdt, g->left, ring_tag(g, t, k), g->a->comm,
-                          &g->rreq[(size_t)t * g->nchunks + k]) != MPI_SUCCESS) {
-                FTI_WARN("mpi backend: posting a chunk of the ring failed");
-                return FT_ERR_MPI;
-            }
+            int rc = ring_recv(g, t, k);
+            if (rc != FT_SUCCESS)
+                return rc;
         }
     const unsigned char *src = g->a->src;
     for (size_t k = 0; k < g->nchunks; k++) {
@@ -105,6 +126,35 @@ static int ring_post(struct ring_run *g)
         if (rc != FT_SUCCESS)
             return rc;
     }
+    return FT_SUCCESS;
+}
+
+/* Waits for n requests: the caller's wait, or polled against the deadline. */
+static int ring_wait(const struct ring_run *g, MPI_Request *reqs, int n, int64_t deadline_ms)
+{
+    return g->a->wait != NULL ? g->a->wait(reqs, n) : fti_mpi_poll(reqs, n, deadline_ms, 0);
+}
+
+/* Windowed (see the top): chunk k of step t, read from its slot (got),
+ * into the caller's buffer (dst). */
+static int ring_take_windowed(struct ring_run *g, int t, size_t k, unsigned char *got,
+                              const unsigned char *src, unsigned char *dst, size_t len,
+                              int64_t deadline_ms)
+{
+    const struct fti_mpi_ring *a = g->a;
+    if (t <= g->n - 2 && src != dst) {
+        fti_reduce_into(dst, got, src, len, a->dt, a->op);
+        return FT_SUCCESS;
+    }
+    if (t <= g->n - 2) { /* in place: src is dst */
+        fti_reduce(got, src, len, a->dt, a->op);
+    } else if (t == g->n - 1 && a->src == a->buf) {
+        /* in place: the step-0 send of this chunk reads it */
+        int rc = ring_wait(g, &g->sreq[k], 1, deadline_ms);
+        if (rc != FT_SUCCESS)
+            return rc;
+    }
+    memcpy(dst, got, len * g->es);
     return FT_SUCCESS;
 }
 
@@ -118,6 +168,14 @@ static int ring_take(struct ring_run *g, int t, size_t k, int64_t deadline_ms)
     unsigned char *dst = (unsigned char *)a->buf + off * g->es;
     const void *next = got;
     /* every reduction is (what arrived) op (our own), as in mpi.c */
+    if (a->windowed) {
+        int rc = ring_take_windowed(g, t, k, got, src, dst, len, deadline_ms);
+        if (rc == FT_SUCCESS && t + 1 < g->steps)
+            rc = ring_send(g, t + 1, k, dst, len);
+        if (rc == FT_SUCCESS && t + 1 < g->steps) /* slot k is free again */
+            rc = ring_recv(g, t + 1, k);
+        return rc;
+    }
     if (t < g->n - 2) {
         fti_reduce(got, src, len, a->dt, a->op);
     } else if (t == g->n - 2 && src != dst) {
@@ -131,7 +189,7 @@ static int ring_take(struct ring_run *g, int t, size_t k, int64_t deadline_ms)
     } else {
         if (t == g->n - 1 && a->src == a->buf) {
             /* in place: the step-0 send of this chunk reads it */
-            int rc = fti_mpi_poll(&g->sreq[k], 1, deadline_ms, 0);
+            int rc = ring_wait(g, &g->sreq[k], 1, deadline_ms);
             if (rc != FT_SUCCESS)
                 return rc;
         }
@@ -158,6 +216,11 @@ static unsigned ring_drop(struct ring_run *g)
         left++;
     }
     return left;
+}
+
+size_t fti_mpi_ring_window_bytes(int n, size_t count, size_t esize)
+{
+    return (count / (size_t)(n > 0 ? n : 1) + 1) * esize; /* a segment at most */
 }
 
 size_t fti_mpi_ring_stage_bytes(int n, size_t bytes, bool direct)
@@ -196,12 +259,12 @@ int fti_mpi_ring_allreduce(const struct fti_mpi_ring *a, uint64_t *tag_next, int
     int rc = ring_post(&g);
     for (int t = 0; t < g.steps && rc == FT_SUCCESS; t++)
         for (size_t k = 0; k < g.nchunks && rc == FT_SUCCESS; k++) {
-            rc = fti_mpi_poll(&g.rreq[(size_t)t * g.nchunks + k], 1, deadline_ms, 0);
+            rc = ring_wait(&g, &g.rreq[(size_t)t * g.nchunks + k], 1, deadline_ms);
             if (rc == FT_SUCCESS)
                 rc = ring_take(&g, t, k, deadline_ms);
         }
     if (rc == FT_SUCCESS)
-        rc = fti_mpi_poll(g.sreq, (int)total, deadline_ms, 0);
+        rc = ring_wait(&g, g.sreq, (int)total, deadline_ms);
     if (rc != FT_SUCCESS)
         *left_p = ring_drop(&g);
     free(g.rreq);

@@ -110,6 +110,47 @@ n=$(grep -c '^shim_agree rank=[0-9]* errors=[01] hash=' "$TEST_TMPDIR/agree.log"
 paths_checks "$TEST_TMPDIR/agree.log" agree
 echo "agree: 3 survivors saw the same results ($(grep -m 1 '^shim_agree rank' "$TEST_TMPDIR/agree.log" | sed 's/.*errors=\([01]\).*/\1/') error(s): 0 when one was a call ahead)"
 
+# ---- the held allreduce (1 MiB on 4 ranks, mpi_shim/fast.c): no member
+# returns before every member holds the result, and no copy of it is kept.
+# return and continue, a rank killed inside a call: the survivors see the
+# same results (return: at most one error, continue: none); with the test
+# hook, world rank 2 dies after the ring of its 40th call, before the
+# zero-byte round: every survivor holds that result, nobody sees an error.
+held_checks() { # LOG WHAT MAX_ERRORS
+    n=$(grep -c "^shim_agree rank=[0-9]* errors=[0-$3] hash=" "$1")
+    [ "$n" -eq $((NP - 1)) ] || { cat "$1"; die "$2: $n of $((NP - 1)) survivors finished with at most $3 error(s)"; }
+    [ "$(sed -n 's/^shim_agree rank=[0-9]* //p' "$1" | sort -u | wc -l)" -eq 1 ] ||
+        { grep '^shim_agree' "$1"; die "$2: the survivors saw different results"; }
+    n=$(count_lines "$1" 'libftmpi_pmpi: [0-9]+ fast call\(s\) ran as the point-to-point allreduce .*, [1-9][0-9]* as the held allreduce')
+    [ "$n" -eq $((NP - 1)) ] || { grep 'as the held' "$1"; die "$2: $n of $((NP - 1)) survivors ran the held allreduce"; }
+    paths_checks "$1" "$2"
+}
+HELD="-x SHIM_AGREE_COUNT=131072"
+for mode in auto continue; do
+    max=1
+    [ $mode = continue ] && max=0
+    start "$TEST_TMPDIR/held-$mode.log" "$AGREE" $mode -x SHIM_AGREE_CALLS=1500 $HELD
+    wait_until 30 file_has "$TEST_TMPDIR/held-$mode.log" '^shim_agree started' || die "held, $mode: did not start"
+    sleep 0.2
+    kill_victim "$AGREE" || die "held, $mode: no rank $VICTIM to kill"
+    wait_pid_timeout $JOB 120 || die "held, $mode: the job did not end"
+    held_checks "$TEST_TMPDIR/held-$mode.log" "held, $mode" $max
+    echo "held, $mode: 3 survivors saw the same results ($(grep -m 1 '^shim_agree rank' "$TEST_TMPDIR/held-$mode.log" | sed 's/.*errors=\([01]\).*/\1/') error(s))"
+done
+if have_test_hooks; then
+    for mode in auto continue; do
+        start "$TEST_TMPDIR/holds-$mode.log" "$AGREE" $mode -x SHIM_AGREE_CALLS=200 $HELD \
+            -x FTMPI_TEST_SHIM_HELD_DIE=$VICTIM:40
+        wait_pid_timeout $JOB 120 || die "holds, $mode: the job did not end"
+        n=$(count_lines "$TEST_TMPDIR/holds-$mode.log" 'MPI_Allreduce on the failure-free path lost a rank after this rank held the result')
+        [ "$n" -eq $((NP - 1)) ] || { cat "$TEST_TMPDIR/holds-$mode.log"; die "holds, $mode: $n of $((NP - 1)) survivors held the result when rank $VICTIM died"; }
+        held_checks "$TEST_TMPDIR/holds-$mode.log" "holds, $mode" 0
+        echo "holds, $mode: rank $VICTIM died before the zero-byte round; 3 survivors held the result, no error"
+    done
+else
+    echo "holds: skipped (built without --enable-test-hooks)"
+fi
+
 # ---- return, a survivor late (it must not be left out of the new quorum)
 start "$TEST_TMPDIR/late.log" "$RET" auto -x SHIM_RETURN_DIE=$VICTIM:100 \
     -x SHIM_RETURN_STALL=1:100:1500 -x FTMPI_LH_JOIN_TIMEOUT_MS=500

@@ -53,18 +53,26 @@ n=$(count_lines "$TEST_TMPDIR/shim.log" 'libftmpi_pmpi: paths: [1-9][0-9]* fast,
 [ "$(cat "$TEST_TMPDIR/child.out" 2>/dev/null)" = child-ran ] || die "the child of the shimmed program did not run"
 echo "C: $got, with and without the shim"
 
-# FTMPI_SHIM_ON_FAILURE=continue: the calls of at most 2 KiB run as the
-# drop-in's own point-to-point allreduce (mpi_shim/fast.c; 3 ranks: one
-# pair folds before the recursive doubling), the others as MPI_Iallreduce;
-# every result checked (the huge calls left out), every rank's small calls
-# on that path
-SHIM_CHECK_HUGE=0 FTMPI_SHIM_ON_FAILURE=continue run "$TEST_TMPDIR/cont.log" "$PRELOAD" "$CHECK" ||
-    { cat "$TEST_TMPDIR/cont.log"; die "shim_check failed under the shim with continue"; }
-got=$(grep "^shim_check ok: [0-9]* checks on $NP ranks" "$TEST_TMPDIR/cont.log")
-[ -n "$got" ] || { cat "$TEST_TMPDIR/cont.log"; die "continue: no checked result"; }
-n=$(count_lines "$TEST_TMPDIR/cont.log" 'libftmpi_pmpi: [1-9][0-9]* fast call\(s\) ran as the point-to-point allreduce')
-[ "$n" -eq $NP ] || { grep 'point-to-point' "$TEST_TMPDIR/cont.log"; die "continue: expected $NP ranks with point-to-point calls, got $n"; }
-echo "C, continue: $got, small calls point-to-point on $n ranks"
+# FTMPI_SHIM_ON_FAILURE=continue: the calls of the data plane's types and
+# ops of at most 2 KiB run as the drop-in's own point-to-point allreduce
+# (mpi_shim/fast.c; 3 ranks: one pair folds before the recursive
+# doubling), the larger ones as the held allreduce (the windowed ring, in
+# place and not, counts that do not split evenly), the rest as
+# MPI_Iallreduce; every result checked (the huge calls left out), every
+# rank's calls on both paths.  Then on 5 ranks (the held allreduce from
+# segments of 256 KiB there, 4 of 7 ring steps partial sums).
+cont_run() { # NP LOG
+    NP=$1 SHIM_CHECK_HUGE=0 FTMPI_SHIM_ON_FAILURE=continue run "$2" "$PRELOAD" "$CHECK" ||
+        { cat "$2"; die "shim_check failed under the shim with continue on $1 ranks"; }
+    got=$(grep "^shim_check ok: [0-9]* checks on $1 ranks" "$2")
+    [ -n "$got" ] || { cat "$2"; die "continue: no checked result on $1 ranks"; }
+    n=$(count_lines "$2" 'libftmpi_pmpi: [1-9][0-9]* fast call\(s\) ran as the point-to-point allreduce .*, [1-9][0-9]* as the held allreduce')
+    [ "$n" -eq "$1" ] || { grep 'point-to-point' "$2"; die "continue: expected $1 ranks with point-to-point and held calls, got $n"; }
+    echo "C, continue, $1 ranks: $got, small calls point-to-point and large ones held on $n ranks"
+}
+cont_run 3 "$TEST_TMPDIR/cont.log"
+cont_run 5 "$TEST_TMPDIR/cont5.log"
+NP=3
 
 # a non-MPI tool with the shim preloaded: untouched (MPI_Init never ran)
 out=$(LD_PRELOAD="$PRELOAD" sh -c 'echo plain' 2>&1)
