@@ -28,7 +28,8 @@
  * it is leaked, counted) and closes the fast path for good: from then on
  * every call runs as FT_Allreduce over the `mpi` backend's slice of the
  * survivors (point-to-point messages polled against FTMPI_TIMEOUT_MS).
- * MPI may also still read a failed fast call's input for a while: an
+ * MPI may also still read a failed fast call's input (the held allreduce's
+ * output too: its ring sends on from recvbuf) for a while: an
  * abandoned request goes on whenever its peers' messages come, which
  * after a death stops at the dead rank's round, but after a deadline
  * missed with every rank alive (a loaded machine) can run to its end
