@@ -517,7 +517,9 @@ static int fast_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
                               .op = op,
                               .out_bytes = keep ? sh.spare_cap : 0,
                               .p2p_ok = true,
-                              .p2p_barrier = sh.barrier};
+                              .p2p_barrier = sh.barrier,
+                              .dt = dt,
+                              .fop = fop};
     int rc = fti_shim_fast_run(FTI_COLL_ALLREDUCE, &a, mode == FTI_SHIM_ABORT);
     if (rc != FT_SUCCESS) {
         if (keep && rc != FT_ERR_MPI) { /* MPI may still write it */

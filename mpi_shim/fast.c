@@ -226,11 +226,9 @@ static int wait_reqs(MPI_Request *reqs, int n)
 /* Whether a's allreduce takes the point-to-point path; *bytes_p its size. */
 static bool p2p_fits(const struct fti_shim_args *a, size_t *bytes_p)
 {
-    int tsize = 0;
-    if (!a->p2p_ok || a->count <= 0 || PMPI_Type_size(a->datatype, &tsize) != MPI_SUCCESS ||
-        tsize <= 0)
+    if (!a->p2p_ok || a->count <= 0)
         return false;
-    size_t bytes = (size_t)a->count * (size_t)tsize;
+    size_t bytes = (size_t)a->count * fti_dtype_size(a->dt);
     if (bytes > FTI_SHIM_P2P_MAX_BYTES)
         return false;
     *bytes_p = bytes;
@@ -252,9 +250,8 @@ static int p2p_swap(int peer, void *buf, size_t bytes, const struct fti_shim_arg
                     MPI_SUCCESS)
         return FT_ERR_PROC_FAILED; /* a receive may be posted: left to MPI */
     int rc = wait_reqs(r, n);
-    if (rc == FT_SUCCESS && recv && reduce &&
-        PMPI_Reduce_local(fast.tmp, buf, a->count, a->datatype, a->op) != MPI_SUCCESS)
-        rc = FT_ERR_MPI;
+    if (rc == FT_SUCCESS && recv && reduce) /* the data plane's kernel: no MPI call */
+        fti_reduce(buf, fast.tmp, (size_t)a->count, a->dt, a->fop);
     return rc;
 }
 
