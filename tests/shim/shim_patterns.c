@@ -47,6 +47,9 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "halo";
     int iters = env_int("SHIM_P_ITERS", 200), nap = env_int("SHIM_P_SLEEP_MS", 5);
     int compute_ms = env_int("SHIM_P_COMPUTE_MS", 3000);
+    /* barrier and compute: doubles per allreduce (1 MiB from 131072: the
+     * drop-in's held allreduce under return and continue at 4 ranks) */
+    int count = env_int("SHIM_P_COUNT", 1);
     int die_rank = -1, die_at = -1, stop_rank = -1, stop_at = -1;
     if (getenv("SHIM_P_DIE"))
         sscanf(getenv("SHIM_P_DIE"), "%d:%d", &die_rank, &die_at);
@@ -60,6 +63,12 @@ int main(int argc, char **argv)
     fflush(stdout);
     enum { N = 64 };
     double u[N + 2], value = 0;
+    double *xs = malloc((size_t)(count > 0 ? count : 1) * sizeof(*xs));
+    double *ss = malloc((size_t)(count > 0 ? count : 1) * sizeof(*ss));
+    if (count < 1 || xs == NULL || ss == NULL) {
+        fprintf(stderr, "shim_patterns: bad SHIM_P_COUNT or out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     for (int i = 0; i < N + 2; i++)
         u[i] = rank + i * 0.001;
     int left = (rank + size - 1) % size, right = (rank + 1) % size;
@@ -102,9 +111,10 @@ int main(int argc, char **argv)
         } else {
             if (strcmp(mode, "compute") == 0 && rank == 1 % size && it % 10 == 5)
                 sleep_ms(compute_ms);
-            double x = rank + it, s = 0;
-            MPI_Allreduce(&x, &s, 1, MPI_DOUBLE, MPI_SUM, comm);
-            value += s;
+            for (int i = 0; i < count; i++)
+                xs[i] = rank + it + i % 7;
+            MPI_Allreduce(xs, ss, count, MPI_DOUBLE, MPI_SUM, comm);
+            value += ss[0] + (count > 1 ? ss[count - 1] : 0);
             if (strcmp(mode, "barrier") == 0)
                 MPI_Barrier(MPI_COMM_WORLD);
             if (strcmp(mode, "split") == 0)
@@ -113,6 +123,8 @@ int main(int argc, char **argv)
         sleep_ms(nap);
     }
     printf("patterns %s rank=%d iters=%d value=%.17g\n", mode, rank, iters, value);
+    free(xs);
+    free(ss);
     if (comm != MPI_COMM_WORLD)
         MPI_Comm_free(&comm);
     MPI_Finalize();

@@ -167,6 +167,22 @@ for launch in plain recovery; do
     echo "barrier_STOP_continue_$launch: $((NP - 1)) survivors finished, status $RC"
 done
 
+# ---- the same with 1 MiB allreduces (the held allreduce, mpi_shim/fast.c):
+# the survivors wait in its ring for the stopped rank, leave it on the
+# detector's word and finish alike
+log="$TEST_TMPDIR/held_STOP_continue.log"
+EXTRA="-x SHIM_P_STOP=2:40 -x FTMPI_SHIM_ON_FAILURE=continue -x SHIM_P_COUNT=131072 -x FTMPI_LOG_LEVEL=info"
+job "$log" recovery "$PRELOAD" "$PAT" barrier
+[ $RC -ne 0 ] || { cat "$log"; die "$log: exit status 0 with a stopped rank"; }
+for r in 0 1 3; do
+    file_has "$log" "^patterns barrier rank=$r iters=200 " || { cat "$log"; die "$log: survivor $r did not finish"; }
+done
+[ "$(sed -n 's/^patterns barrier rank=[013] iters=200 //p' "$log" | sort -u | wc -l)" -eq 1 ] ||
+    { grep '^patterns' "$log"; die "$log: the survivors' values differ"; }
+n=$(count_lines "$log" '[1-9][0-9]* as the held allreduce')
+[ "$n" -ge 3 ] || { grep 'held' "$log"; die "$log: $n survivors ran the held allreduce"; }
+echo "held_STOP_continue: $((NP - 1)) survivors left the held ring and finished alike, status $RC"
+
 # ---- world rank 0 lost: the hub and the lighthouse with it
 VICTIM=0
 for fault in DIE STOP; do
