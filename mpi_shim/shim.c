@@ -7,13 +7,26 @@
  * and the first quorum.  Every world rank agrees on the outcome; a layer
  * that did not start ends the job with a message (a user who preloads the
  * shim asked for protection, and a bad FTMPI_* value is refused).
+ *
+ * Before PMPI_Init (before_init) the FTMPI_* table is read, and under
+ * ftmpi-run (FTMPI_AGENT_DIR) the rank's mark is made (base/agent_mark.h):
+ * a rank lost inside MPI's own start-up leaves the others waiting there
+ * for good (Open MPI 4.1 under --enable-recovery: PMIx_Get in its start-up
+ * exchange), before any watchdog of ours exists; the agent sees the mark's
+ * process gone and ends and restarts the job.  FT_Init writes the mark
+ * again, MPI_Finalize's FT_Finalize removes it.
  */
 #include "mpi_shim/shim.h"
 
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ftmpi.h"
+#include "ftmpi_config.h" /* FTMPI_TEST_HOOKS */
+#include "base/agent_mark.h"
 #include "base/log.h"
 #include "base/settings.h"
 #include "base/util.h"
@@ -27,6 +40,51 @@
 int fti_shim_on;
 __thread int fti_shim_busy;
 struct fti_shim_cfg fti_shim_cfg;
+
+/* The FTMPI_* table, read once in before_init (setup uses it). */
+static fti_config_t shim_table;
+static int shim_table_rc = FT_ERR_INTERNAL;
+static char shim_table_err[512] = "the FTMPI_* settings were not read";
+
+/* The world rank the launcher gave this process (Open MPI, PMIx, MPICH's
+ * hydra), before MPI says; -1 when none does. */
+static int launcher_rank(void)
+{
+    static const char *const names[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *v = getenv(names[i]);
+        char *end = NULL;
+        long r = v != NULL && *v != '\0' ? strtol(v, &end, 10) : -1;
+        if (end != NULL && *end == '\0' && r >= 0 && r <= INT_MAX)
+            return (int)r;
+    }
+    return -1;
+}
+
+/* Test hook (configure --enable-test-hooks): FTMPI_TEST_SHIM_INIT_DIE=R,
+ * the process the launcher made world rank R SIGKILLs itself after its mark,
+ * before PMPI_Init, in a job's first run (FTMPI_RESTART_COUNT unset or 0;
+ * test_shim_restart). */
+static void init_die_hook(void)
+{
+#ifdef FTMPI_TEST_HOOKS
+    const char *v = getenv("FTMPI_TEST_SHIM_INIT_DIE");
+    const char *n = getenv("FTMPI_RESTART_COUNT");
+    if (v != NULL && *v != '\0' && atoi(v) == launcher_rank() && (n == NULL || atoi(n) == 0))
+        raise(SIGKILL);
+#endif
+}
+
+/* Before PMPI_Init (see the top). */
+static void before_init(void)
+{
+    if (fti_shim_busy)
+        return;
+    shim_table_rc = fti_config_load(&shim_table, shim_table_err, sizeof(shim_table_err));
+    if (shim_table_rc == FT_SUCCESS)
+        fti_agent_mark(shim_table.agent_dir, launcher_rank());
+    init_die_hook();
+}
 
 #if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
 /* Open MPI 4.x: MPI_Finalize without its job-wide fence (see src/mode/mode_b.c:
@@ -67,18 +125,19 @@ static int sh_size(void)
 
 static int setup(void)
 {
-    fti_config_t cfg;
+    const fti_config_t *cfg = &shim_table;
     char err[512] = "";
-    int rc = fti_config_load(&cfg, err, sizeof(err));
+    int rc = shim_table_rc;
+    snprintf(err, sizeof(err), "%s", shim_table_err);
     if (rc == FT_SUCCESS)
-        rc = fti_shim_on_failure_parse(cfg.shim_on_failure, &fti_shim_cfg.on_failure, err,
+        rc = fti_shim_on_failure_parse(cfg->shim_on_failure, &fti_shim_cfg.on_failure, err,
                                        sizeof(err));
     if (rc == FT_SUCCESS) {
-        fti_shim_cfg.rescale = cfg.shim_rescale;
-        fti_shim_cfg.timeout_ms = cfg.timeout_ms;
+        fti_shim_cfg.rescale = cfg->shim_rescale;
+        fti_shim_cfg.timeout_ms = cfg->timeout_ms;
         fti_shim_select();
         rc = FT_Init(NULL, NULL); /* collective; logs its failures */
-        announce(&cfg, rc);
+        announce(cfg, rc);
     } else {
         /* FT_Init, which would log it, is not reached: every rank still
          * takes part in the agreement below */
@@ -92,8 +151,8 @@ static int setup(void)
     if (PMPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
         all = FT_ERR_MPI;
     if (all == FT_SUCCESS) /* collective; without it the job runs unwatched (logged) */
-        (void)fti_shim_watch_start(sh_rank(), sh_size(), cfg.bind_host, cfg.lighthouse[0] == '\0',
-                                   cfg.timeout_ms, cfg.heartbeat_ms, cfg.connect_timeout_ms);
+        (void)fti_shim_watch_start(sh_rank(), sh_size(), cfg->bind_host, cfg->lighthouse[0] == '\0',
+                                   cfg->timeout_ms, cfg->heartbeat_ms, cfg->connect_timeout_ms);
     if (all != FT_SUCCESS) {
         int wr = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
@@ -172,11 +231,13 @@ static int shim_finalize(void)
 
 FTI_SHIM_EXPORT int MPI_Init(int *argc, char ***argv)
 {
+    before_init();
     return after_init(PMPI_Init(argc, argv));
 }
 
 FTI_SHIM_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
+    before_init();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     fti_shim_calls.multiple = rc == MPI_SUCCESS && *provided == MPI_THREAD_MULTIPLE;
     return after_init(rc);
@@ -190,6 +251,7 @@ FTI_SHIM_EXPORT int MPI_Finalize(void)
 /* Fortran (wrappers.c, fortran.txt); ierr is optional in mpi_f08. */
 void fti_shimf_init(MPI_Fint *ierr)
 {
+    before_init();
     int rc = after_init(PMPI_Init(NULL, NULL));
     if (ierr != NULL)
         *ierr = (MPI_Fint)rc;
@@ -198,6 +260,7 @@ void fti_shimf_init(MPI_Fint *ierr)
 void fti_shimf_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
 {
     int p = MPI_THREAD_SINGLE;
+    before_init();
     int rc = PMPI_Init_thread(NULL, NULL, (int)*required, &p);
     fti_shim_calls.multiple = rc == MPI_SUCCESS && p == MPI_THREAD_MULTIPLE;
     rc = after_init(rc);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/agent_mark.h"
 #include "base/auth.h"
 #include "device.h"
 #include "ftmpi.h"
@@ -348,42 +349,17 @@ int fti_step_group_lost(struct fti_step *s, int why)
     return FT_ERR_GROUP_LOST;
 }
 
-/* ---- ftmpi-run's rank marks ---------------------------------------------- */
-
-static void agent_path(const struct fti_step *s, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s/%ld", s->cfg.agent_dir, (long)getpid());
-}
+/* ---- ftmpi-run's rank marks (base/agent_mark.h) ------------------------- */
 
 void fti_step_agent_mark(const struct fti_step *s)
 {
-    char path[FTI_PATH_SIZE + 32];
-    if (s->cfg.agent_dir[0] == '\0')
-        return;
-    agent_path(s, path, sizeof(path));
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        FTI_WARN("FTMPI_AGENT_DIR: cannot create %s: %m (ftmpi-run will notice this rank's "
-                 "death only through its command)",
-                 path);
-        return;
-    }
-    /* the world rank, so that the agent's line names the lost rank */
     int wr = -1;
-    if (MPI_Comm_rank(MPI_COMM_WORLD, &wr) != MPI_SUCCESS)
+    if (s->cfg.agent_dir[0] != '\0' && MPI_Comm_rank(MPI_COMM_WORLD, &wr) != MPI_SUCCESS)
         wr = -1;
-    char line[32];
-    int n = snprintf(line, sizeof(line), "%d\n", wr);
-    if (n > 0 && write(fd, line, (size_t)n) != n)
-        FTI_WARN("FTMPI_AGENT_DIR: cannot write %s: %m", path);
-    close(fd);
+    fti_agent_mark(s->cfg.agent_dir, wr);
 }
 
 void fti_step_agent_unmark(const struct fti_step *s)
 {
-    char path[FTI_PATH_SIZE + 32];
-    if (s->cfg.agent_dir[0] == '\0')
-        return;
-    agent_path(s, path, sizeof(path));
-    (void)unlink(path);
+    fti_agent_unmark(s->cfg.agent_dir);
 }

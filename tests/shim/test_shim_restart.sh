@@ -11,7 +11,10 @@
 # MPI ends it), ftmpi-run starts it again, the code resumes from its files
 # (it prints "stencil resume it=N" with N > 0) and its final line is
 # bitwise the one of a failure-free run under the shim, itself the same as
-# without it.
+# without it.  With the test hooks, world rank 2 of the C code's first run
+# dies before MPI's own start-up (FTMPI_TEST_SHIM_INIT_DIE): under
+# --enable-recovery the others would wait in MPI_Init for good; the rank's
+# early mark lets ftmpi-run see the death, end the job and start it again.
 . "$top_srcdir/tests/integration/common.sh"
 need_mpirun
 need_kill_recovery "the drop-in's restart after a lost rank (and its Fortran part, built with Open MPI's mpifort)"
@@ -98,3 +101,28 @@ for prog in $progs; do
         echo "$name $sig ($launch mpirun): restarted, resumed at iteration $resumed, final line bitwise the failure-free one"
     done
 done
+
+# ---- a rank lost before MPI_Init returns (test hook), under ftmpi-run
+if have_test_hooks; then
+    prog="$top_builddir/examples/shim_stencil"
+    d="$TEST_TMPDIR/init_die"
+    mkdir -p "$d"
+    setsid "$RUN" --replica-id stencil --max-restarts 2 --backoff-ms 200 --events "$d.events" -- \
+        "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$PRELOAD" -x FTMPI_TEST_SHIM_INIT_DIE=2 \
+        "$prog" 300 20 "$d" > "$d.log" 2>&1 &
+    job=$!
+    register_pgid $job
+    wait_pid_timeout $job 180 || { cat "$d.log"; die "init: ftmpi-run did not end (the ranks wait in MPI_Init?)"; }
+    wait $job
+    rc=$?
+    [ $rc -eq 0 ] || { cat "$d.log"; die "init: ftmpi-run exited $rc"; }
+    file_has "$d.log" 'world rank 2 lost: rank pid [0-9]+ ended without FT_Finalize' ||
+        { cat "$d.log"; die "init: ftmpi-run did not name world rank 2"; }
+    grep -q '"event":"restart"' "$d.events" || { cat "$d.events" "$d.log"; die "init: no restart"; }
+    got=$(done_line "$d.log")
+    ref=$(done_line "$TEST_TMPDIR/ff_shim_stencil.log")
+    [ "$got" = "$ref" ] || { cat "$d.log"; die "init: '$got' is not the failure-free '$ref'"; }
+    echo "init: world rank 2 died before MPI_Init returned; ftmpi-run restarted the job, final line bitwise the failure-free one"
+else
+    echo "init: skipped (built without --enable-test-hooks)"
+fi
