@@ -344,7 +344,8 @@ int fti_shim_fast_run(enum fti_shim_coll c, const struct fti_shim_args *a, bool 
 
 bool fti_shim_fast_held_fits(const struct fti_shim_args *a, size_t bytes)
 {
-    if (!a->p2p_ok || a->p2p_barrier || a->count <= 0 || bytes <= FTI_SHIM_P2P_MAX_BYTES)
+    if (!a->p2p_ok || a->p2p_barrier || a->count <= 0 || bytes <= FTI_SHIM_P2P_MAX_BYTES ||
+        fast.size < 2) /* one rank: no ring (its result is a copy of the input) */
         return false;
     return fast.size < 4 || bytes / (size_t)fast.size >= FAST_RING_MIN_SEG;
 }

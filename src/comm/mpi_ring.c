@@ -112,7 +112,7 @@ static int ring_recv(struct ring_run *g, int t, size_t k)
  * src). */
 static int ring_post(struct ring_run *g)
 {
-    for (int t = 0; t < (g->a->windowed ? 1 : g->steps); t++)
+    for (int t = 0; t < (g->a->windowed && g->steps > 1 ? 1 : g->steps); t++)
         for (size_t k = 0; k < g->nchunks; k++) {
             int rc = ring_recv(g, t, k);
             if (rc != FT_SUCCESS)

@@ -72,6 +72,13 @@ cont_run() { # NP LOG
 }
 cont_run 3 "$TEST_TMPDIR/cont.log"
 cont_run 5 "$TEST_TMPDIR/cont5.log"
+# one rank: no ring (a ring of one divided by its zero steps: SIGFPE), every
+# result still checked
+NP=1 SHIM_CHECK_HUGE=0 FTMPI_SHIM_ON_FAILURE=continue run "$TEST_TMPDIR/cont1.log" "$PRELOAD" "$CHECK" ||
+    { cat "$TEST_TMPDIR/cont1.log"; die "shim_check failed under the shim with continue on 1 rank"; }
+got=$(grep "^shim_check ok: [0-9]* checks on 1 ranks" "$TEST_TMPDIR/cont1.log")
+[ -n "$got" ] || { cat "$TEST_TMPDIR/cont1.log"; die "continue: no checked result on 1 rank"; }
+echo "C, continue, 1 rank: $got"
 NP=3
 
 # a non-MPI tool with the shim preloaded: untouched (MPI_Init never ran)
