@@ -133,11 +133,7 @@ int fti_shim_fast_start(void)
     PMPI_Comm_rank(fast.comm, &fast.rank);
     PMPI_Comm_size(fast.comm, &fast.size);
     held_hook_read();
-    int *ub = NULL, flag = 0;
-    fast.tag_ub = 32767; /* the least MPI allows */
-    if (PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag &&
-        *ub > fast.tag_ub)
-        fast.tag_ub = *ub;
+    fast.tag_ub = fti_mpi_tag_ub(fast.comm);
     /* made here, not at the first call: every rank must choose the same
      * algorithm for a call, whatever its memory then */
     if ((fast.tmp = malloc(FTI_SHIM_P2P_MAX_BYTES)) == NULL) {
@@ -342,9 +338,9 @@ int fti_shim_fast_run(enum fti_shim_coll c, const struct fti_shim_args *a, bool 
     return abandon(c, a, rc, false);
 }
 
-bool fti_shim_fast_held_fits(const struct fti_shim_args *a, size_t bytes)
+bool fti_shim_fast_held_fits(size_t bytes)
 {
-    if (!a->p2p_ok || a->p2p_barrier || a->count <= 0 || bytes <= FTI_SHIM_P2P_MAX_BYTES ||
+    if (bytes <= FTI_SHIM_P2P_MAX_BYTES ||
         fast.size < 2) /* one rank: no ring (its result is a copy of the input) */
         return false;
     return fast.size < 4 || bytes / (size_t)fast.size >= FAST_RING_MIN_SEG;
@@ -352,8 +348,8 @@ bool fti_shim_fast_held_fits(const struct fti_shim_args *a, size_t bytes)
 
 int fti_shim_fast_held(const struct fti_shim_args *a, bool *held_p)
 {
-    size_t bytes = (size_t)a->count * fti_dtype_size(a->dt);
-    size_t need = fti_mpi_ring_window_bytes(fast.size, (size_t)a->count, fti_dtype_size(a->dt));
+    size_t es = fti_dtype_size(a->dt), bytes = (size_t)a->count * es;
+    size_t need = fti_mpi_ring_window_bytes(fast.size, (size_t)a->count, es);
     if (fast.stage_cap < need) {
         free(fast.stage); /* no request holds it: a failed call leaks it (below) */
         fast.stage = malloc(need);

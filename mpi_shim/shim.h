@@ -142,16 +142,16 @@ uint64_t fti_shim_fast_p2p_calls(void);
  * every member holds the result.  The ring of src/comm/mpi_ring.c from
  * a->sendbuf (never a->recvbuf: the caller copies an in-place input)
  * straight into a->recvbuf, receives only into the library's memory, then
- * a round of zero-byte messages (the point-to-point barrier).  fits: the
- * same answer on every rank for a call (bytes: the call's); taken above
- * FTI_SHIM_P2P_MAX_BYTES below 4 ranks, from segments of 256 KiB at 4 and
- * more.  held: FT_SUCCESS (every member holds the result in recvbuf),
+ * a round of zero-byte messages (the point-to-point barrier).  fits:
+ * whether a data-plane allreduce of that many bytes takes it, the same
+ * answer on every rank; taken above FTI_SHIM_P2P_MAX_BYTES at 2 and 3
+ * ranks, from segments of 256 KiB at 4 and more, never on one rank.  held: FT_SUCCESS (every member holds the result in recvbuf),
  * FT_ERR_PROC_FAILED with *held_p whether this member holds it (the ring
  * ended, the zero-byte round did not) or FT_ERR_MPI / FT_ERR_NO_MEMORY
  * (did not start: MPI holds nothing); on an error the path is closed for
  * good and MPI may still read a->sendbuf and recvbuf (a->out_bytes of a
  * library input copy counted with the abandoned bytes). */
-bool fti_shim_fast_held_fits(const struct fti_shim_args *a, size_t bytes);
+bool fti_shim_fast_held_fits(size_t bytes);
 int fti_shim_fast_held(const struct fti_shim_args *a, bool *held_p);
 uint64_t fti_shim_fast_held_calls(void);
 void fti_shim_fast_stop(void);

@@ -566,13 +566,19 @@ int fti_mpi_ctx_create(MPI_Comm world, fti_mpi_ctx_h *ctx_p)
         return FT_ERR_MPI;
     }
     MPI_Comm_set_errhandler(x->dp, MPI_ERRORS_RETURN);
-    int *ub = NULL, found = 0;
-    x->tag_ub = 32767;
-    if (MPI_Comm_get_attr(x->dp, MPI_TAG_UB, &ub, &found) == MPI_SUCCESS && found && ub &&
-        *ub > x->tag_ub)
-        x->tag_ub = *ub;
+    x->tag_ub = fti_mpi_tag_ub(x->dp);
     *ctx_p = x;
     return FT_SUCCESS;
+}
+
+int fti_mpi_tag_ub(MPI_Comm comm)
+{
+    int *ub = NULL, found = 0;
+    int tag_ub = 32767; /* the least MPI allows */
+    if (MPI_Comm_get_attr(comm, MPI_TAG_UB, &ub, &found) == MPI_SUCCESS && found && ub &&
+        *ub > tag_ub)
+        tag_ub = *ub;
+    return tag_ub;
 }
 
 void fti_mpi_ctx_set_zero_copy(fti_mpi_ctx_h x, bool on)

@@ -83,6 +83,9 @@ static inline int fti_mpi_testall(fti_testall_fn testall, int n, MPI_Request *re
  * the drop-in's failure-free path (mpi_shim/fast.c) waits with it. */
 int fti_mpi_poll(MPI_Request *reqs, int n, int64_t deadline_ms, unsigned quiet_tries);
 
+/* The largest tag comm allows (MPI_TAG_UB, at least 32767). */
+int fti_mpi_tag_ub(MPI_Comm comm);
+
 /* The pipelined ring allreduce of src into buf on comm (mpi_ring.c), the
  * native path's algorithm for large operations (mpi.c: when it is used).
  * Receives land in stage (fti_mpi_ring_stage_bytes of the operation's
