@@ -76,6 +76,20 @@ int fti_lh_fin_add(struct fti_lighthouse *lh, const char *id)
     return FT_SUCCESS;
 }
 
+bool fti_lh_fin_job_done(struct fti_lighthouse *lh)
+{
+    if (lh->opts.exit_when_finalized == 0)
+        return false;
+    pthread_mutex_lock(&lh->mu);
+    size_t fin = lh->n_finalized, left = fti_quorum_n_groups(lh->st);
+    pthread_mutex_unlock(&lh->mu);
+    if (fin < lh->opts.exit_when_finalized || left > 0)
+        return false;
+    FTI_INFO("%zu groups finalized and none is left: the job is over (--exit-when-finalized %zu)",
+             fin, lh->opts.exit_when_finalized);
+    return true;
+}
+
 void fti_lh_fin_del(struct fti_lighthouse *lh, const char *id)
 {
     bool found;

@@ -95,6 +95,9 @@ typedef struct fti_lighthouse_opts {
                                   * is always above it, whatever the clock) */
     size_t max_finalized;        /* finalized ids kept, >= 1 (default
                                   * FTI_LH_MAX_FINALIZED); oldest evicted */
+    size_t exit_when_finalized;  /* stop the loop (ftmpi-lighthouse exits 0) once
+                                  * this many groups finalized and no group is
+                                  * left in the table; 0 (default) = never */
     size_t max_waiters_per_group;/* pending quorum calls of one replica id,
                                   * >= 1 (default FTI_LH_MAX_WAITERS_PER_GROUP) */
     int64_t summary_interval_ms; /* an info line with steps/s, quorum and

@@ -75,6 +75,8 @@ static void usage(const fti_lighthouse_opts_t *d)
            "                            default %zu)\n"
            "  --initial-quorum-id N     the first quorum gets N + 1 (default: the wall clock\n"
            "                            in ms, so a restarted lighthouse never repeats an id)\n"
+           "  --exit-when-finalized N   exit 0 once N groups finalized and no group is\n"
+           "                            left (N: the job's groups; default 0 = never)\n"
            "  --summary-interval S      log a summary line (steps/s, quorum, failures)\n"
            "                            every S seconds; 0 = never (default %" PRId64 ")\n"
            "  --log-level LEVEL         error|warn|info|debug|trace|none (default info)\n"
@@ -150,7 +152,7 @@ struct lh_args {
 static const char *const known_flags[] = {
     "--bind", "--min-replicas", "--join-timeout-ms", "--quorum-tick-ms",
     "--heartbeat-timeout-ms", "--http-bind", "--token-file", "--max-frame-bytes",
-    "--initial-quorum-id", "--summary-interval", "--log-level", "--job"};
+    "--initial-quorum-id", "--summary-interval", "--log-level", "--job", "--exit-when-finalized"};
 
 /* Applies one known flag with its value (exits 2 on a bad value). */
 static void apply_flag(struct lh_args *a, const char *flag, const char *v)
@@ -176,6 +178,8 @@ static void apply_flag(struct lh_args *a, const char *flag, const char *v)
         o->max_frame = (size_t)parse_num(flag, v, true, MIN_FRAME_BYTES, MAX_FRAME_BYTES);
     else if (strcmp(flag, "--initial-quorum-id") == 0)
         o->initial_quorum_id = parse_num(flag, v, false, 0, INT64_MAX / 2);
+    else if (strcmp(flag, "--exit-when-finalized") == 0)
+        o->exit_when_finalized = (size_t)parse_num(flag, v, false, 0, FTI_LH_MAX_FINALIZED);
     else if (strcmp(flag, "--summary-interval") == 0)
         o->summary_interval_ms = parse_num(flag, v, false, 0, MAX_TIMEOUT_MS / 1000) * 1000;
     else if (strcmp(flag, "--job") == 0) {

@@ -415,6 +415,8 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     evaluate(lh);
     refresh_rpc_stats(lh);
     summary_tick(lh, now);
+    if (fti_lh_fin_job_done(lh))
+        event_base_loopexit(lh->base, NULL);
 }
 
 /* ---- RPC handlers ---------------------------------------------------------- */

@@ -133,5 +133,9 @@ void fti_lh_sdc_log(const fti_quorum_t *q, const fti_sdc_finding_t *f);
 bool fti_lh_fin_has(const struct fti_lighthouse *lh, const char *id);
 int fti_lh_fin_add(struct fti_lighthouse *lh, const char *id);
 void fti_lh_fin_del(struct fti_lighthouse *lh, const char *id);
+/* Whether the job is over for opts.exit_when_finalized (loop thread; takes
+ * lh->mu): that many groups finalized and none is left in the table.  Logs
+ * the end once. */
+bool fti_lh_fin_job_done(struct fti_lighthouse *lh);
 
 #endif
