@@ -37,7 +37,10 @@ else
         die "make install prefix=$P failed: $(tail -20 "$T/install.out")"
     echo "make install: $(($(date +%s) - t0)) s"
 fi
-for f in bin/ftmpi-lighthouse bin/ftmpi-run bin/ftmpi-info include/ftmpi.h include/ftmpi_errors.h; do
+for f in bin/ftmpi-lighthouse bin/ftmpi-run bin/ftmpi-info include/ftmpi.h include/ftmpi_errors.h \
+    share/libftmpi/examples/ft_sgd.c share/libftmpi/slurm/ft_sgd_mode_a.sbatch \
+    share/libftmpi/slurm/ft_sgd_mode_a_srun.sbatch share/libftmpi/slurm/ft_sgd_mode_b.sbatch \
+    share/libftmpi/monitoring/grafana-ftmpi.json share/libftmpi/monitoring/prometheus-ftmpi-alerts.yml; do
     [ -f "$P/$f" ] || die "$P/$f not installed"
 done
 ls "$P"/lib*/libftmpi.so >/dev/null 2>&1 || die "no libftmpi.so in $P/lib*"
