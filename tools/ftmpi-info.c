@@ -71,26 +71,36 @@ static void self_path(char *buf, size_t len)
     buf[n] = '\0';
 }
 
-/* The prefix: where this program is installed when it runs as
+/* The prefix this program runs from, into dir: <prefix> when it runs as
  * <prefix>/bin/ftmpi-info (`make install prefix=DIR` installs without
- * rebuilding, so the compiled-in prefix may be another), else the configured
- * one. */
-static void print_prefix(const char *self)
+ * rebuilding, so the compiled-in prefix may be another).  Returns 0, or -1
+ * when it runs from the build tree (dir then holds the configured one). */
+static int run_prefix(const char *self, char *dir, size_t len)
 {
-    char dir[FTI_PATH_SIZE];
     char *slash;
 
-    snprintf(dir, sizeof(dir), "%s", self);
+    snprintf(dir, len, "%s", self);
     slash = strrchr(dir, '/');
     if (slash != NULL)
         *slash = '\0';
     slash = strrchr(dir, '/');
     if (slash == NULL || strcmp(slash, "/bin") != 0) {
+        snprintf(dir, len, "%s", FTMPI_PREFIX);
+        return -1;
+    }
+    *slash = '\0';
+    return 0;
+}
+
+static void print_prefix(const char *self)
+{
+    char dir[FTI_PATH_SIZE];
+
+    if (run_prefix(self, dir, sizeof(dir)) != 0) {
         printf("  %-14s %s (configured; this program runs from the build tree)\n", "prefix",
                FTMPI_PREFIX);
         return;
     }
-    *slash = '\0';
     if (strcmp(dir, FTMPI_PREFIX) == 0)
         printf("  %-14s %s\n", "prefix", dir);
     else
@@ -132,10 +142,13 @@ static int print_parsable(void)
         return EXIT_USAGE;
     }
     self_path(self, sizeof(self));
+    char dir[FTI_PATH_SIZE];
+    (void)run_prefix(self, dir, sizeof(dir)); /* the build tree: the configured one */
     printf("package:version:%s\n", PACKAGE_VERSION);
     printf("package:git_revision:%s\n", FTMPI_GIT_REV);
     printf("package:build_date:%s %s\n", __DATE__, __TIME__);
-    printf("build:prefix:%s\n", FTMPI_PREFIX);
+    printf("build:prefix:%s\n", dir);
+    printf("build:configured_prefix:%s\n", FTMPI_PREFIX);
     printf("build:program:%s\n", self);
     printf("build:configure:%s\n", FTMPI_CONFIGURE_ARGS);
     printf("build:compiler:%s\n", FTMPI_CC);
@@ -153,8 +166,11 @@ static int print_parsable(void)
     printf("dep:libevent:%s\n", lev);
     printf("dep:openssl:%s\n", ssl);
     printf("dep:xxhash:%s\n", xxh);
+    /* the release built against (HWLOC_VERSION); the API version of the
+     * library loaded is another number (2.9.0's is 2.8.0) */
     unsigned hv = hwloc_get_api_version();
-    printf("dep:hwloc:%u.%u.%u\n", hv >> 16, (hv >> 8) & 0xff, hv & 0xff);
+    printf("dep:hwloc:%s (API %u.%u.%u loaded)\n", HWLOC_VERSION, hv >> 16, (hv >> 8) & 0xff,
+           hv & 0xff);
     for (const fti_config_field_t *f = fti_config_table; f->name; f++) {
         char raw[280];
         fti_config_format(&cfg, f, raw, sizeof(raw));

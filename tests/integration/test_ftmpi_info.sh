@@ -98,6 +98,10 @@ for key in package:version package:git_revision package:build_date build:compile
     grep -q "^$key:." "$T/parsable" || die "--parsable has no $key: $(cat "$T/parsable")"
 done
 grep -q "^package:version:$version\$" "$T/parsable" || die "--parsable: wrong version"
+# hwloc: the release built against (pkg-config's), not only the API version
+if hv=$(pkg-config --modversion hwloc 2>/dev/null); then
+    grep -q "^dep:hwloc:$hv " "$T/parsable" || die "--parsable: $(grep '^dep:hwloc' "$T/parsable"), hwloc is $hv"
+fi
 ! grep -v '^[a-z-]*:[A-Za-z_0-9-]*:' "$T/parsable" | grep -q . ||
     die "--parsable: lines not key:value: $(grep -v '^[a-z-]*:[A-Za-z_0-9-]*:' "$T/parsable" | head -3)"
 

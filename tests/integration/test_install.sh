@@ -74,6 +74,10 @@ fi
 # the installed tools run without the build tree: ftmpi-info knows its prefix
 timeout 10 "$P/bin/ftmpi-info" >"$T/info.out" 2>&1 || die "installed ftmpi-info failed: $(cat "$T/info.out")"
 grep -Eq "^  prefix +$P( |\$)" "$T/info.out" || die "installed ftmpi-info: $(grep prefix "$T/info.out")"
+# --parsable too: the prefix it runs from (the configured one may differ)
+timeout 10 "$P/bin/ftmpi-info" --parsable >"$T/info.parsable" 2>&1 || die "installed ftmpi-info --parsable failed"
+grep -qx "build:prefix:$P" "$T/info.parsable" ||
+    die "installed ftmpi-info --parsable: $(grep prefix "$T/info.parsable") (installed in $P)"
 
 # the man pages are where man looks under the prefix
 if command -v man >/dev/null 2>&1; then
