@@ -28,6 +28,13 @@
  *       N connections from the IPv4 address FROM that each send half an
  *       HTTP request head and stall, for MAX_MS; "reopen" opens a new one
  *       at once for each the server closes (a slowloris client)
+ *   lh_probe cycle ADDR N PREFIX
+ *       N groups PREFIX0 .. PREFIX<N-1>, one after the other, each on its
+ *       own connection: a heartbeat with 4 ranks' counters, a recovery
+ *       and a failed step, then a quorum request with an SDC fingerprint
+ *       given up after 50 ms (a lighthouse that needs 2 groups never
+ *       judges it), then the connection closes (the group died).  Prints
+ *       "cycled N groups"; exit 1 when a heartbeat failed.
  *   lh_probe call ADDR KIND [ARGS]
  *       one well-formed request through the library's RPC client; prints
  *       "ok ..." or "error CODE (STRING)".  KIND: kill [MSG] (MANAGER_KILL),
@@ -78,6 +85,7 @@ static int usage(void)
                     "       lh_probe heartbeat ADDR REPLICA_ID\n"
                     "       lh_probe slow ADDR N MAX_MS\n"
                     "       lh_probe stall ADDR N MAX_MS FROM once|reopen\n"
+                    "       lh_probe cycle ADDR N PREFIX\n"
                     "       lh_probe call ADDR kill|finalize|heal_metadata|heal_fetch|store_set|"
                     "store_get|store_delete [ARGS]\n");
     return 2;
@@ -567,6 +575,94 @@ static int cmd_stall(int argc, char **argv)
     return 0;
 }
 
+/* One group of lh_probe cycle on c: see the top.  FT_SUCCESS when its
+ * heartbeat was answered. */
+static int cycle_one(fti_rpc_client_h c, const char *id, uint64_t inc)
+{
+    Ftmpi__LighthouseHeartbeatRequest hb = FTMPI__LIGHTHOUSE_HEARTBEAT_REQUEST__INIT;
+    Ftmpi__RankMetrics rm[4], *rmp[4];
+    Ftmpi__RecoveryReport rec = FTMPI__RECOVERY_REPORT__INIT, *recp = &rec;
+    Ftmpi__RecoveryStepFailure sf = FTMPI__RECOVERY_STEP_FAILURE__INIT, *sfp = &sf;
+    Ftmpi__LighthouseQuorumRequest qr = FTMPI__LIGHTHOUSE_QUORUM_REQUEST__INIT;
+    Ftmpi__QuorumMember me = FTMPI__QUORUM_MEMBER__INIT;
+    Ftmpi__SdcPrint sp = FTMPI__SDC_PRINT__INIT, *spp = &sp;
+    int64_t now = fti_wall_ms();
+    for (int r = 0; r < 4; r++) {
+        ftmpi__rank_metrics__init(&rm[r]);
+        rm[r].group_rank = r;
+        rm[r].steps = rm[r].commits = 5;
+        rmp[r] = &rm[r];
+    }
+    rec.seq = 1;
+    rec.kind = "survivor";
+    rec.failed_step = 3;
+    rec.start_ms = now - 100;
+    rec.end_ms = now;
+    rec.error = "FT_ERR_PROC_FAILED";
+    sf.seq = 1;
+    sf.step = 3;
+    sf.wall_ms = now - 100;
+    sf.error = "FT_ERR_PROC_FAILED";
+    hb.replica_id = (char *)id;
+    hb.incarnation = inc;
+    hb.n_rank_metrics = 4;
+    hb.rank_metrics = rmp;
+    hb.n_recoveries = 1;
+    hb.recoveries = &recp;
+    hb.n_step_failures = 1;
+    hb.step_failures = &sfp;
+    sp.buffer = "w";
+    sp.sum = 42;
+    me.replica_id = (char *)id;
+    me.address = "127.0.0.1:1";
+    me.store_address = "127.0.0.1:2";
+    me.step = me.sdc_step = 5;
+    me.world_size = 4;
+    me.incarnation = inc;
+    me.n_sdc_prints = 1;
+    me.sdc_prints = &spp;
+    qr.requester = &me;
+    const ProtobufCMessage *m[2] = {&hb.base, &qr.base};
+    const uint16_t method[2] = {FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT,
+                                FTMPI__METHOD__LIGHTHOUSE_QUORUM};
+    int rc[2] = {FT_ERR_NO_MEMORY, FT_ERR_NO_MEMORY};
+    for (int k = 0; k < 2; k++) {
+        size_t len = protobuf_c_message_get_packed_size(m[k]), rlen = 0;
+        uint8_t *buf = malloc(len ? len : 1);
+        void *reply = NULL;
+        if (buf == NULL)
+            break;
+        protobuf_c_message_pack(m[k], buf);
+        rc[k] = fti_rpc_call(c, method[k], buf, len, k == 0 ? PROBE_TIMEOUT_MS : 50, &reply,
+                             &rlen);
+        free(buf);
+        free(reply);
+    }
+    return rc[0];
+}
+
+static int cmd_cycle(int argc, char **argv)
+{
+    if (argc != 3)
+        return usage();
+    int n = atoi(argv[1]), failed = 0;
+    if (n < 1 || n > 100000 || strlen(argv[2]) > 32)
+        return usage();
+    for (int i = 0; i < n; i++) {
+        char id[64];
+        fti_rpc_client_h c = NULL;
+        snprintf(id, sizeof(id), "%s%d", argv[2], i);
+        int rc = fti_rpc_client_create(argv[0], job_key, 2000, 1u << 24, &c);
+        if (rc == FT_SUCCESS)
+            rc = cycle_one(c, id, 1000u + (uint64_t)i);
+        fti_rpc_client_destroy(c);
+        if (rc != FT_SUCCESS && failed++ == 0)
+            fprintf(stderr, "lh_probe: cycle: %s: %s\n", id, FT_Error_string(rc));
+    }
+    printf("cycled %d groups%s\n", n, failed ? " (some heartbeats failed)" : "");
+    return failed ? 1 : 0;
+}
+
 static int cmd_call(int argc, char **argv)
 {
     if (argc < 2)
@@ -617,6 +713,8 @@ int main(int argc, char **argv)
         return cmd_heartbeat(argc - 2, argv + 2);
     if (strcmp(argv[1], "slow") == 0)
         return cmd_slow(argc, argv);
+    if (strcmp(argv[1], "cycle") == 0)
+        return cmd_cycle(argc - 2, argv + 2);
     if (strcmp(argv[1], "stall") == 0)
         return cmd_stall(argc, argv);
     if (strcmp(argv[1], "call") == 0)
