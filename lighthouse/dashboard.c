@@ -342,6 +342,10 @@ void fti_lh_dash_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
                            "fingerprints at one step.\n# TYPE ftmpi_lighthouse_sdc_checks_total "
                            "counter\nftmpi_lighthouse_sdc_checks_total %" PRIu64 "\n",
                         s->sdc_checks);
+    evbuffer_add_printf(b, "# HELP ftmpi_lighthouse_sdc_groups Groups whose SDC fingerprints "
+                           "wait for a check or whose minority verdict is kept.\n# TYPE "
+                           "ftmpi_lighthouse_sdc_groups gauge\nftmpi_lighthouse_sdc_groups %zu\n",
+                        s->sdc_groups);
     evbuffer_add_printf(b, "# HELP ftmpi_lighthouse_events_total Events recorded in the history.\n"
                            "# TYPE ftmpi_lighthouse_events_total counter\n"
                            "ftmpi_lighthouse_events_total %" PRIu64 "\n",

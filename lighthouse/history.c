@@ -268,14 +268,37 @@ int fti_lh_history_copy(const fti_lh_history_t *h, fti_lh_history_t *dst)
     dst->s_next = h->n_samples % dst->n_samples_cap;
     dst->n_groups = dst->cap_groups = h->n_groups;
     dst->groups_dropped = h->groups_dropped;
+    dst->groups_forgotten = h->groups_forgotten;
+    dst->failures_forgotten = h->failures_forgotten;
     dst->quorum_id = h->quorum_id;
     dst->last_sample_ms = h->last_sample_ms;
     return FT_SUCCESS;
 }
 
+size_t fti_lh_history_expire(fti_lh_history_t *h, int64_t wall, int64_t after_ms,
+                             void (*gone)(const char *replica_id, void *arg), void *arg)
+{
+    size_t kept = 0, n = h->n_groups;
+    for (size_t i = 0; i < n; i++) {
+        fti_lh_gstats_t *g = &h->groups[i];
+        if (g->state != FTI_LH_G_ALIVE && wall - g->state_since_ms > after_ms) {
+            if (gone)
+                gone(g->replica_id, arg);
+            h->failures_forgotten += g->failures;
+            h->groups_forgotten++;
+            continue;
+        }
+        if (kept != i)
+            h->groups[kept] = *g; /* the order (sorted) stays */
+        kept++;
+    }
+    h->n_groups = kept;
+    return n - kept;
+}
+
 uint64_t fti_lh_history_failures(const fti_lh_history_t *h)
 {
-    uint64_t n = 0;
+    uint64_t n = h->failures_forgotten;
     for (size_t i = 0; i < h->n_groups; i++)
         n += h->groups[i].failures;
     return n;

@@ -8,7 +8,8 @@
  * loop thread under its own mutex and copies it for the HTTP pages
  * (fti_lh_history_copy).  Every bound is fixed at init: the rings drop
  * their oldest entry, the group table refuses groups past max_groups
- * (counted in groups_dropped).
+ * (counted in groups_dropped) and forgets a group gone (dead, silent or
+ * finalized) for longer than the caller's window (fti_lh_history_expire).
  */
 #ifndef FTI_LH_HISTORY_H
 #define FTI_LH_HISTORY_H
@@ -23,6 +24,10 @@
 #define FTI_LH_HISTORY_SAMPLES 900     /* samples kept (15 min at 1 s) */
 #define FTI_LH_HISTORY_GROUPS 100000   /* groups tracked at most */
 #define FTI_LH_SAMPLE_MS 1000          /* sampling period */
+/* the history window: what the samples span (15 min); a group gone for
+ * longer is forgotten (fti_lh_history_expire, the lighthouse's
+ * forget_after_ms) */
+#define FTI_LH_HISTORY_WINDOW_MS ((int64_t)FTI_LH_HISTORY_SAMPLES * FTI_LH_SAMPLE_MS)
 
 typedef enum {
     FTI_LH_EV_QUORUM,        /* a new quorum id; value = members */
@@ -92,6 +97,8 @@ typedef struct fti_lh_history {
     fti_lh_gstats_t *groups;  /* sorted by replica_id */
     size_t n_groups, cap_groups, max_groups;
     uint64_t groups_dropped;  /* refused: the table was full */
+    uint64_t groups_forgotten;/* gone for longer than the window (expire) */
+    uint64_t failures_forgotten; /* their failures: counted still */
     int64_t quorum_id;        /* the last quorum id recorded */
     int64_t last_sample_ms;   /* wall, -1 none */
 } fti_lh_history_t;
@@ -143,7 +150,14 @@ const fti_lh_sample_t *fti_lh_history_sample_at(const fti_lh_history_t *h, size_
  * Release with fti_lh_history_clear. */
 int fti_lh_history_copy(const fti_lh_history_t *h, fti_lh_history_t *dst);
 
-/* Totals over the groups: failures, steps/s of live groups. */
+/* Forgets every group gone (state not alive) for longer than after_ms at
+ * wall: gone(replica_id, arg) is called for each before it goes (NULL:
+ * none).  Its failures still count in fti_lh_history_failures.  Returns
+ * how many went. */
+size_t fti_lh_history_expire(fti_lh_history_t *h, int64_t wall, int64_t after_ms,
+                             void (*gone)(const char *replica_id, void *arg), void *arg);
+
+/* Totals over the groups (forgotten ones included): failures. */
 uint64_t fti_lh_history_failures(const fti_lh_history_t *h);
 
 #endif

@@ -38,9 +38,12 @@
 #define HTTP_MAX_BODY 4096
 #define HTTP_MAX_HEADERS 16384
 #define HTTP_TIMEOUT_S 10
-/* connections served at once, and how long one may stay open in all
- * (http_guard.h: evhttp's timeout restarts with every byte) */
+/* connections served at once, from one address at most, how long one may
+ * take to send a whole request, and to stay open in all (http_guard.h:
+ * evhttp's timeout restarts with every byte) */
 #define HTTP_MAX_CONNS 64
+#define HTTP_PER_ADDR 8
+#define HTTP_HEAD_MS 5000
 #define HTTP_DEADLINE_MS 15000
 #define KILL_PREFIX "/replica/"
 #define KILL_SUFFIX "/kill"
@@ -384,6 +387,8 @@ static void handle(struct evhttp_request *req, void *arg)
 {
     struct fti_lh_http *h = arg;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    fti_http_guard_request(h->guard,
+                           evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)));
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (path == NULL || *path == '\0')
@@ -484,8 +489,9 @@ int fti_lh_http_create(struct event_base *base, fti_lighthouse_h lh, const char 
     h->http = evhttp_new(base);
     struct evhttp_bound_socket *bound =
         h->http ? evhttp_accept_socket_with_handle(h->http, fd) : NULL;
-    if (bound == NULL || fti_http_guard_create(base, h->http, bound, HTTP_MAX_CONNS,
-                                               HTTP_DEADLINE_MS, &h->guard) != FT_SUCCESS) {
+    const fti_http_guard_opts_t go = {HTTP_MAX_CONNS, HTTP_PER_ADDR, HTTP_HEAD_MS,
+                                      HTTP_DEADLINE_MS};
+    if (bound == NULL || fti_http_guard_create(base, h->http, bound, &go, &h->guard) != FT_SUCCESS) {
         FTI_ERROR("http: evhttp setup failed on %s", bind);
         if (h->http)
             evhttp_free(h->http);

@@ -41,7 +41,10 @@
  *     ends the oldest with FT_ERR_TIMEOUT ("superseded");
  *   - finalized ids: max_finalized (oldest evicted);
  *   - kill RPCs in flight: 16 in a process (one more is refused with
- *     FT_ERR_SYSTEM and a warning).
+ *     FT_ERR_SYSTEM and a warning);
+ *   - what is kept of a group for the dashboard and /metrics (history,
+ *     recoveries, rank counters) and its SDC fingerprints: forgotten
+ *     forget_after_ms after it died, went silent or finalized.
  *
  * Claimed steps (quorum.h, fti_quorum_request_checked): after a quorum
  * whose max step is M its members may claim at most M + 1; a group new to
@@ -103,6 +106,11 @@ typedef struct fti_lighthouse_opts {
     int64_t summary_interval_ms; /* an info line with steps/s, quorum and
                                   * failures this often; 0 = none (default 60000) */
     char job[FTI_LH_JOB_SIZE];   /* /metrics' job label (default "ftmpi") */
+    int64_t forget_after_ms;     /* a group gone (dead, silent, finalized) this
+                                  * long is forgotten: its /metrics series,
+                                  * recoveries, SDC fingerprints (default
+                                  * FTI_LH_HISTORY_WINDOW_MS, the history's
+                                  * 15 min), >= 1 */
     bool has_key;                /* the job's key (default none): every RPC */
     fti_auth_key_t key;          /* connection, in and out, proves it first */
 } fti_lighthouse_opts_t;
@@ -197,6 +205,7 @@ typedef struct fti_lh_snapshot {
     struct fti_lh_recov *recov; /* a copy (recoveries.h); NULL on no memory */
     char job[FTI_LH_JOB_SIZE];  /* opts.job */
     uint64_t sdc_checks;       /* SDC comparisons made (lighthouse/sdc.h) */
+    size_t sdc_groups;         /* groups whose fingerprints or verdict are kept */
     size_t n_sdc_reports;      /* the last reports, oldest first */
     fti_sdc_report_t sdc_reports[FTI_SDC_REPORTS];
 } fti_lh_snapshot_t;

@@ -79,11 +79,15 @@ static void usage(const fti_lighthouse_opts_t *d)
            "                            left (N: the job's groups; default 0 = never)\n"
            "  --summary-interval S      log a summary line (steps/s, quorum, failures)\n"
            "                            every S seconds; 0 = never (default %" PRId64 ")\n"
+           "  --forget-after S          forget a group S seconds after it died, went\n"
+           "                            silent or finalized: its /metrics series,\n"
+           "                            recoveries and SDC fingerprints (default %" PRId64 ",\n"
+           "                            the history window)\n"
            "  --log-level LEVEL         error|warn|info|debug|trace|none (default info)\n"
            "  --help                    this text\n"
            "  --version                 the version\n",
            d->bind, d->join_timeout_ms, d->quorum_tick_ms, d->heartbeat_timeout_ms, d->max_frame,
-           d->summary_interval_ms / 1000);
+           d->summary_interval_ms / 1000, d->forget_after_ms / 1000);
 }
 
 static void die_usage(const char *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -152,7 +156,8 @@ struct lh_args {
 static const char *const known_flags[] = {
     "--bind", "--min-replicas", "--join-timeout-ms", "--quorum-tick-ms",
     "--heartbeat-timeout-ms", "--http-bind", "--token-file", "--max-frame-bytes",
-    "--initial-quorum-id", "--summary-interval", "--log-level", "--job", "--exit-when-finalized"};
+    "--initial-quorum-id", "--summary-interval", "--log-level", "--job", "--forget-after",
+    "--exit-when-finalized"};
 
 /* Applies one known flag with its value (exits 2 on a bad value). */
 static void apply_flag(struct lh_args *a, const char *flag, const char *v)
@@ -182,6 +187,8 @@ static void apply_flag(struct lh_args *a, const char *flag, const char *v)
         o->exit_when_finalized = (size_t)parse_num(flag, v, false, 0, FTI_LH_MAX_FINALIZED);
     else if (strcmp(flag, "--summary-interval") == 0)
         o->summary_interval_ms = parse_num(flag, v, false, 0, MAX_TIMEOUT_MS / 1000) * 1000;
+    else if (strcmp(flag, "--forget-after") == 0)
+        o->forget_after_ms = parse_num(flag, v, false, 1, MAX_TIMEOUT_MS / 1000) * 1000;
     else if (strcmp(flag, "--job") == 0) {
         if (v[0] == '\0' || fti_strlcpy(o->job, v, sizeof(o->job)) != 0 ||
             strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:") !=

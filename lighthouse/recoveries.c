@@ -157,6 +157,58 @@ void fti_lh_recov_report(fti_lh_recov_t *t, const Ftmpi__LighthouseHeartbeatRequ
         take_ranks(g, req->rank_metrics, req->n_rank_metrics);
 }
 
+/* Removes replica_id's entries from a ring of keep entries of size sz
+ * (each starting with its replica id), oldest first kept in order. */
+static void ring_drop(void *ring, size_t sz, size_t keep, size_t *next, size_t *n,
+                      const char *replica_id)
+{
+    char *r = ring, *tmp = ring ? malloc(keep * sz) : NULL;
+    size_t start = *n < keep ? 0 : *next, m = 0;
+    if (tmp == NULL)
+        return;
+    for (size_t i = 0; i < *n; i++) {
+        const char *e = r + ((start + i) % keep) * sz;
+        if (strcmp(e, replica_id) != 0)
+            memcpy(tmp + (m++) * sz, e, sz);
+    }
+    if (m != *n) {
+        memcpy(r, tmp, m * sz);
+        *n = m;
+        *next = m % keep;
+    }
+    free(tmp);
+}
+
+void fti_lh_recov_forget(fti_lh_recov_t *t, const char *replica_id)
+{
+    for (size_t i = 0; i < t->n_groups; i++) {
+        if (strcmp(t->groups[i].replica_id, replica_id) != 0)
+            continue;
+        free(t->groups[i].ranks);
+        memmove(&t->groups[i], &t->groups[i + 1], (t->n_groups - i - 1) * sizeof(*t->groups));
+        t->n_groups--;
+        break;
+    }
+    ring_drop(t->rec, sizeof(*t->rec), FTI_LH_RECOV_KEEP, &t->rec_next, &t->n_rec, replica_id);
+    ring_drop(t->fail, sizeof(*t->fail), FTI_LH_FAILS_KEEP, &t->fail_next, &t->n_fail,
+              replica_id);
+}
+
+size_t fti_lh_recov_expire(fti_lh_recov_t *t, bool (*known)(const char *replica_id, void *arg),
+                           void *arg)
+{
+    size_t n = 0;
+    for (size_t i = t->n_groups; i-- > 0;) {
+        if (known(t->groups[i].replica_id, arg))
+            continue;
+        char id[FTI_REPLICA_ID_SIZE];
+        memcpy(id, t->groups[i].replica_id, sizeof(id));
+        fti_lh_recov_forget(t, id);
+        n++;
+    }
+    return n;
+}
+
 const fti_lh_recov_entry_t *fti_lh_recov_at(const fti_lh_recov_t *t, size_t i)
 {
     size_t start = t->n_rec < FTI_LH_RECOV_KEEP ? 0 : t->rec_next;

@@ -11,7 +11,8 @@
  * Pure bookkeeping, no I/O and no locks: the server calls it under its
  * mutex (as history.h); a zeroed struct is an empty one (allocations come
  * with the first report).  Groups past FTI_LH_RECOV_GROUPS are not tracked
- * (counted in groups_dropped).
+ * (counted in groups_dropped); a group the server no longer knows is
+ * forgotten with everything kept of it (fti_lh_recov_forget, _expire).
  */
 #ifndef FTI_LH_RECOVERIES_H
 #define FTI_LH_RECOVERIES_H
@@ -82,6 +83,15 @@ typedef struct fti_lh_recov {
 
 /* One heartbeat's report of (replica_id, incarnation). */
 void fti_lh_recov_report(fti_lh_recov_t *t, const Ftmpi__LighthouseHeartbeatRequest *req);
+
+/* Forgets replica_id: its histograms and rank counters, and its entries
+ * among the recoveries and failed steps kept. */
+void fti_lh_recov_forget(fti_lh_recov_t *t, const char *replica_id);
+
+/* Forgets every group for which known(replica_id, arg) is false; returns
+ * how many went. */
+size_t fti_lh_recov_expire(fti_lh_recov_t *t, bool (*known)(const char *replica_id, void *arg),
+                           void *arg);
 
 /* The i-th recovery / failed step kept, oldest first. */
 const fti_lh_recov_entry_t *fti_lh_recov_at(const fti_lh_recov_t *t, size_t i);

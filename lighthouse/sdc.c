@@ -252,6 +252,23 @@ void fti_sdc_forget(fti_sdc_h h, const char *replica_id)
         remove_at(h, at);
 }
 
+size_t fti_sdc_expire(fti_sdc_h h, bool (*known)(const char *replica_id, void *arg), void *arg)
+{
+    size_t n = 0;
+    for (size_t at = h ? h->n : 0; at-- > 0;) {
+        if (!known(h->e[at]->id, arg)) {
+            remove_at(h, at);
+            n++;
+        }
+    }
+    return n;
+}
+
+size_t fti_sdc_groups(fti_sdc_h h)
+{
+    return h ? h->n : 0;
+}
+
 static void report(fti_sdc_h h, const char *id, const fti_sdc_finding_t *f, int64_t wall_ms)
 {
     fti_sdc_report_t *r = &h->reports[h->r_next];

@@ -28,7 +28,9 @@
  * Bounds: at most FTI_SDC_MAX_PRINTS fingerprints a group (more are
  * refused: FT_ERR_ARG), names cut to FTI_SDC_NAME_SIZE - 1 bytes, at most
  * FTI_SDC_MAX_GROUPS groups with fingerprints waiting, the last
- * FTI_SDC_REPORTS reports kept.
+ * FTI_SDC_REPORTS reports kept; a group that dies before its step is
+ * judged is forgotten by the server with the rest of it (fti_sdc_forget,
+ * fti_sdc_expire).
  *
  * Threads: not thread-safe; the server calls it under its mutex.
  */
@@ -107,8 +109,15 @@ void fti_sdc_destroy(fti_sdc_h h); /* NULL-safe */
 int fti_sdc_note(fti_sdc_h h, const char *replica_id, int64_t step, const fti_sdc_print_t *p,
                  size_t n);
 
-/* Forgets replica_id (it finalized or died). */
+/* Forgets replica_id (it finalized, or is gone for longer than the
+ * history window). */
 void fti_sdc_forget(fti_sdc_h h, const char *replica_id);
+
+/* Forgets every group for which known(replica_id, arg) is false; returns
+ * how many went.  Groups with fingerprints waiting or a minority verdict
+ * kept (rule 2): fti_sdc_groups. */
+size_t fti_sdc_expire(fti_sdc_h h, bool (*known)(const char *replica_id, void *arg), void *arg);
+size_t fti_sdc_groups(fti_sdc_h h);
 
 /* Judges the members of an issued quorum (ids and the steps they asked
  * with, n entries): rules 1-4.  out[i] (n entries) is member i's finding

@@ -349,25 +349,6 @@ static void eval_cb(evutil_socket_t fd, short what, void *arg)
     evaluate(arg);
 }
 
-/* Marks groups whose heartbeats stopped (silent), takes a sample of the
- * step rate.  Under lh->mu, once per FTI_LH_SAMPLE_MS. */
-static void history_tick(struct fti_lighthouse *lh, int64_t now)
-{
-    int64_t wall = fti_wall_ms();
-    if (!fti_lh_history_sample_due(&lh->history, wall))
-        return;
-    for (size_t i = 0; i < lh->history.n_groups; i++) {
-        fti_lh_gstats_t *g = &lh->history.groups[i];
-        if (g->state == FTI_LH_G_ALIVE && !fti_quorum_is_healthy(lh->st, g->replica_id, now))
-            fti_lh_history_gone(&lh->history, wall, g->replica_id, FTI_LH_EV_DEAD_TIMEOUT);
-    }
-    const fti_quorum_t *prev = fti_quorum_prev(lh->st);
-    int64_t max_step = -1;
-    for (size_t i = 0; prev && i < prev->n_members; i++)
-        max_step = FTI_MAX(max_step, prev->members[i].step);
-    fti_lh_history_sample(&lh->history, wall, prev ? (int64_t)prev->n_members : 0, max_step);
-}
-
 /* The summary line, every opts.summary_interval_ms.  Loop thread. */
 static void summary_tick(struct fti_lighthouse *lh, int64_t now)
 {
@@ -404,7 +385,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     int64_t now = fti_now_ms();
     pthread_mutex_lock(&lh->mu);
-    history_tick(lh, now);
+    fti_lh_history_tick(lh, now);
     size_t dropped = fti_quorum_expire(lh->st, now);
     pthread_mutex_unlock(&lh->mu);
     if (dropped > 0) {
@@ -782,7 +763,8 @@ int fti_lighthouse_create(struct event_base *base, const fti_lighthouse_opts_t *
 {
     if (base == NULL || o == NULL || lh_p == NULL || o->min_replicas < 1 ||
         o->join_timeout_ms < 0 || o->quorum_tick_ms < 1 || o->heartbeat_timeout_ms < 1 ||
-        o->max_frame < LH_MIN_FRAME || o->max_finalized < 1 || o->max_waiters_per_group < 1)
+        o->max_frame < LH_MIN_FRAME || o->max_finalized < 1 || o->max_waiters_per_group < 1 ||
+        o->forget_after_ms < 1)
         return FT_ERR_ARG;
     struct fti_lighthouse *lh = calloc(1, sizeof(*lh));
     if (lh == NULL)

@@ -31,6 +31,7 @@ void fti_lighthouse_opts_default(fti_lighthouse_opts_t *o)
     o->max_waiters_per_group = FTI_LH_MAX_WAITERS_PER_GROUP;
     o->summary_interval_ms = 60000;
     snprintf(o->job, sizeof(o->job), "ftmpi");
+    o->forget_after_ms = FTI_LH_HISTORY_WINDOW_MS;
 }
 
 /* ---- kill ---------------------------------------------------------------- */
@@ -257,6 +258,7 @@ int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
         s->members[i].dead = g && g->state == FTI_LH_G_DEAD;
     }
     s->sdc_checks = fti_sdc_checks(lh->sdc);
+    s->sdc_groups = fti_sdc_groups(lh->sdc);
     s->n_sdc_reports = fti_sdc_reports(lh->sdc, s->sdc_reports, FTI_SDC_REPORTS);
     s->history = malloc(sizeof(*s->history));
     if (s->history && fti_lh_history_copy(&lh->history, s->history) != FT_SUCCESS) {

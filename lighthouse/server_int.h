@@ -2,7 +2,8 @@
  * lighthouse/server_int.h - the server's state, shared by its files only:
  * server.c (the loop: requests, evaluation, replies), replies.c (the
  * packed quorum replies), server_admin.c (kill, snapshot, defaults),
- * finalized.c (the groups that finalized).
+ * finalized.c (the groups that finalized), server_history.c (the
+ * once-a-second bookkeeping, forgetting gone groups).
  */
 #ifndef FTI_LH_SERVER_INT_H
 #define FTI_LH_SERVER_INT_H
@@ -126,6 +127,12 @@ fti_sdc_finding_t *fti_lh_sdc_judge(struct fti_lighthouse *lh, const fti_quorum_
 
 /* The log lines of the fresh findings (after the lock). */
 void fti_lh_sdc_log(const fti_quorum_t *q, const fti_sdc_finding_t *f);
+
+/* server_history.c: marks groups whose heartbeats stopped (silent),
+ * forgets those gone for longer than opts.forget_after_ms (history,
+ * recoveries, SDC fingerprints), takes a sample of the step rate.  Under
+ * lh->mu, once per FTI_LH_SAMPLE_MS (now: the monotonic clock). */
+void fti_lh_history_tick(struct fti_lighthouse *lh, int64_t now);
 
 /* finalized.c: the groups that finalized (under lh->mu).  Whether id
  * finalized; adds id (it must fit FTI_QID_MAX; evicts the oldest finalize

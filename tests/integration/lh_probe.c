@@ -2,9 +2,10 @@
  * lh_probe.c - a small client for the lighthouse tests (no curl, no bash
  * /dev/tcp needed):
  *
- *   lh_probe http ADDR METHOD PATH [-H 'Name: value']... [-d BODY]
- *       one HTTP/1.1 request; prints "HTTP <code>" on the first line, then
- *       the body.  Exit 0 when a response came, 1 otherwise.
+ *   lh_probe http ADDR METHOD PATH [-H 'Name: value']... [-d BODY] [-b FROM]
+ *       one HTTP/1.1 request (from the IPv4 address FROM with -b); prints
+ *       "HTTP <code>" on the first line, then the body.  Exit 0 when a
+ *       response came, 1 otherwise.
  *   lh_probe frame ADDR KIND [MAX_FRAME]
  *       sends one bad RPC frame and reports what came back.  KIND:
  *       garbage      not a frame header        -> error reply, then closed
@@ -23,6 +24,17 @@
  *   lh_probe slow ADDR N MAX_MS
  *       N connections sending an HTTP request a byte every 200 ms, never
  *       ending it, until the server closes them or MAX_MS pass
+ *   lh_probe stall ADDR N MAX_MS FROM once|reopen
+ *       N connections from the IPv4 address FROM that each send half an
+ *       HTTP request head and stall, for MAX_MS; "reopen" opens a new one
+ *       at once for each the server closes (a slowloris client)
+ *   lh_probe cycle ADDR N PREFIX
+ *       N groups PREFIX0 .. PREFIX<N-1>, one after the other, each on its
+ *       own connection: a heartbeat with 4 ranks' counters, a recovery
+ *       and a failed step, then a quorum request with an SDC fingerprint
+ *       given up after 50 ms (a lighthouse that needs 2 groups never
+ *       judges it), then the connection closes (the group died).  Prints
+ *       "cycled N groups"; exit 1 when a heartbeat failed.
  *   lh_probe call ADDR KIND [ARGS]
  *       one well-formed request through the library's RPC client; prints
  *       "ok ..." or "error CODE (STRING)".  KIND: kill [MSG] (MANAGER_KILL),
@@ -36,6 +48,7 @@
  *
  * Every wait has a deadline (5 s, or TIMEOUT_MS).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -43,7 +56,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "base/auth.h"
@@ -69,6 +84,8 @@ static int usage(void)
                     "       lh_probe quorum ADDR REPLICA_ID [STEP [TIMEOUT_MS]]\n"
                     "       lh_probe heartbeat ADDR REPLICA_ID\n"
                     "       lh_probe slow ADDR N MAX_MS\n"
+                    "       lh_probe stall ADDR N MAX_MS FROM once|reopen\n"
+                    "       lh_probe cycle ADDR N PREFIX\n"
                     "       lh_probe call ADDR kill|finalize|heal_metadata|heal_fetch|store_set|"
                     "store_get|store_delete [ARGS]\n");
     return 2;
@@ -114,13 +131,37 @@ static ssize_t read_to_eof(int fd, char **buf_p, int64_t deadline)
     return (ssize_t)len;
 }
 
+/* A blocking TCP connection to the IPv4 ADDR (host:port) from the IPv4
+ * address from (any port), within PROBE_TIMEOUT_MS; -1 on failure. */
+static int connect_from(const char *addr, const char *from)
+{
+    char host[64];
+    int port;
+    struct sockaddr_in to = {.sin_family = AF_INET}, me = {.sin_family = AF_INET};
+    struct timeval tv = {PROBE_TIMEOUT_MS / 1000, 0};
+    if (fti_addr_split(addr, host, sizeof(host), &port) != FT_SUCCESS ||
+        inet_pton(AF_INET, host, &to.sin_addr) != 1 || inet_pton(AF_INET, from, &me.sin_addr) != 1)
+        return -1;
+    to.sin_port = htons((uint16_t)port);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0 ||
+        bind(fd, (struct sockaddr *)&me, sizeof(me)) != 0 ||
+        connect(fd, (struct sockaddr *)&to, sizeof(to)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* ---- http ------------------------------------------------------------- */
 
 static int cmd_http(int argc, char **argv)
 {
     if (argc < 3)
         return usage();
-    const char *addr = argv[0], *method = argv[1], *path = argv[2], *body = "";
+    const char *addr = argv[0], *method = argv[1], *path = argv[2], *body = "", *from = NULL;
     char headers[4096] = "";
     size_t hl = 0;
     for (int i = 3; i < argc; i++) {
@@ -131,13 +172,15 @@ static int cmd_http(int argc, char **argv)
             hl += (size_t)n;
         } else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc) {
             body = argv[++i];
+        } else if (strcmp(argv[i], "-b") == 0 && i + 1 < argc) {
+            from = argv[++i];
         } else {
             return usage();
         }
     }
     int64_t deadline = fti_now_ms() + PROBE_TIMEOUT_MS;
-    int fd = -1;
-    if (fti_tcp_connect(addr, deadline, &fd) != FT_SUCCESS) {
+    int fd = from ? connect_from(addr, from) : -1;
+    if ((from && fd < 0) || (!from && fti_tcp_connect(addr, deadline, &fd) != FT_SUCCESS)) {
         fprintf(stderr, "lh_probe: cannot connect to %s\n", addr);
         return 1;
     }
@@ -454,6 +497,172 @@ static int cmd_slow(int argc, char **argv)
     return 0;
 }
 
+/* lh_probe stall ADDR N MAX_MS FROM once|reopen: see the top.  Prints
+ * "opened N" once N are open, the status line of the first 3 answers
+ * ("answered: HTTP/1.1 503 ..."), then "closed K by the server, answered
+ * A, open at the end O". */
+static int cmd_stall(int argc, char **argv)
+{
+    static const char half[] = "GET /metrics HTTP/1.1\r\nHost: stall\r\nX-Stall: ";
+    if (argc != 7)
+        return usage();
+    int n = atoi(argv[3]), max_ms = atoi(argv[4]);
+    bool reopen = strcmp(argv[6], "reopen") == 0;
+    if (n < 1 || n > 1000 || max_ms < 1 || (!reopen && strcmp(argv[6], "once") != 0))
+        return usage();
+    int *fd = calloc((size_t)n, sizeof(*fd)), closed = 0, answered = 0, open = 0;
+    int64_t t0 = fti_now_ms();
+    bool said = false;
+    if (fd == NULL)
+        return 1;
+    for (int i = 0; i < n; i++)
+        fd[i] = -2; /* to open */
+    while (fti_now_ms() - t0 < max_ms) {
+        for (int i = 0; i < n; i++) {
+            if (fd[i] == -2 && fti_now_ms() - t0 < max_ms) {
+                fd[i] = connect_from(argv[2], argv[5]);
+                if (fd[i] >= 0 &&
+                    send(fd[i], half, sizeof(half) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(half) - 1) {
+                    close(fd[i]);
+                    fd[i] = -1;
+                }
+                if (fd[i] < 0)
+                    fd[i] = -2; /* again next round */
+            }
+        }
+        open = 0;
+        for (int i = 0; i < n; i++)
+            open += fd[i] >= 0;
+        if (!said && open == n) {
+            printf("opened %d\n", n);
+            fflush(stdout);
+            said = true;
+        }
+        fti_sleep_ms(100);
+        for (int i = 0; i < n; i++) {
+            char buf[512];
+            if (fd[i] < 0)
+                continue;
+            ssize_t r = recv(fd[i], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+            if (r > 0) {
+                buf[r] = '\0';
+                if (strncmp(buf, "HTTP/1.", 7) == 0 && answered++ < 3) { /* the first 3 */
+                    char *eol = strpbrk(buf, "\r\n");
+                    if (eol)
+                        *eol = '\0';
+                    printf("answered: %s\n", buf);
+                    fflush(stdout);
+                }
+                continue; /* the close comes next */
+            }
+            if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+                close(fd[i]);
+                fd[i] = reopen ? -2 : -1;
+                closed++;
+            }
+        }
+        if (!reopen && closed == n)
+            break;
+    }
+    open = 0;
+    for (int i = 0; i < n; i++) {
+        open += fd[i] >= 0;
+        if (fd[i] >= 0)
+            close(fd[i]);
+    }
+    free(fd);
+    printf("closed %d by the server, answered %d, open at the end %d\n", closed, answered, open);
+    return 0;
+}
+
+/* One group of lh_probe cycle on c: see the top.  FT_SUCCESS when its
+ * heartbeat was answered. */
+static int cycle_one(fti_rpc_client_h c, const char *id, uint64_t inc)
+{
+    Ftmpi__LighthouseHeartbeatRequest hb = FTMPI__LIGHTHOUSE_HEARTBEAT_REQUEST__INIT;
+    Ftmpi__RankMetrics rm[4], *rmp[4];
+    Ftmpi__RecoveryReport rec = FTMPI__RECOVERY_REPORT__INIT, *recp = &rec;
+    Ftmpi__RecoveryStepFailure sf = FTMPI__RECOVERY_STEP_FAILURE__INIT, *sfp = &sf;
+    Ftmpi__LighthouseQuorumRequest qr = FTMPI__LIGHTHOUSE_QUORUM_REQUEST__INIT;
+    Ftmpi__QuorumMember me = FTMPI__QUORUM_MEMBER__INIT;
+    Ftmpi__SdcPrint sp = FTMPI__SDC_PRINT__INIT, *spp = &sp;
+    int64_t now = fti_wall_ms();
+    for (int r = 0; r < 4; r++) {
+        ftmpi__rank_metrics__init(&rm[r]);
+        rm[r].group_rank = r;
+        rm[r].steps = rm[r].commits = 5;
+        rmp[r] = &rm[r];
+    }
+    rec.seq = 1;
+    rec.kind = "survivor";
+    rec.failed_step = 3;
+    rec.start_ms = now - 100;
+    rec.end_ms = now;
+    rec.error = "FT_ERR_PROC_FAILED";
+    sf.seq = 1;
+    sf.step = 3;
+    sf.wall_ms = now - 100;
+    sf.error = "FT_ERR_PROC_FAILED";
+    hb.replica_id = (char *)id;
+    hb.incarnation = inc;
+    hb.n_rank_metrics = 4;
+    hb.rank_metrics = rmp;
+    hb.n_recoveries = 1;
+    hb.recoveries = &recp;
+    hb.n_step_failures = 1;
+    hb.step_failures = &sfp;
+    sp.buffer = "w";
+    sp.sum = 42;
+    me.replica_id = (char *)id;
+    me.address = "127.0.0.1:1";
+    me.store_address = "127.0.0.1:2";
+    me.step = me.sdc_step = 5;
+    me.world_size = 4;
+    me.incarnation = inc;
+    me.n_sdc_prints = 1;
+    me.sdc_prints = &spp;
+    qr.requester = &me;
+    const ProtobufCMessage *m[2] = {&hb.base, &qr.base};
+    const uint16_t method[2] = {FTMPI__METHOD__LIGHTHOUSE_HEARTBEAT,
+                                FTMPI__METHOD__LIGHTHOUSE_QUORUM};
+    int rc[2] = {FT_ERR_NO_MEMORY, FT_ERR_NO_MEMORY};
+    for (int k = 0; k < 2; k++) {
+        size_t len = protobuf_c_message_get_packed_size(m[k]), rlen = 0;
+        uint8_t *buf = malloc(len ? len : 1);
+        void *reply = NULL;
+        if (buf == NULL)
+            break;
+        protobuf_c_message_pack(m[k], buf);
+        rc[k] = fti_rpc_call(c, method[k], buf, len, k == 0 ? PROBE_TIMEOUT_MS : 50, &reply,
+                             &rlen);
+        free(buf);
+        free(reply);
+    }
+    return rc[0];
+}
+
+static int cmd_cycle(int argc, char **argv)
+{
+    if (argc != 3)
+        return usage();
+    int n = atoi(argv[1]), failed = 0;
+    if (n < 1 || n > 100000 || strlen(argv[2]) > 32)
+        return usage();
+    for (int i = 0; i < n; i++) {
+        char id[64];
+        fti_rpc_client_h c = NULL;
+        snprintf(id, sizeof(id), "%s%d", argv[2], i);
+        int rc = fti_rpc_client_create(argv[0], job_key, 2000, 1u << 24, &c);
+        if (rc == FT_SUCCESS)
+            rc = cycle_one(c, id, 1000u + (uint64_t)i);
+        fti_rpc_client_destroy(c);
+        if (rc != FT_SUCCESS && failed++ == 0)
+            fprintf(stderr, "lh_probe: cycle: %s: %s\n", id, FT_Error_string(rc));
+    }
+    printf("cycled %d groups%s\n", n, failed ? " (some heartbeats failed)" : "");
+    return failed ? 1 : 0;
+}
+
 static int cmd_call(int argc, char **argv)
 {
     if (argc < 2)
@@ -504,6 +713,10 @@ int main(int argc, char **argv)
         return cmd_heartbeat(argc - 2, argv + 2);
     if (strcmp(argv[1], "slow") == 0)
         return cmd_slow(argc, argv);
+    if (strcmp(argv[1], "cycle") == 0)
+        return cmd_cycle(argc - 2, argv + 2);
+    if (strcmp(argv[1], "stall") == 0)
+        return cmd_stall(argc, argv);
     if (strcmp(argv[1], "call") == 0)
         return cmd_call(argc - 2, argv + 2);
     return usage();
