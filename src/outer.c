@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftmpi_config.h" /* FTMPI_TEST_HOOKS */
 #include "ftmpi.h"
 #include "base/log.h"
 #include "outer.h"
@@ -65,6 +66,10 @@ struct ftmpi_outer {
     FT_Outer_hook hook;
     void *hook_arg;
     ftmpi_outer_stats_t stats;
+#ifdef FTMPI_TEST_HOOKS
+    int64_t corrupt_step, corrupt_index; /* FTMPI_TEST_OUTER_CORRUPT; step -1: none */
+    float corrupt_delta;
+#endif
 };
 
 /* ---- the arithmetic (outer.h) --------------------------------------------- */
@@ -101,6 +106,47 @@ void fti_outer_apply_diloco(float *global, float *momentum, const float *sum, si
         momentum[i] = m;
         global[i] -= lr * (delta + mu * m);
     }
+}
+
+/* ---- test hook (configure --enable-test-hooks only) ------------------------ */
+
+/* FTMPI_TEST_OUTER_CORRUPT=STEP:INDEX:DELTA: a silent data corruption of
+ * the outer update.  In the sync that commits step STEP, DELTA is added to
+ * element INDEX of the first array's new global parameters before they are
+ * copied into the caller's parameters, once: both copies are wrong and
+ * nothing tells the library (test_e2e_outer_sdc.sh). */
+static void test_corrupt_init(struct ftmpi_outer *o)
+{
+#ifdef FTMPI_TEST_HOOKS
+    o->corrupt_step = -1;
+    const char *v = getenv("FTMPI_TEST_OUTER_CORRUPT");
+    long long step, index;
+    double delta;
+    if (v != NULL && sscanf(v, "%lld:%lld:%lf", &step, &index, &delta) == 3 && step >= 0 &&
+        index >= 0) {
+        o->corrupt_step = step;
+        o->corrupt_index = index;
+        o->corrupt_delta = (float)delta;
+    }
+#else
+    (void)o;
+#endif
+}
+
+static void test_corrupt(struct ftmpi_outer *o)
+{
+#ifdef FTMPI_TEST_HOOKS
+    if (o->corrupt_step < 0 || FT_Step() != o->corrupt_step || o->narrays == 0 ||
+        (size_t)o->corrupt_index >= o->arrays[0].count)
+        return;
+    o->corrupt_step = -1;
+    o->arrays[0].global[o->corrupt_index] += o->corrupt_delta;
+    FTI_WARN("test hook FTMPI_TEST_OUTER_CORRUPT: added %g to outer.%s.g[%" PRId64 "] after "
+             "step %" PRId64,
+             (double)o->corrupt_delta, o->arrays[0].name, o->corrupt_index, FT_Step());
+#else
+    (void)o;
+#endif
 }
 
 /* ---- the API ---------------------------------------------------------------- */
@@ -141,6 +187,7 @@ FTMPI_EXPORT int FT_Outer_create(int algorithm, int sync_every, double outer_lr,
     o->sync_every = sync_every;
     o->lr = (float)outer_lr;
     o->mu = (float)momentum;
+    test_corrupt_init(o);
     *outer_p = o;
     return FT_SUCCESS;
 }
@@ -333,6 +380,7 @@ static int outer_sync(struct ftmpi_outer *o, int *result_p)
     if (committed) {
         if (!fresh)
             apply(o);
+        test_corrupt(o);
         params_reset(o);
         o->joined = true;
         o->stats.committed++;
