@@ -13,11 +13,16 @@
  *
  * One sync (outer_sync):
  *   FT_Quorum                 a group behind (restarted, or it missed a
- *                             committed sync) heals the global state here
+ *                             committed sync) heals the global state here,
+ *                             and so does a minority of the SDC check (at
+ *                             the same step: FT_Step() does not change, so
+ *                             FT_Heal_count tells, also when FT_Quorum
+ *                             then fails)
  *   weight = 1, or 0 when this is the join (no committed sync yet in this
  *                             process) or the group just healed: its
  *                             parameters are then reset to the global ones
- *                             and it contributes zeros
+ *                             and it contributes zeros (its local work
+ *                             started from the state the heal replaced)
  *   FT_Allreduce(SUM) of the contributions and the weight (outer.h); at
  *                             a fresh start (the quorum's step is 0: every
  *                             member joins) none, every member knows it
@@ -62,6 +67,7 @@ struct ftmpi_outer {
     float *buf;     /* total + 1: contributions and the weight */
     bool started;   /* FT_Outer_step ran: no more registrations */
     bool joined;    /* a sync committed in this process */
+    int64_t heals;  /* FT_Heal_count when the last sync looked */
     int64_t since_sync;
     FT_Outer_hook hook;
     void *hook_arg;
@@ -342,15 +348,17 @@ static bool fatal(int rc)
 static int outer_sync(struct ftmpi_outer *o, int *result_p)
 {
     int result = FT_OUTER_SYNC_RAN, committed = 0;
-    int64_t before = FT_Step();
     o->started = true;
     o->since_sync = 0;
     o->stats.syncs++;
     int qrc = FT_Quorum(0);
     if (fatal(qrc))
         return qrc;
-    bool healed = qrc == FT_SUCCESS && FT_Step() != before;
-    if (healed)
+    /* whatever FT_Quorum returned: it may have healed before it failed */
+    int64_t heals = o->heals;
+    bool healed = FT_Heal_count(&heals) == FT_SUCCESS && heals != o->heals;
+    o->heals = heals;
+    if (healed && FT_Step() > 0) /* not the fresh start's agreement (FTMPI_INIT_SYNC) */
         o->stats.healed++;
     run_hook(o, FT_OUTER_PHASE_QUORUM);
     float weight = 1.0f;
