@@ -97,8 +97,9 @@
  * FT_State_register_shard instead of the whole vector with
  * FT_State_register: durable checkpoints (FTMPI_CKPT_DIR) store the blocks
  * and load them resharded into a group of another size; after FT_Quorum
- * moved the step without a commit (a load or a heal replaced only this
- * rank's block) the group all-gathers the blocks (step_regather).
+ * replaced the state (FT_Heal_count moved: a load or a heal, the SDC
+ * check's at the same step included, replaced only this rank's block) the
+ * group all-gathers the blocks (step_regather).
  *
  * --localsgd H / --diloco H (ft_sgd_outer.c): the groups train alone and
  * sync every H inner steps through FT_Outer_* (LocalSGD averages the
@@ -196,6 +197,7 @@ struct app {
     long attempts, commits_here, quorum_failures;
     int lost;   /* the group lost a rank: leave */
     int64_t outer_target; /* --localsgd / --diloco: FT_Step() at the end */
+    int64_t heals;        /* FT_Heal_count when step_regather last looked */
     int killed; /* FT_ERR_KILLED: the lighthouse killed the group; leave */
     int sdc_stop; /* FT_ERR_SDC: the groups' states differ with no majority; leave */
     int g_busy; /* g belongs to an abandoned MPI request: never free it */
@@ -696,16 +698,20 @@ static int group_allgather(MPI_Comm comm, float *w, long total, int nranks, long
     return rc;
 }
 
-/* --shard: after FT_Quorum moved the step without a commit (a heal or a
- * checkpoint load), the blocks of the group make the whole vector again.
- * 1 when the group is lost. */
+/* --shard: after FT_Quorum replaced the registered blocks (FT_Heal_count
+ * moved: a heal, also the SDC check's, which keeps the step, or a
+ * checkpoint load), the blocks of the group make the whole vector again,
+ * whatever FT_Quorum returned (the group installs on every rank or none,
+ * so every rank sees the count move).  1 when the group is lost. */
 static int step_regather(struct app *a, const struct step *s, int64_t before)
 {
     ftmpi_checkpoint_stats_t cs;
-    if (s->step == before || s->qrc != FT_SUCCESS)
+    int64_t heals = a->heals;
+    if (FT_Heal_count(&heals) != FT_SUCCESS || heals == a->heals)
         return 0;
-    if (a->rank == 0 && ftmpi_checkpoint_stats(&cs) == FT_SUCCESS && cs.loaded_step == s->step &&
-        before == 0)
+    a->heals = heals;
+    if (a->rank == 0 && s->step != before && ftmpi_checkpoint_stats(&cs) == FT_SUCCESS &&
+        cs.loaded_step == s->step && before == 0)
         printf("checkpoint loaded at step %" PRId64 "\n", s->step);
     if (!a->o.shard || a->nranks == 1)
         return 0;

@@ -1,8 +1,8 @@
 ! ftmpi_f.f90 - Fortran interfaces to libftmpi (ISO_C_BINDING), for
 ! examples/ft_sgd_f.f90 and any Fortran program to copy.
 !
-! FT_Quorum, FT_Commit, FT_Step, FT_State_register and FT_Finalize are the C
-! API itself, bound with BIND(C).  FT_Allreduce takes MPI_Datatype and
+! FT_Quorum, FT_Commit, FT_Step, FT_Heal_count, FT_State_register and
+! FT_Finalize are the C API itself, bound with BIND(C).  FT_Allreduce takes MPI_Datatype and
 ! MPI_Op handles whose C form differs between MPI libraries, so it is
 ! reached through examples/ftmpi_f_shim.c with the codes FTF_* below
 ! (ftmpi_f_allreduce: in place, across the replica groups); the shim also
@@ -36,6 +36,11 @@ module ftmpi_f
         end function
         integer(c_int64_t) function ft_step() bind(C, name="FT_Step")
             import :: c_int64_t
+        end function
+        ! count: written only on FT_SUCCESS
+        integer(c_int) function ft_heal_count(count) bind(C, name="FT_Heal_count")
+            import :: c_int, c_int64_t
+            integer(c_int64_t), intent(inout) :: count
         end function
         ! name: a C string (end it with c_null_char); buf: c_loc of the state
         integer(c_int) function ft_state_register(name, buf, bytes) &

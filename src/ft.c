@@ -185,6 +185,7 @@ static int quorum_apply(const Ftmpi__LighthouseQuorumResponse *resp,
     st.commit_failures = 0;
     /* a fresh start (no group past step 0): the newest durable checkpoint */
     if (fti_ckpt_load_at_start(st.ckpt, res->max_step, st.step, &st.step) == FT_SUCCESS) {
+        st.replaced++;
         st.res.heal = false;
         st.res.n_recover_dst = 0;
         st.res.n_stripe_dst = 0;
@@ -687,6 +688,17 @@ FTMPI_EXPORT int64_t FT_Step(void)
 {
     quorum_sync();
     return st.step;
+}
+
+FTMPI_EXPORT int FT_Heal_count(int64_t *count_p)
+{
+    quorum_sync();
+    if (!st.initialized)
+        return FT_ERR_NOT_INITIALIZED;
+    if (count_p == NULL)
+        return FT_ERR_ARG;
+    *count_p = st.replaced;
+    return FT_SUCCESS;
 }
 
 FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes)

@@ -90,7 +90,9 @@ FTMPI_EXPORT int FT_Finalize(void);
  * (FTMPI_SDC_EVERY) a group whose state disagrees with a strict majority
  * of the groups heals from them here; when the groups differ with no
  * majority and FTMPI_SDC_ON_TIE=stop, it returns FT_ERR_SDC, and so does
- * every later FT_Quorum: call FT_Finalize and exit.
+ * every later FT_Quorum: call FT_Finalize and exit.  FT_Heal_count says
+ * whether a call replaced the registered state (such a heal keeps the
+ * step), also one that then returned an error.
  * flags: 0, or either or both of FT_QUORUM_SHRINK_ONLY and
  * FT_QUORUM_ASYNC.
  *
@@ -181,6 +183,21 @@ FTMPI_EXPORT int FT_Comm_rank(FT_Comm comm, int *rank);
 
 /* Number of committed steps (the step the next FT_Quorum starts). */
 FTMPI_EXPORT int64_t FT_Step(void);
+
+/* *count_p = how many FT_Quorum calls of this process replaced its
+ * registered state (FT_State_register*): a heal from another group
+ * installed (a group behind, a restart, and the SDC check's heal of a
+ * minority, which keeps the step: FT_Step() does not show it), a
+ * checkpoint loaded at the start, a direct heal cut part-way
+ * (FT_ERR_GROUP_LOST).  It counts also when FT_Quorum then returned an
+ * error.  Anything the application derived from its registered buffers
+ * (an optimizer's copy, an outer loop's local parameters) is stale when
+ * the count changed since it last looked: read it after each FT_Quorum,
+ * whatever that returned, and compare it with the value kept from the
+ * last look (the FT_Outer_* calls do).  FT_ERR_ARG when count_p is NULL,
+ * FT_ERR_NOT_INITIALIZED outside FT_Init..FT_Finalize; *count_p is
+ * written only on FT_SUCCESS. */
+FTMPI_EXPORT int FT_Heal_count(int64_t *count_p);
 
 /* Registers a buffer healing copies (the caller keeps ownership; the buffer
  * must stay valid until FT_Finalize).  Names are unique per rank.
@@ -303,9 +320,11 @@ FTMPI_EXPORT int ftmpi_abandoned_requests(uint64_t *requests, uint64_t *bytes);
  * state and leaves the caller's parameters alone: the group keeps training
  * and the next sync, H inner steps later, retries (the pseudo-gradient
  * then spans all the inner steps since the last committed sync).  A group
- * that healed in a sync (restarted, or left out of earlier syncs) gets the
- * global state, contributes nothing to that sync (its weight is 0) and its
- * parameters are reset to the healed global ones.
+ * whose state FT_Quorum replaced in a sync (FT_Heal_count: restarted, left
+ * out of earlier syncs, or healed by the SDC check at the same step) gets
+ * the global state, contributes nothing to that sync (its weight is 0) and
+ * its parameters are reset to the healed global ones (FT_OUTER_RESET),
+ * also when the sync then does not commit.
  * Threads: as the other FT_ calls; an FT_Outer is used by one thread. */
 typedef struct ftmpi_outer *FT_Outer;
 #define FT_OUTER_LOCALSGD 1 /* average the parameters */
@@ -361,7 +380,8 @@ typedef struct ftmpi_outer_stats {
     int64_t inner_steps;     /* FT_Outer_step calls */
     int64_t syncs;           /* syncs run (the join included) */
     int64_t committed;       /* of them committed */
-    int64_t healed;          /* syncs in which this group healed */
+    int64_t healed;          /* syncs in which FT_Quorum replaced the state (FT_Heal_count;
+                              * not the fresh start's agreement at step 0) */
     uint64_t reduced_bytes;  /* bytes this rank handed to FT_Allreduce */
     int64_t since_commit;    /* inner steps since the last committed sync */
     int64_t contributors;    /* groups whose work the last committed sync averaged */

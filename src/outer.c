@@ -13,11 +13,16 @@
  *
  * One sync (outer_sync):
  *   FT_Quorum                 a group behind (restarted, or it missed a
- *                             committed sync) heals the global state here
+ *                             committed sync) heals the global state here,
+ *                             and so does a minority of the SDC check (at
+ *                             the same step: FT_Step() does not change, so
+ *                             FT_Heal_count tells, also when FT_Quorum
+ *                             then fails)
  *   weight = 1, or 0 when this is the join (no committed sync yet in this
  *                             process) or the group just healed: its
  *                             parameters are then reset to the global ones
- *                             and it contributes zeros
+ *                             and it contributes zeros (its local work
+ *                             started from the state the heal replaced)
  *   FT_Allreduce(SUM) of the contributions and the weight (outer.h); at
  *                             a fresh start (the quorum's step is 0: every
  *                             member joins) none, every member knows it
@@ -37,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftmpi_config.h" /* FTMPI_TEST_HOOKS */
 #include "ftmpi.h"
 #include "base/log.h"
 #include "outer.h"
@@ -61,10 +67,15 @@ struct ftmpi_outer {
     float *buf;     /* total + 1: contributions and the weight */
     bool started;   /* FT_Outer_step ran: no more registrations */
     bool joined;    /* a sync committed in this process */
+    int64_t heals;  /* FT_Heal_count when the last sync looked */
     int64_t since_sync;
     FT_Outer_hook hook;
     void *hook_arg;
     ftmpi_outer_stats_t stats;
+#ifdef FTMPI_TEST_HOOKS
+    int64_t corrupt_step, corrupt_index; /* FTMPI_TEST_OUTER_CORRUPT; step -1: none */
+    float corrupt_delta;
+#endif
 };
 
 /* ---- the arithmetic (outer.h) --------------------------------------------- */
@@ -101,6 +112,47 @@ void fti_outer_apply_diloco(float *global, float *momentum, const float *sum, si
         momentum[i] = m;
         global[i] -= lr * (delta + mu * m);
     }
+}
+
+/* ---- test hook (configure --enable-test-hooks only) ------------------------ */
+
+/* FTMPI_TEST_OUTER_CORRUPT=STEP:INDEX:DELTA: a silent data corruption of
+ * the outer update.  In the sync that commits step STEP, DELTA is added to
+ * element INDEX of the first array's new global parameters before they are
+ * copied into the caller's parameters, once: both copies are wrong and
+ * nothing tells the library (test_e2e_outer_sdc.sh). */
+static void test_corrupt_init(struct ftmpi_outer *o)
+{
+#ifdef FTMPI_TEST_HOOKS
+    o->corrupt_step = -1;
+    const char *v = getenv("FTMPI_TEST_OUTER_CORRUPT");
+    long long step, index;
+    double delta;
+    if (v != NULL && sscanf(v, "%lld:%lld:%lf", &step, &index, &delta) == 3 && step >= 0 &&
+        index >= 0) {
+        o->corrupt_step = step;
+        o->corrupt_index = index;
+        o->corrupt_delta = (float)delta;
+    }
+#else
+    (void)o;
+#endif
+}
+
+static void test_corrupt(struct ftmpi_outer *o)
+{
+#ifdef FTMPI_TEST_HOOKS
+    if (o->corrupt_step < 0 || FT_Step() != o->corrupt_step || o->narrays == 0 ||
+        (size_t)o->corrupt_index >= o->arrays[0].count)
+        return;
+    o->corrupt_step = -1;
+    o->arrays[0].global[o->corrupt_index] += o->corrupt_delta;
+    FTI_WARN("test hook FTMPI_TEST_OUTER_CORRUPT: added %g to outer.%s.g[%" PRId64 "] after "
+             "step %" PRId64,
+             (double)o->corrupt_delta, o->arrays[0].name, o->corrupt_index, FT_Step());
+#else
+    (void)o;
+#endif
 }
 
 /* ---- the API ---------------------------------------------------------------- */
@@ -141,6 +193,7 @@ FTMPI_EXPORT int FT_Outer_create(int algorithm, int sync_every, double outer_lr,
     o->sync_every = sync_every;
     o->lr = (float)outer_lr;
     o->mu = (float)momentum;
+    test_corrupt_init(o);
     *outer_p = o;
     return FT_SUCCESS;
 }
@@ -295,15 +348,17 @@ static bool fatal(int rc)
 static int outer_sync(struct ftmpi_outer *o, int *result_p)
 {
     int result = FT_OUTER_SYNC_RAN, committed = 0;
-    int64_t before = FT_Step();
     o->started = true;
     o->since_sync = 0;
     o->stats.syncs++;
     int qrc = FT_Quorum(0);
     if (fatal(qrc))
         return qrc;
-    bool healed = qrc == FT_SUCCESS && FT_Step() != before;
-    if (healed)
+    /* whatever FT_Quorum returned: it may have healed before it failed */
+    int64_t heals = o->heals;
+    bool healed = FT_Heal_count(&heals) == FT_SUCCESS && heals != o->heals;
+    o->heals = heals;
+    if (healed && FT_Step() > 0) /* not the fresh start's agreement (FTMPI_INIT_SYNC) */
         o->stats.healed++;
     run_hook(o, FT_OUTER_PHASE_QUORUM);
     float weight = 1.0f;
@@ -333,6 +388,7 @@ static int outer_sync(struct ftmpi_outer *o, int *result_p)
     if (committed) {
         if (!fresh)
             apply(o);
+        test_corrupt(o);
         params_reset(o);
         o->joined = true;
         o->stats.committed++;

@@ -63,6 +63,9 @@ struct fti_step {
     fti_comm_h slice;
     int64_t commit_failures;        /* failed commits since the last quorum */
     int64_t heals, heal_bytes;      /* healed steps and bytes (reported to the lighthouse) */
+    int64_t replaced;               /* FT_Quorum calls that wrote the registered buffers: a
+                                     * heal installed (a same-step SDC heal too), a direct
+                                     * heal cut part-way, a checkpoint loaded (FT_Heal_count) */
     bool fresh;                     /* no step committed or healed by this process yet: the
                                      * registered state is what its start made (or a durable
                                      * checkpoint loaded), which a restart makes again */

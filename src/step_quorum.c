@@ -342,6 +342,9 @@ int fti_step_heal(struct fti_step *s)
         hs.install_ms = fti_heal_install(s->heal, staged);
     else
         fti_heal_discard(staged);
+    /* written (FT_Heal_count), even if the quorum fails after this */
+    if (install || (o.direct && (hs.torn || rc == FT_SUCCESS)))
+        s->replaced++;
     /* direct: a heal the group did not install is no step of this group */
     if (o.direct && !install) {
         int why = rc != FT_SUCCESS ? rc : drc != FT_SUCCESS ? drc : decision;

@@ -3,7 +3,8 @@
  * FT_Outer_create's argument checks: what a group contributes (its
  * parameters, its pseudo-gradient, zeros at weight 0), the average over the
  * weights, and DiLoCo's Nesterov outer step against values worked out by
- * hand (PyTorch's SGD(nesterov=True) on the pseudo-gradient).
+ * hand (PyTorch's SGD(nesterov=True) on the pseudo-gradient); FT_Heal_count,
+ * which tells a sync that its state was replaced, outside FT_Init.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -104,6 +105,17 @@ static void test_create_checks(void **state)
     assert_int_equal(FT_Outer_free(&o), FT_SUCCESS);
 }
 
+/* FT_Heal_count outside FT_Init..FT_Finalize: an error, and *count_p is
+ * left alone (written only on success). */
+static void test_heal_count_outside(void **state)
+{
+    (void)state;
+    int64_t n = 42;
+    assert_int_equal(FT_Heal_count(&n), FT_ERR_NOT_INITIALIZED);
+    assert_int_equal(n, 42);
+    assert_int_equal(FT_Heal_count(NULL), FT_ERR_NOT_INITIALIZED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -111,6 +123,7 @@ int main(void)
         cmocka_unit_test(test_diloco_nesterov),
         cmocka_unit_test(test_diloco_is_localsgd),
         cmocka_unit_test(test_create_checks),
+        cmocka_unit_test(test_heal_count_outside),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
