@@ -237,8 +237,6 @@ void fti_hub_read(fti_hub_h h, int i, int64_t now)
             }
             return;
         }
-        if (!pending(c))
-            c->since = now;
         c->got += (size_t)n;
         /* a peer without the handshake is refused on its first bytes */
         if (c->step == H_HELLO &&
@@ -255,6 +253,8 @@ void fti_hub_read(fti_hub_h h, int i, int64_t now)
             on_auth(h, c);
         else
             on_frame(h, c, c->buf);
+        if (c->fd >= 0 && !pending(c))
+            c->since = now; /* a claimed rank heard (its claim included) */
     }
 }
 
