@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,6 +446,7 @@ void fti_hub_destroy(fti_hub_h h)
     free(h->c);
     free(h->slot_of);
     free(h->claimed);
-    OPENSSL_cleanse(&h->key, sizeof(h->key));
+    for (volatile uint8_t *k = h->key.k; k < h->key.k + sizeof(h->key.k); k++)
+        *k = 0; /* the key's copy does not outlive the hub */
     free(h);
 }
