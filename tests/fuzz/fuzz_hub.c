@@ -49,6 +49,7 @@
 enum { P_NONE, P_OPEN, P_CLOSED };
 
 struct peer {
+    int id;              /* this incarnation of the peer (an index is reused) */
     int state;
     int fd;              /* our end */
     int slot;            /* the hub's */
@@ -71,6 +72,8 @@ static struct {
     int64_t now;
     struct peer p[FH_PEERS];
     int claimant[8];     /* per rank: the peer that claimed it, -1 */
+    int claimant_id[8];  /* ... and its id */
+    int next_id;
     int lost[8];         /* per rank: lost callbacks */
 } F;
 
@@ -82,6 +85,19 @@ static void on_lost(int r, int why, void *arg)
     CHECK(F.claimant[r] >= 0); /* only a claimed rank */
     CHECK(++F.lost[r] == 1);   /* once */
     fti_hub_tell_lost(F.hub, r, why); /* as watch.c's mark_lost does */
+}
+
+/* Whether peer i, as it is now, claimed rank r. */
+static bool is_claimant(int r, int i)
+{
+    return F.claimant[r] == i && F.claimant_id[r] == F.p[i].id;
+}
+
+static void set_claimant(int r, int i)
+{
+    F.claimant[r] = i;
+    F.claimant_id[r] = F.p[i].id;
+    F.p[i].rank = r;
 }
 
 /* What the hub sent p, read; false once the hub closed its end. */
@@ -161,8 +177,9 @@ static void check_all(void)
     for (int r = 1; r < F.size; r++) {
         int s = fti_hub_rank_slot(F.hub, r);
         if (s < 0) {
-            CHECK(F.claimant[r] < 0 || F.p[F.claimant[r]].state != P_OPEN ||
-                  F.p[F.claimant[r]].bye || F.lost[r] > 0);
+            CHECK(F.claimant[r] < 0 || !is_claimant(r, F.claimant[r]) ||
+                  F.p[F.claimant[r]].state != P_OPEN || F.p[F.claimant[r]].bye ||
+                  F.lost[r] > 0);
             continue;
         }
         int who = -1;
@@ -173,10 +190,9 @@ static void check_all(void)
         CHECK(!F.keyed || F.p[who].insider); /* an intruder never holds a rank */
         if (F.claimant[r] < 0) {
             CHECK(F.p[who].dirty); /* a clean insider's claim was seen when made */
-            F.claimant[r] = who;
-            F.p[who].rank = r;
+            set_claimant(r, who);
         }
-        CHECK(F.claimant[r] == who); /* claimed once */
+        CHECK(is_claimant(r, who)); /* claimed once */
         CHECK(fti_hub_claimed(F.hub, r));
     }
 }
@@ -192,7 +208,8 @@ static void peer_open(int k, bool insider)
     setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
     fti_hub_stats_t before;
     fti_hub_get_stats(F.hub, &before);
-    *p = (struct peer){.state = P_OPEN, .fd = sv[1], .rank = -1, .opened = F.now,
+    *p = (struct peer){.id = ++F.next_id, .state = P_OPEN, .fd = sv[1], .rank = -1,
+                       .opened = F.now,
                        .last = F.now, .insider = insider || !F.keyed};
     p->slot = fti_hub_add(F.hub, sv[0], F.now);
     CHECK(p->slot >= 0);
@@ -252,8 +269,7 @@ static void peer_frame(struct peer *p, uint32_t type, uint32_t value)
         CHECK(!drain(p)); /* a frame before the claim: closed */
     else if (claims) {
         CHECK(fti_hub_rank_slot(F.hub, r) == p->slot);
-        F.claimant[r] = (int)(p - F.p);
-        p->rank = r;
+        set_claimant(r, (int)(p - F.p));
     } else if (p->rank < 0) {
         CHECK(!drain(p)); /* a bad or taken rank: closed */
         CHECK(p->refused == (taken && F.keyed)); /* taken: told so first */
@@ -333,7 +349,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     CHECK(F.lost[p->rank] == 1); /* closed without a goodbye: lost */
                 if (p->rank < 0 || p->bye)
                     for (int r = 1; r < F.size; r++)
-                        CHECK(F.claimant[r] != (int)(p - F.p) || F.lost[r] == 0 || p->dirty);
+                        CHECK(!is_claimant(r, k) || F.lost[r] == 0 || p->dirty);
                 check_all();
             }
             break;

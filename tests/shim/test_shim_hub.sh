@@ -13,7 +13,8 @@
 #    lost;
 #  - without a secret, after the hub said every rank joined: the forged
 #    claims are second claims of live ranks, refused alike; the same end.
-# The hub listens on FTMPI_BIND_HOST (the address the ranks advertise).
+# The hub listens on FTMPI_BIND_HOST (the address the ranks advertise),
+# "hostname" included (the node's name, when it resolves here).
 . "$top_srcdir/tests/integration/common.sh"
 need_mpirun
 lib_test_env
@@ -103,3 +104,23 @@ finish open
 file_has "$T/open.log" 'refused the connection from .*: a second claim of world rank 1 \(it is live\)' ||
     { cat "$T/open.log"; die "open: no refusal logged"; }
 echo "open: 3 forged second claims refused, the job ended 0 with plain MPI's results"
+
+# ---- FTMPI_BIND_HOST=hostname (multi-node jobs): the hub binds the node's
+# name, as the ranks' servers do (before: "hostname" taken as a host name,
+# no watchdog at all)
+H=$(hostname)
+ADDRS=$(getent ahosts "$H" 2>/dev/null | awk '{ print $1 }' | sort -u)
+if [ -z "$ADDRS" ]; then
+    echo "hostname: skipped ('$H' does not resolve here)"
+    exit 0
+fi
+FTMPI_TOKEN_FILE=$T/token FTMPI_BIND_HOST=hostname SHIM_P_ITERS=20 \
+    timeout 120 "$MPIRUN" -np $NP -x LD_PRELOAD="$PRELOAD" "$PAT" barrier > "$T/host.log" 2>&1 ||
+    { cat "$T/host.log"; die "hostname: the job failed"; }
+! file_has "$T/host.log" 'runs without its watchdog' || { cat "$T/host.log"; die "hostname: a rank ran without its watchdog"; }
+ADDR=$(hub_addr "$T/host.log")
+HOST=${ADDR%:*}
+HOST=${HOST#[}
+HOST=${HOST%]}
+echo "$ADDRS" | grep -qxF "$HOST" || die "hostname: the hub listens on $ADDR, not on an address of '$H' ($ADDRS)"
+echo "hostname: the hub listens on $ADDR, an address of '$H'"
