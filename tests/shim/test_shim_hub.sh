@@ -17,6 +17,8 @@
 # "hostname" included (the node's name, when it resolves here).
 . "$top_srcdir/tests/integration/common.sh"
 need_mpirun
+need_cmd timeout
+FTMPI_LOG_LEVEL=info # the hub's address and its "joined" line
 lib_test_env
 SHIM="$top_builddir/.libs/libftmpi_pmpi.so"
 [ -f "$SHIM" ] || skip "no $SHIM (shared libraries disabled?)"
@@ -59,7 +61,7 @@ finish() {
 }
 
 # ---- reference: the same program without the shim
-"$MPIRUN" -np $NP "$PAT" barrier > "$T/ref.log" 2>&1 || { cat "$T/ref.log"; die "the plain run failed"; }
+timeout 120 "$MPIRUN" -np $NP "$PAT" barrier > "$T/ref.log" 2>&1 || { cat "$T/ref.log"; die "the plain run failed"; }
 results "$T/ref.log" > "$T/ref.res"
 [ "$(wc -l < "$T/ref.res")" -eq $NP ] || { cat "$T/ref.log"; die "the plain run printed no results"; }
 
