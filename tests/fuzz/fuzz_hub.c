@@ -289,8 +289,15 @@ static void tick(int64_t dt, bool ping)
         if (p->state != P_OPEN)
             continue;
         bool held = p->rank > 0 && fti_hub_rank_slot(F.hub, p->rank) == p->slot;
-        if (!held && p->rank < 0 && F.now - p->opened > FTI_AUTH_TIMEOUT_MS)
-            CHECK(!drain(p)); /* no claim in time: closed */
+        if (!held && p->rank < 0 && F.now - p->opened > FTI_AUTH_TIMEOUT_MS && drain(p)) {
+            fti_hub_stats_t st;
+            fti_hub_get_stats(F.hub, &st);
+            fprintf(stderr, "fuzz_hub: peer %d (id %d, slot %d, insider %d, dirty %d, got %zu) "
+                    "opened at %lld, now %lld: not closed (open %d, pending %d)\n", i, p->id,
+                    p->slot, p->insider, p->dirty, p->got, (long long)p->opened,
+                    (long long)F.now, st.open, st.pending);
+            CHECK(!"no claim in time: closed");
+        }
         if (held && !p->bye && !p->dirty && F.now - p->last > FH_SILENCE_MS)
             CHECK(false); /* a silent rank is lost and closed */
         if (!held && p->rank > 0 && !p->bye && !p->dirty)
