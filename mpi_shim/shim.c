@@ -28,6 +28,7 @@
 #include "ftmpi_config.h" /* FTMPI_TEST_HOOKS */
 #include "base/agent_mark.h"
 #include "base/log.h"
+#include "base/net.h"
 #include "base/settings.h"
 #include "base/util.h"
 #include "mode/dropin.h"
@@ -150,9 +151,15 @@ static int setup(void)
     int all = rc;
     if (PMPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
         all = FT_ERR_MPI;
-    if (all == FT_SUCCESS) /* collective; without it the job runs unwatched (logged) */
-        (void)fti_shim_watch_start(sh_rank(), sh_size(), cfg->bind_host, cfg->lighthouse[0] == '\0',
-                                   cfg->timeout_ms, cfg->heartbeat_ms, cfg->connect_timeout_ms);
+    if (all == FT_SUCCESS) { /* collective; without it the job runs unwatched (logged) */
+        /* the hub binds the host the ranks' servers advertise (FT_Init
+         * resolved it the same way: it cannot fail here) */
+        char host[sizeof(cfg->bind_host)] = "";
+        (void)fti_bind_host_resolve(cfg->bind_host, host, sizeof(host));
+        (void)fti_shim_watch_start(sh_rank(), sh_size(), host, fti_config_key(cfg),
+                                   cfg->lighthouse[0] == '\0', cfg->timeout_ms, cfg->heartbeat_ms,
+                                   cfg->connect_timeout_ms);
+    }
     if (all != FT_SUCCESS) {
         int wr = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &wr);

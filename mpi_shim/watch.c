@@ -2,10 +2,15 @@
  * watch.c - libftmpi_pmpi's watchdog (see watch.h; DESIGN section 10, "No
  * hang anywhere"; issue 28).
  *
- * The detector.  World rank 0 runs a hub on the watchdog thread; every
- * other rank's watchdog thread holds one TCP connection to it (the
- * address is broadcast in MPI_Init, bound on FTMPI_BIND_HOST like the
- * lighthouse).  Both ends send an 8-byte ping every FTMPI_HEARTBEAT_MS
+ * The detector.  World rank 0 runs a hub (hub.c, its rules in hub.h) on
+ * the watchdog thread; every other rank's watchdog thread holds one TCP
+ * connection to it (the address is broadcast in MPI_Init, bound on the
+ * host the ranks' servers bind and advertise, FTMPI_BIND_HOST, like the
+ * lighthouse).  With a job secret each rank proves it to the hub and the
+ * hub to the rank (auth.h's handshake, as on every control-plane
+ * connection) before the rank claims its world rank; a connection that
+ * does not is refused and closed, and no loss.  Both ends send an 8-byte
+ * ping every FTMPI_HEARTBEAT_MS
  * from their thread, so a rank computing for hours between MPI calls still
  * pings.  The hub knows a rank lost when its connection closes without a
  * goodbye (the process died: at once) or when it sent nothing for
@@ -49,6 +54,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "mpi_shim/watch.h"
+#include "mpi_shim/hub.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -63,6 +69,7 @@
 #include <mpi.h>
 
 #include "ftmpi_errors.h"
+#include "base/auth.h"
 #include "base/log.h"
 #include "base/net.h"
 #include "base/sizes.h"
@@ -77,20 +84,13 @@
 /* what mpirun gets to forward the rank's last line before SIGTERM */
 #define SHIM_FORWARD_MS 500
 
-enum { F_HELLO = 1, F_PING = 2, F_BYE = 3, F_LOST = 4 };
-enum { P_NONE, P_LIVE, P_BYE, P_LOST };
-enum { WHY_DEAD = 1, WHY_SILENT = 2 };
+enum { WHY_DEAD = FTI_HUB_WHY_DEAD, WHY_SILENT = FTI_HUB_WHY_SILENT };
 
-struct frame {
-    uint32_t type, value;
-};
-
+/* A rank's connection to the hub. */
 struct conn {
     int fd;
-    int state;
-    int rank;          /* -1 until its hello (hub side) */
     int64_t heard;
-    unsigned char buf[sizeof(struct frame)];
+    unsigned char buf[FTI_HUB_FRAME_LEN];
     size_t got;
 };
 
@@ -101,10 +101,10 @@ static struct {
     int timeout_ms, period_ms, silence_ms;
     bool own_lh, recovery;
     struct conn hub;           /* ranks > 0: the connection to the hub */
-    bool hub_left;             /* rank 0 said goodbye */
+    bool hub_left;             /* rank 0 said goodbye, or refused this rank */
     int lfd;                   /* rank 0: listening */
-    struct conn *peers;        /* rank 0: accepted connections, size of them */
-    int n_peers;
+    fti_hub_h table;           /* rank 0: the other ranks' connections */
+    struct pollfd *pfds;       /* rank 0: the listener, then the table's slots */
     _Atomic unsigned char *lost; /* per world rank: WHY_* once lost */
     atomic_int n_lost;
     pthread_t thread;
@@ -218,9 +218,10 @@ static void judge(int64_t now)
 
 static void send_frame(int fd, uint32_t type, uint32_t value)
 {
-    struct frame f = {type, value};
+    uint8_t f[FTI_HUB_FRAME_LEN];
+    fti_hub_frame_encode(f, type, value);
     if (fd >= 0) /* a full buffer (a stopped peer) loses the frame: fine */
-        (void)send(fd, &f, sizeof(f), MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)send(fd, f, sizeof(f), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 static void close_conn(struct conn *c)
@@ -237,18 +238,39 @@ static void mark_lost(int r, int why)
         return;
     atomic_store(&w.lost[r], (unsigned char)why);
     atomic_fetch_add_explicit(&w.n_lost, 1, memory_order_release);
-    if (w.rank != 0)
-        return;
-    for (int i = 0; i < w.n_peers; i++) {
-        if (w.peers[i].rank == r)
-            close_conn(&w.peers[i]);
-        else if (w.peers[i].fd >= 0)
-            send_frame(w.peers[i].fd, F_LOST, (uint32_t)r | (uint32_t)why << 24);
+    if (w.rank == 0)
+        fti_hub_tell_lost(w.table, r, why);
+}
+
+/* The hub's word that rank r is lost (hub.h's rule 5). */
+static void hub_lost(int r, int why, void *arg)
+{
+    (void)arg;
+    mark_lost(r, why);
+}
+
+/* One frame from the hub in c->buf. */
+static void rank_frame(struct conn *c)
+{
+    uint32_t type, value;
+    fti_hub_frame_decode(c->buf, &type, &value);
+    if (type == FTI_HUB_LOST) {
+        mark_lost((int)(value & 0xffffffu), (int)(value >> 24));
+    } else if (type == FTI_HUB_BYE) {
+        w.hub_left = true;
+    } else if (type == FTI_HUB_REFUSED) {
+        /* another connection claimed this rank first (without a job secret
+         * anyone can): the hub closes ours, which is no loss of rank 0 */
+        FTI_ERROR("libftmpi_pmpi: the watchdog hub refused world rank %d (another connection "
+                  "claimed it first; a job without FTMPI_TOKEN_FILE lets anyone who reaches "
+                  "the hub's port do that): this rank runs without its watchdog from now on",
+                  w.rank);
+        w.hub_left = true;
     }
 }
 
-/* Reads what c has; calls on(c, frame) per frame.  False once it closed. */
-static bool read_frames(struct conn *c, void (*on)(struct conn *, const struct frame *))
+/* Reads what the hub sent; rank_frame per frame.  False once it closed. */
+static bool read_frames(struct conn *c)
 {
     for (;;) {
         ssize_t n = recv(c->fd, c->buf + c->got, sizeof(c->buf) - c->got, MSG_DONTWAIT);
@@ -258,76 +280,27 @@ static bool read_frames(struct conn *c, void (*on)(struct conn *, const struct f
             return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
         c->got += (size_t)n;
         if (c->got == sizeof(c->buf)) {
-            struct frame f;
-            memcpy(&f, c->buf, sizeof(f));
             c->got = 0;
-            on(c, &f);
+            rank_frame(c);
             if (c->fd < 0)
                 return true;
         }
     }
 }
 
-static void hub_frame(struct conn *c, const struct frame *f)
-{
-    if (f->type == F_HELLO && c->rank < 0 && (int)f->value > 0 && (int)f->value < w.size) {
-        c->rank = (int)f->value;
-        c->state = P_LIVE;
-    } else if (f->type == F_BYE) {
-        c->state = P_BYE;
-    }
-}
-
-static void rank_frame(struct conn *c, const struct frame *f)
-{
-    (void)c;
-    if (f->type == F_LOST)
-        mark_lost((int)(f->value & 0xffffffu), (int)(f->value >> 24));
-    else if (f->type == F_BYE)
-        w.hub_left = true;
-}
-
 static void hub_step(int64_t now, bool ping)
 {
-    struct pollfd *p = calloc((size_t)w.n_peers + 1, sizeof(*p));
-    if (p == NULL)
-        return;
-    p[0].fd = w.lfd;
-    p[0].events = POLLIN;
-    for (int i = 0; i < w.n_peers; i++) {
-        p[i + 1].fd = w.peers[i].fd;
-        p[i + 1].events = POLLIN;
-    }
-    int polled = w.n_peers; /* p holds these; accept() below may add more */
-    int n = poll(p, (nfds_t)polled + 1, w.period_ms);
+    struct pollfd *p = w.pfds;
+    p[0] = (struct pollfd){.fd = w.lfd, .events = POLLIN};
+    fti_hub_poll_set(w.table, p + 1);
+    int n = poll(p, (nfds_t)fti_hub_slots(w.table) + 1, w.period_ms);
     now = fti_now_ms();
-    if (n > 0 && (p[0].revents & POLLIN)) {
-        int fd;
-        while (w.n_peers < w.size && (fd = accept(w.lfd, NULL, NULL)) >= 0) {
-            (void)fti_sock_tune(fd);
-            w.peers[w.n_peers++] = (struct conn){.fd = fd, .rank = -1, .heard = now};
-        }
+    if (n > 0) {
+        fti_hub_polled(w.table, p + 1, now);
+        if (p[0].revents & POLLIN)
+            fti_hub_accept(w.table, w.lfd, now);
     }
-    for (int i = 0; n > 0 && i < polled; i++) {
-        struct conn *c = &w.peers[i];
-        if (c->fd < 0 || p[i + 1].revents == 0 || c->fd != p[i + 1].fd)
-            continue;
-        c->heard = now;
-        if (!read_frames(c, hub_frame)) {
-            int r = c->rank, state = c->state;
-            close_conn(c);
-            if (state == P_LIVE)
-                mark_lost(r, WHY_DEAD);
-        }
-    }
-    free(p);
-    for (int i = 0; i < w.n_peers; i++) {
-        struct conn *c = &w.peers[i];
-        if (c->fd >= 0 && c->state == P_LIVE && now - c->heard > w.silence_ms)
-            mark_lost(c->rank, WHY_SILENT);
-        else if (ping && c->fd >= 0)
-            send_frame(c->fd, F_PING, 0);
-    }
+    fti_hub_tick(w.table, now, ping);
 }
 
 static void rank_step(int64_t now, bool ping)
@@ -342,7 +315,7 @@ static void rank_step(int64_t now, bool ping)
     now = fti_now_ms();
     if (n > 0) {
         c->heard = now;
-        if (!read_frames(c, rank_frame)) {
+        if (!read_frames(c)) {
             close_conn(c);
             if (!w.hub_left)
                 mark_lost(0, WHY_DEAD);
@@ -359,11 +332,11 @@ static void rank_step(int64_t now, bool ping)
         return;
     }
     if (atomic_load(&w.bye) && !w.bye_sent) {
-        send_frame(c->fd, F_BYE, 0);
+        send_frame(c->fd, FTI_HUB_BYE, 0);
         w.bye_sent = true;
     }
     if (ping)
-        send_frame(c->fd, F_PING, 0);
+        send_frame(c->fd, FTI_HUB_PING, 0);
 }
 
 static void *watch_main(void *arg)
@@ -384,8 +357,54 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
-int fti_shim_watch_start(int rank, int size, const char *bind_host, bool own_lh,
-                         int timeout_ms, int heartbeat_ms, int connect_timeout_ms)
+/* Rank 0: the hub's goodbye to every rank, its connections closed. */
+static void hub_close(void)
+{
+    fti_hub_destroy(w.table);
+    w.table = NULL;
+    free(w.pfds);
+    w.pfds = NULL;
+    if (w.lfd >= 0)
+        close(w.lfd);
+    w.lfd = -1;
+}
+
+/* Rank 0: the hub's table and listener on bind_host, its address into addr. */
+static int hub_open(const char *bind_host, const fti_auth_key_t *key, char *addr, size_t len)
+{
+    char bind[FTI_ADDRESS_SIZE];
+    if (key == NULL)
+        fti_auth_warn_unauthenticated();
+    int rc = fti_hub_create(w.size, key, w.silence_ms, hub_lost, NULL, &w.table);
+    if (rc == FT_SUCCESS) {
+        w.pfds = calloc((size_t)fti_hub_slots(w.table) + 1, sizeof(*w.pfds));
+        rc = w.pfds == NULL ? FT_ERR_NO_MEMORY : fti_addr_any_port(bind, sizeof(bind), bind_host);
+    }
+    if (rc == FT_SUCCESS)
+        rc = fti_tcp_listen(bind, w.size < 4096 ? w.size + 16 : 4096, &w.lfd);
+    if (rc == FT_SUCCESS)
+        rc = fti_sock_name(w.lfd, addr, len);
+    return rc;
+}
+
+/* Ranks > 0: connect to the hub at addr, prove the job secret (key; the
+ * hub proves it back), claim this rank. */
+static int hub_join(const char *addr, const fti_auth_key_t *key, int connect_timeout_ms)
+{
+    uint8_t hello[FTI_HUB_FRAME_LEN];
+    int rc = fti_tcp_connect(addr, fti_now_ms() + connect_timeout_ms, &w.hub.fd);
+    int64_t deadline = fti_now_ms() + FTI_AUTH_TIMEOUT_MS; /* what the hub grants */
+    if (rc == FT_SUCCESS)
+        rc = fti_auth_connect_fd(w.hub.fd, key, deadline);
+    fti_hub_frame_encode(hello, FTI_HUB_HELLO, (uint32_t)w.rank);
+    if (rc == FT_SUCCESS)
+        rc = fti_write_full(w.hub.fd, hello, sizeof(hello), deadline);
+    w.hub.heard = fti_now_ms();
+    return rc;
+}
+
+int fti_shim_watch_start(int rank, int size, const char *bind_host, const fti_auth_key_t *key,
+                         bool own_lh, int timeout_ms, int heartbeat_ms, int connect_timeout_ms)
 {
     w.rank = rank;
     w.size = size;
@@ -401,31 +420,16 @@ int fti_shim_watch_start(int rank, int size, const char *bind_host, bool own_lh,
     w.lost = calloc((size_t)size, sizeof(*w.lost));
     int rc = w.lost != NULL ? FT_SUCCESS : FT_ERR_NO_MEMORY;
     char addr[FTI_ADDRESS_SIZE] = "";
-    if (rc == FT_SUCCESS && rank == 0) {
-        char bind[FTI_ADDRESS_SIZE];
-        w.peers = calloc((size_t)size, sizeof(*w.peers));
-        rc = w.peers == NULL ? FT_ERR_NO_MEMORY
-                             : fti_addr_any_port(bind, sizeof(bind), bind_host);
-        if (rc == FT_SUCCESS)
-            rc = fti_tcp_listen(bind, size < 4096 ? size + 16 : 4096, &w.lfd);
-        if (rc == FT_SUCCESS)
-            rc = fti_sock_name(w.lfd, addr, sizeof(addr));
-        if (rc != FT_SUCCESS)
-            addr[0] = '\0';
-    }
+    if (rc == FT_SUCCESS && rank == 0 &&
+        (rc = hub_open(bind_host, key, addr, sizeof(addr))) != FT_SUCCESS)
+        addr[0] = '\0';
     if (PMPI_Bcast(addr, (int)sizeof(addr), MPI_CHAR, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
         addr[0] = '\0';
     addr[sizeof(addr) - 1] = '\0';
     if (rc == FT_SUCCESS && addr[0] == '\0')
         rc = FT_ERR_CONFIG;
-    if (rc == FT_SUCCESS && rank != 0) {
-        int64_t deadline = fti_now_ms() + connect_timeout_ms;
-        rc = fti_tcp_connect(addr, deadline, &w.hub.fd);
-        struct frame hello = {F_HELLO, (uint32_t)rank};
-        if (rc == FT_SUCCESS)
-            rc = fti_write_full(w.hub.fd, &hello, sizeof(hello), deadline);
-        w.hub.heard = fti_now_ms();
-    }
+    if (rc == FT_SUCCESS && rank != 0)
+        rc = hub_join(addr, key, connect_timeout_ms);
     if (rc == FT_SUCCESS && pthread_create(&w.thread, NULL, watch_main, NULL) != 0)
         rc = FT_ERR_SYSTEM;
     if (rc != FT_SUCCESS) {
@@ -433,11 +437,12 @@ int fti_shim_watch_start(int rank, int size, const char *bind_host, bool own_lh,
                   "may leave it blocked",
                   rank, FT_Error_string(rc));
         close_conn(&w.hub);
+        hub_close();
         return rc;
     }
     w.running = true;
-    FTI_INFO("libftmpi_pmpi: watchdog on (hub %s, ping every %d ms, silence limit %d ms)", addr,
-             w.period_ms, w.silence_ms);
+    FTI_INFO("libftmpi_pmpi: watchdog on (hub %s, %s, ping every %d ms, silence limit %d ms)",
+             addr, key != NULL ? "authenticated" : "no job secret", w.period_ms, w.silence_ms);
     return FT_SUCCESS;
 }
 
@@ -482,13 +487,7 @@ void fti_shim_watch_stop(void)
     pthread_join(w.thread, NULL);
     w.running = false;
     if (w.rank != 0 && w.hub.fd >= 0 && !w.bye_sent)
-        send_frame(w.hub.fd, F_BYE, 0);
+        send_frame(w.hub.fd, FTI_HUB_BYE, 0);
     close_conn(&w.hub);
-    for (int i = 0; i < w.n_peers; i++) {
-        send_frame(w.peers[i].fd, F_BYE, 0);
-        close_conn(&w.peers[i]);
-    }
-    if (w.lfd >= 0)
-        close(w.lfd);
-    w.lfd = -1;
+    hub_close();
 }

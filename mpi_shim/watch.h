@@ -74,10 +74,14 @@ static inline void fti_shim_call_kind(int kind)
 }
 
 /* In MPI_Init (collective, every rank, the shim busy): the detector's
- * connections and the watchdog thread.  FT_ code; on an error the job runs
- * unwatched (logged). */
-int fti_shim_watch_start(int rank, int size, const char *bind_host, bool own_lh,
-                         int timeout_ms, int heartbeat_ms, int connect_timeout_ms);
+ * connections and the watchdog thread.  Rank 0's hub listens on bind_host
+ * (the host the ranks' servers bind and advertise); key is the job's
+ * secret (NULL: none), which every connection to the hub must prove.  FT_
+ * code; on an error the job runs unwatched (logged). */
+struct fti_auth_key;
+int fti_shim_watch_start(int rank, int size, const char *bind_host,
+                         const struct fti_auth_key *key, bool own_lh, int timeout_ms,
+                         int heartbeat_ms, int connect_timeout_ms);
 /* In MPI_Finalize: this rank leaves (its connection closing is no death);
  * stop after PMPI_Finalize returned. */
 void fti_shim_watch_bye(void);

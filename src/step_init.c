@@ -18,6 +18,7 @@
 #include "control/lighthouse_client.h"
 #include "mode/launcher.h"
 #include "base/log.h"
+#include "base/net.h"
 #include "base/util.h"
 
 /* How long telling the lighthouse that the group leaves may take: it must
@@ -57,16 +58,12 @@ static int init_config(struct fti_step *s)
     }
     fti_log_init("ftmpi", s->cfg.log_level);
     (void)fti_config_warn_unknown();
-    if (strcmp(s->cfg.bind_host, "hostname") == 0) {
-        /* multi-node jobs: each rank binds and advertises its node's name */
-        char host[sizeof(s->cfg.bind_host)];
-        if (gethostname(host, sizeof(host)) != 0) {
-            FTI_ERROR("FTMPI_BIND_HOST=hostname: gethostname: %m");
-            return FT_ERR_SYSTEM;
-        }
-        host[sizeof(host) - 1] = '\0';
-        memcpy(s->cfg.bind_host, host, sizeof(host));
-    }
+    /* multi-node jobs: "hostname", each rank binds and advertises its node's name */
+    char host[sizeof(s->cfg.bind_host)];
+    rc = fti_bind_host_resolve(s->cfg.bind_host, host, sizeof(host));
+    if (rc != FT_SUCCESS)
+        return rc;
+    memcpy(s->cfg.bind_host, host, sizeof(host));
     warn_exposed(&s->cfg, s->cfg.bind_host);
     const struct fti_mode *mode = fti_mode_pick(&s->cfg);
     rc = mode->resolve(s);

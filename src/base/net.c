@@ -32,6 +32,18 @@ int fti_addr_any_port(char *buf, size_t len, const char *host)
     return n < 0 || (size_t)n >= len ? FT_ERR_ARG : FT_SUCCESS;
 }
 
+int fti_bind_host_resolve(const char *setting, char *host, size_t len)
+{
+    if (strcmp(setting, "hostname") != 0)
+        return fti_strlcpy(host, setting, len) == FT_SUCCESS ? FT_SUCCESS : FT_ERR_ARG;
+    if (gethostname(host, len) != 0) {
+        FTI_ERROR("FTMPI_BIND_HOST=hostname: gethostname: %m");
+        return FT_ERR_SYSTEM;
+    }
+    host[len - 1] = '\0';
+    return FT_SUCCESS;
+}
+
 int fti_addr_split(const char *addr, char *host, size_t hostlen, int *port_p)
 {
     const char *colon, *hs = addr;

@@ -18,6 +18,13 @@
  * stays as it is).  FT_ERR_ARG when it does not fit. */
 int fti_addr_any_port(char *buf, size_t len, const char *host);
 
+/* FTMPI_BIND_HOST as a rank's servers (and the drop-in's watchdog hub)
+ * bind and advertise it, into host (len bytes): "hostname" is this node's
+ * name (gethostname: multi-node jobs), anything else is taken as given.
+ * FT_ERR_SYSTEM (logged) when gethostname fails, FT_ERR_ARG when it does
+ * not fit. */
+int fti_bind_host_resolve(const char *setting, char *host, size_t len);
+
 /* Splits "host:port" (or "[v6]:port") into host and port. */
 int fti_addr_split(const char *addr, char *host, size_t hostlen, int *port_p);
 

@@ -15,6 +15,8 @@
  * sleep in each.  SHIM_P_DIE=R:I makes world rank R SIGKILL itself before
  * iteration I; SHIM_P_STOP=R:I makes it SIGSTOP itself; either first prints
  * "patterns fault rank=R at_ms=T" (T: the wall clock in ms).
+ * SHIM_P_GATE=FILE:I makes every rank print "patterns gate rank=R" before
+ * iteration I and wait, outside MPI, until FILE exists (at most 300 s).
  * Prints "patterns started" (rank 0) and, at the end,
  * "patterns MODE rank=R iters=N value=V" with V the same on every rank.
  */
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void sleep_ms(long ms)
 {
@@ -55,6 +58,10 @@ int main(int argc, char **argv)
         sscanf(getenv("SHIM_P_DIE"), "%d:%d", &die_rank, &die_at);
     if (getenv("SHIM_P_STOP"))
         sscanf(getenv("SHIM_P_STOP"), "%d:%d", &stop_rank, &stop_at);
+    char gate[4096] = "";
+    int gate_at = -1;
+    if (getenv("SHIM_P_GATE"))
+        sscanf(getenv("SHIM_P_GATE"), "%4095[^:]:%d", gate, &gate_at);
     MPI_Comm comm = MPI_COMM_WORLD;
     if (strcmp(mode, "split") == 0)
         MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &comm);
@@ -73,6 +80,12 @@ int main(int argc, char **argv)
         u[i] = rank + i * 0.001;
     int left = (rank + size - 1) % size, right = (rank + 1) % size;
     for (int it = 0; it < iters; it++) {
+        if (it == gate_at) {
+            printf("patterns gate rank=%d\n", rank);
+            fflush(stdout);
+            for (int k = 0; k < 300000 / 20 && access(gate, F_OK) != 0; k++)
+                sleep_ms(20);
+        }
         if ((rank == die_rank && it == die_at) || (rank == stop_rank && it == stop_at)) {
             struct timespec now;
             clock_gettime(CLOCK_REALTIME, &now);
