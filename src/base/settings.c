@@ -30,7 +30,7 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_STRING, OFF(lighthouse), 0, 0, NULL},
     {"FTMPI_REPLICA_ID", "", "this replica group's id; empty = derived from host name and pid (ftmpi-run sets it)",
      FTI_CFG_STRING, OFF(replica_id), 0, 0, NULL},
-    {"FTMPI_BIND_HOST", "127.0.0.1", "address the rank's data and RPC servers bind and advertise; \"hostname\" = this node's name (multi-node jobs)",
+    {"FTMPI_BIND_HOST", "127.0.0.1", "address the rank's data and RPC servers (and the drop-in's watchdog hub) bind and advertise; \"hostname\" = this node's name (multi-node jobs)",
      FTI_CFG_STRING, OFF(bind_host), 0, 0, NULL},
     {"FTMPI_GROUP_SIZE", "0", "mode B: ranks per replica group (0 = mode A, one group per mpirun)",
      FTI_CFG_INT, OFF(group_size), 0, 1 << 20, NULL},
