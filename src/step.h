@@ -110,7 +110,7 @@ int fti_step_setup(struct fti_step *s);
 /* Frees whatever fti_step_setup created (also after it failed). */
 void fti_step_teardown(struct fti_step *s);
 
-/* FTMPI_AGENT_DIR (ftmpi-run): creates <dir>/<pid> while the rank runs
+/* FTMPI_AGENT_DIR (ftmpi-run): creates <dir>/<pid>@<host> while the rank runs
  * between FT_Init and FT_Finalize (mark), removes it (unmark), so the
  * agent tells a rank that died from one that finished.  No-ops without
  * the setting; failures are logged once and ignored. */

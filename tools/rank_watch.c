@@ -11,9 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/agent_mark.h"
 #include "base/log.h"
 
 static char dir[PATH_MAX] = "";
+static char host[FTI_AGENT_HOST_SIZE];     /* this node's, as marks carry it */
+static char space[FTI_AGENT_SPACE_SIZE];   /* this agent's pid space (agent_mark.h) */
+static int told_old;                       /* a mark without host was logged */
 
 int fti_rank_watch_create(void)
 {
@@ -31,6 +35,8 @@ int fti_rank_watch_create(void)
         fti_rank_watch_destroy();
         return -1;
     }
+    fti_agent_host(host, sizeof(host));
+    fti_agent_pid_space(space, sizeof(space));
     return 0;
 }
 
@@ -81,52 +87,77 @@ static int gone(pid_t pid)
     return p != NULL && (p[2] == 'Z' || p[2] == 'X');
 }
 
-static void warn_dead(pid_t pid, const char *what_now)
+/* Reads a mark's two lines: its world rank (-1 when none) into *wr and
+ * whether its pid space is this agent's (a mark without one: yes).  0, or
+ * -1 when the mark cannot be read (gone meanwhile: the rank left). */
+static int read_mark(const char *name, int *wr, int *ours)
 {
-    int wr = fti_rank_watch_world_rank(pid);
-    if (wr >= 0)
-        FTI_WARN("world rank %d lost: rank pid %ld ended without FT_Finalize: %s", wr, (long)pid,
-                 what_now);
-    else
-        FTI_WARN("rank pid %ld ended without FT_Finalize: %s", (long)pid, what_now);
+    char path[PATH_MAX + FTI_AGENT_HOST_SIZE + 32], buf[FTI_AGENT_SPACE_SIZE + 32];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    char *end, *nl = strchr(buf, '\n');
+    long r = strtol(buf, &end, 10);
+    *wr = end != buf && r >= 0 && r <= INT_MAX ? (int)r : -1;
+    if (nl == NULL || nl[1] == '\0' || strncmp(nl + 1, "-\n", 2) == 0 || space[0] == '-') {
+        *ours = 1; /* no pid space known on one side: the host name decides */
+        return 0;
+    }
+    size_t len = strlen(space);
+    *ours = strncmp(nl + 1, space, len) == 0 && nl[1 + len] == '\n';
+    return 0;
+}
+
+/* Whether the mark name is of a rank of this node whose process is gone:
+ * then its pid in *pid and its world rank in *wr.  A mark of another node
+ * (host name or pid space) is never judged: its pid means nothing here. */
+static int dead_here(const char *name, pid_t *pid, int *wr)
+{
+    long p;
+    const char *h;
+    int ours;
+    if (fti_agent_mark_parse(name, &p, &h) != 0) {
+        if (!told_old)
+            FTI_WARN("FTMPI_AGENT_DIR: mark '%s' names no host (a libftmpi older than this "
+                     "ftmpi-run?): not watched; that rank's death ends the run through its "
+                     "command only",
+                     name);
+        told_old = 1;
+        return 0;
+    }
+    if (strcmp(h, host) != 0 || !gone((pid_t)p))
+        return 0;
+    if (read_mark(name, wr, &ours) != 0 || !ours)
+        return 0;
+    *pid = (pid_t)p;
+    return 1;
 }
 
 int fti_rank_watch_dead(pid_t *pids, int max, const char *what_now)
 {
     DIR *d = dir[0] ? opendir(dir) : NULL;
     struct dirent *e;
-    int n = 0;
+    int n = 0, wr = -1;
+    pid_t pid;
     if (d == NULL)
         return 0;
     while (n < max && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+        if (e->d_name[0] < '1' || e->d_name[0] > '9' || !dead_here(e->d_name, &pid, &wr))
             continue;
-        long pid = strtol(e->d_name, NULL, 10);
-        if (pid > 0 && pid <= INT_MAX && gone((pid_t)pid)) {
-            warn_dead((pid_t)pid, what_now);
-            (void)remove_mark(e->d_name);
-            pids[n++] = (pid_t)pid;
-        }
+        if (wr >= 0)
+            FTI_WARN("world rank %d lost: rank pid %ld ended without FT_Finalize: %s", wr,
+                     (long)pid, what_now);
+        else
+            FTI_WARN("rank pid %ld ended without FT_Finalize: %s", (long)pid, what_now);
+        (void)remove_mark(e->d_name);
+        pids[n++] = pid;
     }
     closedir(d);
     return n;
-}
-
-int fti_rank_watch_world_rank(pid_t pid)
-{
-    char path[PATH_MAX + 32], buf[32];
-    snprintf(path, sizeof(path), "%s/%ld", dir, (long)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    char *end;
-    long r = strtol(buf, &end, 10);
-    return end != buf && r >= 0 && r <= INT_MAX ? (int)r : -1;
 }
 
 void fti_rank_watch_destroy(void)

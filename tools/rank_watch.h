@@ -2,14 +2,17 @@
  * rank_watch.h - ftmpi-run's watch on its group's ranks (FTMPI_AGENT_DIR).
  *
  * The agent makes a private folder and passes it to the command as
- * FTMPI_AGENT_DIR; every rank of the group (libftmpi, on this node) keeps a
- * file named by its pid there from FT_Init to FT_Finalize.  A file whose
- * process is gone (or a zombie) is a rank that died without FT_Finalize:
- * the group is broken, and the agent ends and restarts it at once instead
- * of waiting for mpirun to notice (about 2 s with Open MPI).  Ranks on
- * other nodes (mpirun -x does not pass the folder there; it would not
- * exist) are not watched: their deaths still reach the agent through
- * mpirun's own exit.
+ * FTMPI_AGENT_DIR; every rank of the group keeps a mark there from FT_Init
+ * (the drop-in: before MPI_Init) to FT_Finalize, named by its pid and host
+ * (base/agent_mark.h).  A mark of this node (same host name and pid space)
+ * whose process is gone (or a zombie) is a rank that died without
+ * FT_Finalize: the group is broken, and the agent ends and restarts it at
+ * once instead of waiting for mpirun to notice (about 2 s with Open MPI).
+ * Ranks on other nodes are not watched, whether their marks reach the folder
+ * (a shared file system, srun passing the environment) or not: their pids
+ * mean nothing here.  Their deaths still reach the agent through the
+ * command's own exit.  A mark without host (an older libftmpi) is not
+ * watched either (logged once).
  *
  * The agent's thread only.  pid reuse within one poll period is ignored.
  */
@@ -34,10 +37,6 @@ void fti_rank_watch_clear(void);
  * others when one dies (MPICH's hydra) leaves several dead by the time the
  * agent looks, and which died first cannot be told from here. */
 int fti_rank_watch_dead(pid_t *pids, int max, const char *what_now);
-
-/* The world rank a mark of pid holds (written by the rank at FT_Init), or -1
- * when the mark is missing or holds none. */
-int fti_rank_watch_world_rank(pid_t pid);
 
 /* Removes the folder. */
 void fti_rank_watch_destroy(void);

@@ -75,7 +75,7 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_INT, OFF(restart_count), 0, 1 << 30, NULL},
     {"FTMPI_RESTART_LOST_MS", "0", "set by ftmpi-run: the wall-clock time (ms since the epoch) when it saw the group's last run fail; a restarted group's recovery breakdown starts there (0 = unknown: at FT_Init)",
      FTI_CFG_INT, OFF(restart_lost_ms), 0, INT64_C(1) << 52, NULL},
-    {"FTMPI_AGENT_DIR", "", "set by ftmpi-run: each rank keeps a file <pid> there from FT_Init to FT_Finalize, so the agent ends and restarts the group as soon as a rank dies; empty = none",
+    {"FTMPI_AGENT_DIR", "", "set by ftmpi-run: each rank keeps a file <pid>@<host> there from FT_Init to FT_Finalize, so the agent ends and restarts the group as soon as a rank of its node dies (marks of other nodes in a shared folder are not judged); empty = none",
      FTI_CFG_STRING, OFF(agent_dir), 0, 0, NULL},
     {"FTMPI_CKPT_DIR", "", "folder of durable checkpoints (step-<N>/ per checkpoint; shared by the ranks of a group); empty = none",
      FTI_CFG_STRING, OFF(ckpt_dir), 0, 0, NULL},
