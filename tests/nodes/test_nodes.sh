@@ -4,7 +4,10 @@
 #   0. the harness itself: each node its own host name, /tmp and pids; mpirun
 #      --hostfile starts its daemons by ssh (a rank on each node says where it
 #      is);
-#   1. ... (scenarios below)
+#   1. mode A across the nodes with a shared agent folder (TMPDIR): no
+#      agent restarts a healthy group for another node's marks; a rank
+#      killed on another node than its agent: its group restarts and heals,
+#      equal final states (see 1 below).
 # At the end every node is ended: no process of their pid namespaces and no
 # network namespace of the run is left (counted).  Exit 77 with the reason
 # where the machine refuses (not root, no namespaces, no sshd).
@@ -40,6 +43,104 @@ for k in 0 1 2; do
         e2e_fail "no rank $k on node$k: $(cat "$T/where.out" "$T/where.err")"
 done
 e2e_log "mpirun --hostfile: $(tr '\n' ';' <"$T/where.out")"
+
+# ---- helpers of the mode A scenarios ------------------------------------
+# node_ranks K ID: the machine's pids of group ID's ranks on node K
+node_ranks() {
+    for _p in $(node_procs "$1"); do
+        tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null | grep -qx "FTMPI_REPLICA_ID=$2" &&
+            tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=' &&
+            echo "$_p"
+    done
+    return 0
+}
+# node_group K ID HOSTS [ft_sgd flags...]: group ID, one rank on each of
+# HOSTS (node names, comma-separated), under its agent on node K; mpirun
+# passes the FTMPI_* settings to the other nodes with -x (the agent's three
+# and its folder included, as srun and hydra pass the whole environment)
+node_group() {
+    _k=$1
+    _id=$2
+    _hosts=$3
+    shift 3
+    _x="-x FTMPI_REPLICA_ID -x FTMPI_RESTART_COUNT -x FTMPI_RESTART_LOST_MS -x FTMPI_AGENT_DIR"
+    for _v in $(env | sed -n 's/^\(FTMPI_[A-Z_]*\)=.*/\1/p'); do _x="$_x -x $_v"; done
+    # shellcheck disable=SC2086
+    FTMPI_EVENT_LOG=$T/$_id.events on_node "$_k" timeout -k 5 400 "$E2E_RUN_BIN" \
+        --replica-id "$_id" --max-restarts 3 --backoff-ms 200 --grace-ms 2000 \
+        --events "$T/$_id.agent" -- "$MPIRUN" --host "$_hosts" -np "$(echo "$_hosts" | tr ',' '\n' | wc -l)" \
+        --bind-to none -x FTMPI_EVENT_LOG $_x "$E2E_SGD_BIN" --dump "$T/$_id.dump" "$@" \
+        >>"$T/$_id.out" 2>>"$T/$_id.err" </dev/null &
+    eval "E2E_AGENT_$_id=$!"
+    e2e_log "group $_id: agent on node$_k, ranks on $_hosts"
+}
+
+# ---- 1. mode A across the nodes, a shared agent folder, a rank killed -------
+# The lighthouse on node0; g0's agent on node0 with ranks on node0 and node1,
+# g1's on node2 with ranks on node2 and node1.  TMPDIR is the shared run
+# folder, so each agent's folder is shared too and holds the marks of its
+# ranks on both nodes (a shared TMPDIR is common on clusters).
+# 1a. the foreign marks: until the kill neither agent restarts anything.
+#     node1's and node2's pids are moved far above node0's (ns_last_pid), so
+#     an agent that judged another node's mark by pid would surely find no
+#     such process (pids collide across nodes otherwise, and a collision
+#     would hide the bug by chance): without the fix g0 is killed and
+#     restarted as soon as its rank on node1 marks itself.
+# 1b. g0's rank on node1 (another node than its agent) is SIGKILLed: mpirun
+#     ends, the agent restarts g0, which heals from g1; g1 never restarts;
+#     both groups end with bitwise equal states.  The lighthouse wants both
+#     groups (--min-replicas 2) and both wait at step 30 (--pace-file) until
+#     the kill: g1 cannot finish alone before g0 is back, whatever the
+#     machine's load.
+(umask 077 && printf 'nodes-secret-5b1e93c07d2a4f68\n' >"$T/token")
+FTMPI_TOKEN_FILE=$T/token
+FTMPI_BIND_HOST=hostname
+export FTMPI_TOKEN_FILE FTMPI_BIND_HOST
+on_node 1 sh -c 'echo 5000 >/proc/sys/kernel/ns_last_pid' || e2e_fail "cannot move node1's pids"
+on_node 2 sh -c 'echo 10000 >/proc/sys/kernel/ns_last_pid' || e2e_fail "cannot move node2's pids"
+on_node 0 timeout -k 5 400 "$E2E_LH_BIN" --bind node0:29510 --token-file "$T/token" --min-replicas 2 \
+    --heartbeat-timeout-ms "$E2E_HB_TIMEOUT_MS" --join-timeout-ms "$E2E_JOIN_TIMEOUT_MS" \
+    --quorum-tick-ms 50 --log-level info >"$T/lighthouse.log" 2>&1 </dev/null &
+_lh_up() { file_has "$T/lighthouse.log" 'listening on'; }
+wait_until 60 _lh_up || e2e_fail "the lighthouse did not start on node0"
+FTMPI_LIGHTHOUSE=node0:29510
+export FTMPI_LIGHTHOUSE
+echo 30 >"$T/pace"
+node_group 0 g0 node0,node1 --steps 100 --sleep-ms 20 --print-every 5 --pace-file "$T/pace"
+node_group 2 g1 node2,node1 --steps 100 --sleep-ms 20 --print-every 5 --pace-file "$T/pace"
+# both at step 20, or an agent that restarted its group (then at once)
+_1a() {
+    [ "$(e2e_starts g0)" -gt 1 ] || [ "$(e2e_starts g1)" -gt 1 ] ||
+        { [ "$(e2e_step g0)" -ge 20 ] && [ "$(e2e_step g1)" -ge 20 ]; }
+}
+wait_until 180 _1a || e2e_fail "1a: g0 and g1 not at step 20 in 180 s (at $(e2e_step g0), $(e2e_step g1))"
+for g in g0 g1; do
+    [ "$(e2e_starts $g)" -eq 1 ] && ! file_has "$T/$g.agent" '"event":"rank_died"' ||
+        e2e_fail "1a: $g's agent restarted a healthy group: $(grep -h 'FT_Finalize\|restart' "$T/$g.err")"
+done
+# the foreign marks are there: g0's folder holds a mark of node1
+victim=$(node_ranks 1 g0)
+[ "$(echo "$victim" | wc -w)" -eq 1 ] || e2e_fail "want one rank of g0 on node1, found: $victim"
+adir=$(tr '\0' '\n' <"/proc/$victim/environ" | sed -n 's/^FTMPI_AGENT_DIR=//p')
+marks=$(ls "$adir" 2>/dev/null | tr '\n' ' ')
+case $marks in
+*@node0*@node1* | *@node1*@node0*) ;;
+*) e2e_fail "1a: g0's agent folder '$adir' does not hold marks of node0 and node1: '$marks'" ;;
+esac
+e2e_log "1a: both groups at step 20 without a restart; g0's agent folder holds $marks"
+
+kill -KILL "$victim"
+echo 1000000 >"$T/pace"
+e2e_log "1b: g0's rank on node1 (machine pid $victim) SIGKILLed at step $(e2e_step g0)"
+e2e_wait_restart g0 2 120
+e2e_wait_agents 300 g0 g1
+[ "$(e2e_starts g1)" -eq 1 ] || e2e_fail "1b: g1 was restarted: $(grep -h 'FT_Finalize\|restart' "$T/g1.err")"
+e2e_check_states g0 g1
+e2e_check_final 2 g0 g1
+first=$(e2e_first_step_of_run g0 2)
+[ "$(e2e_failures g1)" -ge 1 ] || e2e_fail "1b: g1 reports no failure survived"
+[ -n "$first" ] && [ "$first" -gt 20 ] || e2e_fail "1b: g0's second run began at step '$first': it did not heal"
+e2e_log "1b: g0 restarted, healed (its second run began at step $first), equal final states"
 
 # ---- the end: every node ended, counted -----------------------------------
 nodes_down
