@@ -7,7 +7,10 @@
 #   1. mode A across the nodes with a shared agent folder (TMPDIR): no
 #      agent restarts a healthy group for another node's marks; a rank
 #      killed on another node than its agent: its group restarts and heals,
-#      equal final states (see 1 below).
+#      equal final states (see 1 below);
+#   2. a whole node lost with everything on it: the group that had its agent
+#      there is started again on other nodes and heals across nodes; equal
+#      final states (see 2 below).
 # At the end every node is ended: no process of their pid namespaces and no
 # network namespace of the run is left (counted).  Exit 77 with the reason
 # where the machine refuses (not root, no namespaces, no sshd).
@@ -141,6 +144,48 @@ first=$(e2e_first_step_of_run g0 2)
 [ "$(e2e_failures g1)" -ge 1 ] || e2e_fail "1b: g1 reports no failure survived"
 [ -n "$first" ] && [ "$first" -gt 20 ] || e2e_fail "1b: g0's second run began at step '$first': it did not heal"
 e2e_log "1b: g0 restarted, healed (its second run began at step $first), equal final states"
+
+# ---- 2. a whole node lost ---------------------------------------------------
+# h0 (agent on node0, ranks on node0 and node1) and h1 (agent on node2, ranks
+# on node2 and node1) wait at step 30; node2 is lost: SIGKILL to its init
+# ends every process of it at once (h1's agent, mpirun and rank; h1's rank on
+# node1 ends with its daemon, whose mpirun is gone).  h0 cannot go on alone
+# (--min-replicas 2) and waits.  h1 is started again elsewhere, as a
+# scheduler would: a new agent on node1 with its ranks on node1 and node0
+# (group rank 0 on node1: Open MPI places rank 0 on mpirun's own node
+# whatever the order of --host), so each of its ranks heals from a source on
+# the other node (h0's group rank 0 is on node0).  Both end with bitwise equal states; no process of node2 is
+# left.
+echo 30 >"$T/pace"
+node_group 0 h0 node0,node1 --steps 80 --sleep-ms 20 --print-every 5 --pace-file "$T/pace"
+node_group 2 h1 node2,node1 --steps 80 --sleep-ms 20 --print-every 5 --pace-file "$T/pace"
+_2a() { [ "$(e2e_step h0)" -ge 25 ] && [ "$(e2e_step h1)" -ge 25 ]; }
+wait_until 180 _2a || e2e_fail "2: h0 and h1 not at step 25 in 180 s (at $(e2e_step h0), $(e2e_step h1))"
+h1_node1=$(node_ranks 1 h1)
+[ -n "$h1_node1" ] || e2e_fail "2: no rank of h1 on node1"
+node_kill 2
+e2e_log "2: node2 lost (every process of it SIGKILLed at once) with h1 at step $(e2e_step h1)"
+_gone_h1() { for _p in $h1_node1; do ! pid_alive "$_p" || return 1; done; }
+wait_until 60 _gone_h1 || e2e_fail "2: h1's rank on node1 still there after node2 was lost"
+wait "$E2E_AGENT_h1" 2>/dev/null
+echo 1000000 >"$T/pace"
+# the same replica id, its files appended to (its second run)
+node_group 1 h1 node1,node0 --steps 80 --sleep-ms 20 --print-every 5
+e2e_wait_agents 300 h0 h1
+e2e_check_states h0 h1
+e2e_check_final 2 h0 h1
+first=$(e2e_first_step_of_run h1 2)
+[ -n "$first" ] && [ "$first" -gt 20 ] || e2e_fail "2: h1's new run began at step '$first': it did not heal"
+# each rank of h1's new run healed from a source on the other node
+for gr in 0 1; do
+    own=$(sed -n "s/.* r=h1 gr=$gr .*FT_Init: replica h1, group rank $gr of 2, server \([0-9.]*\):.*/\1/p" "$T/h1.err" | tail -n 1)
+    src=$(sed -n "s/.* r=h1 gr=$gr .*healed step [0-9]* from h0 (\([0-9.]*\):.*/\1/p" "$T/h1.err" | tail -n 1)
+    [ -n "$own" ] && [ -n "$src" ] && [ "$own" != "$src" ] ||
+        e2e_fail "2: h1's group rank $gr (at '$own') did not heal from another node (source '$src')"
+    e2e_log "2: h1's group rank $gr on $own healed from h0 on $src"
+done
+[ -z "$(node_procs 2)" ] || e2e_fail "2: node2 has processes left: $(node_procs 2)"
+e2e_log "2: h1 started again on node1/node0, healed across nodes (first step $first), equal final states"
 
 # ---- the end: every node ended, counted -----------------------------------
 nodes_down
