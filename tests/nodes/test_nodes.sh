@@ -10,7 +10,10 @@
 #      equal final states (see 1 below);
 #   2. a whole node lost with everything on it: the group that had its agent
 #      there is started again on other nodes and heals across nodes; equal
-#      final states (see 2 below).
+#      final states (see 2 below);
+#   3. the drop-in across 2 nodes: a rank SIGKILLed, then SIGSTOPped, on
+#      another node than the agent: the job ends naming it, restarts under
+#      ftmpi-run and ends bitwise as a failure-free run (see 3 below).
 # At the end every node is ended: no process of their pid namespaces and no
 # network namespace of the run is left (counted).  Exit 77 with the reason
 # where the machine refuses (not root, no namespaces, no sshd).
@@ -186,6 +189,77 @@ for gr in 0 1; do
 done
 [ -z "$(node_procs 2)" ] || e2e_fail "2: node2 has processes left: $(node_procs 2)"
 e2e_log "2: h1 started again on node1/node0, healed across nodes (first step $first), equal final states"
+
+# ---- 3. the drop-in across 2 nodes -------------------------------------------
+# examples/shim_stencil (a plain MPI code: halo exchange, an allreduce of the
+# residual, its own restart files in the shared folder) under
+# LD_PRELOAD=libftmpi_pmpi.so, 4 ranks: world ranks 0, 1 on node0 (with
+# ftmpi-run and mpirun --enable-recovery), 2, 3 on node1.  World rank 2 is
+# SIGKILLed, then in another run SIGSTOPped, once its restart files exist:
+# the job ends non-zero naming rank 2, ftmpi-run starts it again, the code
+# resumes from its files and ends bitwise as a failure-free run across the
+# same nodes.  Only the launcher's exit and the drop-in's own detector can
+# see rank 2 here (its mark is node1's, never judged by node0's agent).
+# Every rank's watchdog must start: with FTMPI_BIND_HOST=hostname its hub
+# bound the word "hostname" until the nodes found it (every rank "runs
+# without its watchdog", and a SIGKILLed rank left the job blocked).
+SHIM=$top_builddir/.libs/libftmpi_pmpi.so
+STENCIL=$top_builddir/examples/shim_stencil
+if [ "$FTI_MPI_IMPL" != openmpi ] || [ ! -f "$SHIM" ] || [ ! -x "$STENCIL" ]; then
+    e2e_log "3: skipped (needs Open MPI's --enable-recovery, $SHIM and $STENCIL)"
+else
+    unset FTMPI_LIGHTHOUSE
+    # shim_run NAME [agent flags]: the stencil across node0 and node1, under
+    # ftmpi-run on node0 when flags are given
+    shim_run() {
+        _n=$1
+        shift
+        mkdir -p "$T/$_n"
+        _cmd="$MPIRUN --enable-recovery --host node0:2,node1:2 -np 4 --bind-to none
+            -x LD_PRELOAD=$SHIM -x SHIM_STENCIL_SLEEP_MS=10 -x FTMPI_BIND_HOST -x FTMPI_TOKEN_FILE
+            -x FTMPI_REPLICA_ID -x FTMPI_RESTART_COUNT -x FTMPI_AGENT_DIR $STENCIL 300 20 $T/$_n"
+        if [ $# -eq 0 ]; then
+            # shellcheck disable=SC2086
+            on_node 0 timeout -k 5 200 $_cmd >"$T/$_n.log" 2>&1
+        else
+            # shellcheck disable=SC2086
+            on_node 0 timeout -k 5 300 "$E2E_RUN_BIN" --replica-id stencil "$@" --events "$T/$_n.events" \
+                -- $_cmd >"$T/$_n.log" 2>&1 &
+        fi
+    }
+    shim_run ff || e2e_fail "3: the failure-free drop-in run across node0 and node1 failed: $(tail -n 20 "$T/ff.log")"
+    ref=$(grep '^stencil done' "$T/ff.log")
+    [ -n "$ref" ] || e2e_fail "3: the failure-free run printed no final line: $(tail -n 20 "$T/ff.log")"
+    e2e_log "3: failure-free across node0 and node1: $ref"
+    for sig in KILL STOP; do
+        shim_run "s$sig" --max-restarts 3 --backoff-ms 200
+        job=$!
+        _files() { [ -f "$T/s$sig/stencil.2.0" ] && [ -f "$T/s$sig/stencil.2.1" ]; }
+        wait_until 120 _files || e2e_fail "3 $sig: rank 2 wrote no second restart file: $(tail -n 20 "$T/s$sig.log")"
+        ! file_has "$T/s$sig.log" 'runs without its watchdog' ||
+            e2e_fail "3 $sig: $(grep -m 1 'runs without its watchdog' "$T/s$sig.log")"
+        victim=
+        for p in $(node_procs 1); do
+            tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=2' && victim=$p
+        done
+        [ -n "$victim" ] || e2e_fail "3 $sig: no world rank 2 on node1"
+        kill -$sig "$victim"
+        e2e_log "3: world rank 2 on node1 (machine pid $victim) SIG$sig"
+        wait_pid_timeout $job 240 || e2e_fail "3 $sig: ftmpi-run did not end: $(tail -n 20 "$T/s$sig.log")"
+        wait $job
+        rc=$?
+        [ $rc -eq 0 ] || e2e_fail "3 $sig: ftmpi-run exited $rc: $(tail -n 30 "$T/s$sig.log")"
+        grep -q '"event":"restart"' "$T/s$sig.events" || e2e_fail "3 $sig: no restart"
+        named=$(grep -m 1 'world rank(s) 2 lost; aborting the job' "$T/s$sig.log")
+        [ -n "$named" ] || e2e_fail "3 $sig: no line naming world rank 2: $(tail -n 30 "$T/s$sig.log")"
+        e2e_log "3: ${named#*] }"
+        resumed=$(sed -n 's/^stencil resume it=\([1-9][0-9]*\)$/\1/p' "$T/s$sig.log" | head -n 1)
+        [ -n "$resumed" ] || e2e_fail "3 $sig: the restarted job did not resume from its files"
+        got=$(grep '^stencil done' "$T/s$sig.log")
+        [ "$got" = "$ref" ] || e2e_fail "3 $sig: '$got' is not the failure-free '$ref'"
+        e2e_log "3: SIG$sig: the job ended naming rank 2, restarted, resumed at iteration $resumed, final line bitwise the failure-free one"
+    done
+fi
 
 # ---- the end: every node ended, counted -----------------------------------
 nodes_down
