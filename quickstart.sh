@@ -4,6 +4,9 @@
 #   ./quickstart.sh demo    install what is missing, build, run the training demo
 #                           (extra arguments go to scripts/demo.sh: demo --mode-b)
 #   ./quickstart.sh check   install what is missing, build, make check
+#   ./quickstart.sh check-nodes
+#                           install what is missing, build, make check-nodes (as
+#                           root: 3 namespace nodes with sshd, tests/nodes/)
 #   ./quickstart.sh check-asan
 #                           the same in a second build folder (_build_asan)
 #                           configured with --enable-sanitizers (ASan+UBSan;
@@ -40,6 +43,11 @@ if [ "$verb" = check-mpich ]; then
     verb=check
     mpi=mpich
 fi
+nodes=
+if [ "$verb" = check-nodes ]; then
+    verb=check
+    nodes=1
+fi
 if [ "$verb" = check-asan ]; then
     verb=check
     san=1
@@ -63,7 +71,7 @@ fi
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 usage() {
-    echo "usage: $0 demo|check|check-asan|check-tsan|check-mpich" >&2
+    echo "usage: $0 demo|check|check-nodes|check-asan|check-tsan|check-mpich" >&2
     exit 2
 }
 case "$verb" in demo|check) ;; *) usage ;; esac
@@ -126,6 +134,11 @@ if [ -n "$mpi" ]; then
 fi
 case "$verb" in
 check)
+    if [ -n "$nodes" ]; then
+        echo "quickstart: make check-nodes"
+        make -C "$build" -j"$jobs" check-nodes
+        exit
+    fi
     tests=()
     [ "$san" = thread ] && tests=(TESTS="$tsan_tests")
     echo "quickstart: make check ${tests[*]}"

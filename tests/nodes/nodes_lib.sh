@@ -8,7 +8,8 @@
 #     on_node 0 CMD...           CMD inside node 0 (its namespaces), cwd kept
 #     node_procs 1               the machine's pids of node 1's processes
 #     node_kill 1                SIGKILL to node 1's init: the node is lost
-#     nodes_down                 every node and namespace ended, counted
+#     nodes_down                 every node and namespace ended (register it
+#                                with at_cleanup before nodes_init)
 #
 # A node is a network, UTS, mount and pid namespace: host name nodeK, its
 # own /tmp and /run (tmpfs), pids from 1 (its init is node_init, which
@@ -72,7 +73,6 @@ nodes_init() {
         skip "the kernel refuses namespaces: $(cat "$NODES_RUN/ns.err")"
     ip netns add "${NODES_PREFIX}br" 2>"$NODES_RUN/ns.err" ||
         skip "cannot make a network namespace: $(cat "$NODES_RUN/ns.err")"
-    at_cleanup nodes_down
     ip -n "${NODES_PREFIX}br" link set lo up
     ip -n "${NODES_PREFIX}br" link add br0 type bridge 2>"$NODES_RUN/ns.err" ||
         skip "no bridge: $(cat "$NODES_RUN/ns.err")"

@@ -24,6 +24,9 @@ NODES_RUN=$(nodes_run_dir) || { echo "cannot make a run folder" >&2; exit 1; }
 TMPDIR=$NODES_RUN
 export TMPDIR
 . "$top_srcdir/tests/integration/e2e_lib.sh"
+# in this order at the exit: the nodes ended (their pids are in the run
+# folder), then the folder removed
+at_cleanup nodes_down
 at_cleanup "rm -rf $NODES_RUN"
 e2e_init
 T=$TEST_TMPDIR
