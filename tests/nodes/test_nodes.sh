@@ -29,6 +29,8 @@ export TMPDIR
 at_cleanup nodes_down
 at_cleanup "rm -rf $NODES_RUN"
 e2e_init
+[ "$FTI_MPI_IMPL" = openmpi ] ||
+    skip "the nodes are reached through Open MPI's mpirun (--host, -x, plm_rsh_agent); this build's launcher is $FTI_MPI_IMPL's"
 T=$TEST_TMPDIR
 nodes_init
 nodes_up 3
