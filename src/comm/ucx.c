@@ -12,6 +12,7 @@
 #include "comm/ucx_comm.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +187,8 @@ static void log_transports_once(void)
         FTI_INFO("ucx: UCX %s, transports %s (UCX_TLS, UCX_NET_DEVICES choose)", ver, tls);
 }
 
-static void ucx_destroy(fti_comm_h comm);
+static void comm_free(struct fti_ucx_comm *c);
+static void unpark_all(void);
 
 static int ucx_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_comm_h *comm_p)
 {
@@ -222,9 +224,10 @@ static int ucx_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_c
         }
     }
     if (rc != FT_SUCCESS) {
-        ucx_destroy(&c->base);
+        comm_free(c);
         return rc;
     }
+    unpark_all();
     if (r->size > 1)
         log_transports_once();
     FTI_DEBUG("ucx: replica rank %d of %d connected (quorum %" PRId64 ")", r->replica_rank,
@@ -352,11 +355,9 @@ static int ucx_failed_peer(fti_comm_h comm, int *replica_rank_p, char *addr, siz
     return FT_SUCCESS;
 }
 
-static void ucx_destroy(fti_comm_h comm)
+/* Frees c: closes its endpoints, destroys its worker. */
+static void comm_free(struct fti_ucx_comm *c)
 {
-    struct fti_ucx_comm *c = (struct fti_ucx_comm *)comm;
-    if (c == NULL)
-        return;
     if (c->worker != NULL) {
         fti_ucx_close(c);
         fti_ucx.worker_destroy(c->worker);
@@ -365,6 +366,56 @@ static void ucx_destroy(fti_comm_h comm)
     free(c->ops);
     free(c->peers);
     free(c);
+}
+
+/* Destroyed slices whose endpoints are still open (DESIGN section 5:
+ * closing an endpoint is a failure to its peer, which must not blame us
+ * for the peer that died): kept, with nothing in flight, until this
+ * process has built the next slice (every member of that quorum has left
+ * its old slice by then) or UCX_PARKED newer ones push them out. */
+#define UCX_PARKED 4
+static struct fti_ucx_comm *parked[UCX_PARKED];
+static int n_parked;
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void park(struct fti_ucx_comm *c)
+{
+    struct fti_ucx_comm *out = NULL;
+    pthread_mutex_lock(&park_lock);
+    if (n_parked == UCX_PARKED) {
+        out = parked[0];
+        memmove(parked, parked + 1, (UCX_PARKED - 1) * sizeof(parked[0]));
+        n_parked--;
+    }
+    parked[n_parked++] = c;
+    pthread_mutex_unlock(&park_lock);
+    if (out != NULL)
+        comm_free(out);
+}
+
+static void unpark_all(void)
+{
+    struct fti_ucx_comm *out[UCX_PARKED];
+    pthread_mutex_lock(&park_lock);
+    int n = n_parked;
+    memcpy(out, parked, (size_t)n * sizeof(out[0]));
+    n_parked = 0;
+    pthread_mutex_unlock(&park_lock);
+    for (int i = 0; i < n; i++)
+        comm_free(out[i]);
+}
+
+static void ucx_destroy(fti_comm_h comm)
+{
+    struct fti_ucx_comm *c = (struct fti_ucx_comm *)comm;
+    if (c == NULL)
+        return;
+    if (c->worker == NULL) {
+        comm_free(c);
+        return;
+    }
+    fti_ucx_abort(c, 0); /* nothing in flight once parked */
+    park(c);
 }
 
 const struct fti_comm_backend fti_backend_ucx = {
