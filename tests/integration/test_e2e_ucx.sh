@@ -6,6 +6,9 @@
 # other), then 2 groups for 1 Mi elements (the ring): every supported
 # datatype and op equals MPI_Reduce_local's fold over every group's input
 # in replica-rank order, bitwise, and each group logs once what UCX found.
+# The second set runs with a job secret (FTMPI_TOKEN_FILE): the store that
+# carries the worker addresses authenticates, and the tags' salt comes from
+# the key.
 # Skips (77) in a build without UCX.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 grep -q '^#define FTMPI_HAVE_UCX 1' "$top_builddir/ftmpi_config.h" 2>/dev/null ||
@@ -21,7 +24,8 @@ run_set() {
     n=$1
     counts=$2
     prefix=$3
-    e2e_lighthouse_start "$n"
+    shift 3
+    e2e_lighthouse_start "$n" 0 "$@"
     ids=
     i=0
     while [ $i -lt "$n" ]; do
@@ -44,6 +48,11 @@ run_set() {
 }
 
 run_set 3 0,1,7919 s
-run_set 2 1048576 b
+(umask 077 && printf 'ucx-e2e-secret-3b9d0c7a51e2f4869a1d\n' >"$TEST_TMPDIR/token")
+FTMPI_TOKEN_FILE=$TEST_TMPDIR/token
+export FTMPI_TOKEN_FILE
+run_set 2 1048576 b --token-file "$TEST_TMPDIR/token"
+! grep -q 'unauthenticated' "$TEST_TMPDIR"/b0.err "$TEST_TMPDIR"/b1.err ||
+    e2e_fail "a group with the secret says it is unauthenticated"
 e2e_log "$(grep -h 'ucx: UCX' "$TEST_TMPDIR/s0.err" | sed 's/.*\] //')"
 echo "PASS ($TEST_NAME)"
