@@ -79,7 +79,7 @@ case "$verb" in demo|check) ;; *) usage ;; esac
 # ---- 1. Debian packages ---------------------------------------------------
 packages="autoconf automake libtool pkg-config make gcc libc6-dev \
 libopenmpi-dev openmpi-bin libhwloc-dev libevent-dev libssl-dev \
-protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libxxhash-dev gdb strace g++ gfortran"
+protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libxxhash-dev gdb strace g++ gfortran libucx-dev ucx-utils"
 # MPICH beside Open MPI: Debian registers mpicc and mpirun as alternatives
 # (update-alternatives --display mpi, mpirun), Open MPI's with the higher
 # priority; installing MPICH leaves them Open MPI's, and the build below

@@ -27,6 +27,9 @@
 
 #include "comm/affinity.h"
 #include "comm/comm.h"
+#ifdef FTMPI_HAVE_UCX
+#include "comm/ucx.h"
+#endif
 #ifdef FTMPI_HAVE_NCCL
 #include "comm/nccl_comm.h"
 #endif
@@ -130,6 +133,14 @@ static void print_build(void)
            v / 100 % 100, v % 100, fti_nccl_can_shrink() ? "yes" : "no",
            fti_nccl_can_revoke() ? "yes" : "no");
 #endif
+    printf("  %-14s %s\n", "UCX", FTMPI_UCX_SUMMARY);
+#ifdef FTMPI_HAVE_UCX
+    char ver[256], tls[1024];
+    if (fti_ucx_describe(ver, sizeof(ver), tls, sizeof(tls)) == FT_SUCCESS)
+        printf("  %-14s %s loaded, transports %s\n", "UCX runtime", ver, tls);
+    else
+        printf("  %-14s not loaded: %s\n", "UCX runtime", ver);
+#endif
 }
 
 /* --parsable: one "key:value" line each, for scripts and bug reports. */
@@ -161,6 +172,14 @@ static int print_parsable(void)
     printf("dep:mpi:%s (MPI standard %s)\n", FTMPI_MPI_LIBRARY, FTMPI_MPI_STANDARD);
     printf("dep:cuda:%s\n", FTMPI_CUDA_SUMMARY);
     printf("dep:nccl:%s\n", FTMPI_NCCL_SUMMARY);
+    printf("dep:ucx:%s\n", FTMPI_UCX_SUMMARY);
+#ifdef FTMPI_HAVE_UCX
+    char uver[256], utls[1024];
+    if (fti_ucx_describe(uver, sizeof(uver), utls, sizeof(utls)) == FT_SUCCESS) {
+        printf("dep:ucx_runtime:%s\n", uver);
+        printf("dep:ucx_transports:%s\n", utls);
+    }
+#endif
     char lev[128], ssl[128], xxh[128];
     fti_base_versions(lev, ssl, xxh, sizeof(lev));
     printf("dep:libevent:%s\n", lev);

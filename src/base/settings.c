@@ -37,7 +37,7 @@ const fti_config_field_t fti_config_table[] = {
     {"FTMPI_MIN_REPLICAS", "1", "fewest groups that may commit a step",
      FTI_CFG_INT, OFF(min_replicas), 1, 1 << 20, NULL},
     {"FTMPI_BACKEND", "auto", "cross-group data plane: auto or a backend of the build's table (baby-<x>: backend x in an ftmpi-baby child process; "
-     "nccl ones only in builds with CUDA and NCCL); auto: mpi in mode B, else tcp, and nccl for device buffers when built with NCCL",
+     "nccl ones only in builds with CUDA and NCCL, ucx in builds with UCX); auto: mpi in mode B, else tcp, and nccl for device buffers when built with NCCL",
      FTI_CFG_NAME, OFF(backend), 0, 0, NULL},
     {"FTMPI_WORLD_SIZE_MODE", "dynamic", "dynamic, or fixed_with_spares (participants capped at min replicas)",
      FTI_CFG_ENUM, OFF(world_mode), 0, 0, world_choices},

@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ftmpi_config.h" /* FTMPI_HAVE_NCCL */
+#include "ftmpi_config.h" /* FTMPI_HAVE_NCCL, FTMPI_HAVE_UCX */
 #include "ftmpi_errors.h"
 #include "base/auth.h"
 #include "comm/reduce.h"
@@ -64,6 +64,9 @@ typedef struct fti_comm_rendezvous {
     int replica_rank;          /* this group's index among the participants */
     int size;                  /* participants */
     size_t chunk_bytes;        /* pipeline chunk; 0 = the backend's default */
+    int timeout_ms;            /* FTMPI_TIMEOUT_MS: how soon a backend's own liveness
+                                * check should find a dead peer (ucx: UCX's keepalive);
+                                * 0 = the backend's default */
     /* FTI_COMM_NEEDS_STORE */
     const char *store_address; /* host:port of the quorum's store (size > 1) */
     const char *bind_host;
@@ -121,7 +124,13 @@ struct fti_comm {
 #else
 #define FTI_NCCL_BACKENDS(X)
 #endif
-#define FTI_BACKENDS(X) X(tcp) X(mpi) X(baby_tcp) FTI_NCCL_BACKENDS(X) FTI_TEST_BACKENDS(X)
+#ifdef FTMPI_HAVE_UCX
+#define FTI_UCX_BACKENDS(X) X(ucx)
+#else
+#define FTI_UCX_BACKENDS(X)
+#endif
+#define FTI_BACKENDS(X)                                                                            \
+    X(tcp) X(mpi) X(baby_tcp) FTI_NCCL_BACKENDS(X) FTI_UCX_BACKENDS(X) FTI_TEST_BACKENDS(X)
 
 #define FTI_BACKEND_DECLARE(x) extern const struct fti_comm_backend fti_backend_##x;
 FTI_BACKENDS(FTI_BACKEND_DECLARE)

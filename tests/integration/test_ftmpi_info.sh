@@ -40,7 +40,7 @@ if [ -n "$MPIRUN" ] && "$MPIRUN" --version 2>/dev/null | grep -q 'Open MPI'; the
 fi
 grep -Eq '^  prefix +/' "$T/out" || die "no install prefix"
 grep -Eq '^  configure +[^ ]' "$T/out" || die "no configure line"
-grep -Eq '^  backends +tcp, mpi, baby-tcp(, nccl, baby-nccl)?$' "$T/out" || die "backends not 'tcp, mpi, baby-tcp[, nccl, baby-nccl]': $(grep backends "$T/out")"
+grep -Eq '^  backends +tcp, mpi, baby-tcp(, nccl, baby-nccl)?(, ucx)?$' "$T/out" || die "backends not 'tcp, mpi, baby-tcp[, nccl, baby-nccl][, ucx]': $(grep backends "$T/out")"
 # CUDA and NCCL: as configure found them (used: device buffers, nccl backends)
 grep -Eq '^  CUDA +(off|not found in .*|yes \(.*\))$' "$T/out" ||
     die "CUDA shown as: $(grep '^  CUDA' "$T/out")"
@@ -50,9 +50,23 @@ if grep -q '^#define FTMPI_HAVE_CUDA 1' "$cfg"; then
     grep -Eq '^  CUDA +yes ' "$T/out" || die "configure found CUDA, ftmpi-info does not say so"
 fi
 if grep -q '^#define FTMPI_HAVE_NCCL 1' "$cfg"; then
-    grep -Eq '^  backends +.*, nccl, baby-nccl$' "$T/out" || die "built with NCCL, backends do not list nccl"
+    grep -Eq '^  backends +.*, nccl, baby-nccl(, ucx)?$' "$T/out" || die "built with NCCL, backends do not list nccl"
 else
     grep -q 'nccl' "$T/out" && grep -Eq '^  backends +.*nccl' "$T/out" && die "no NCCL, yet nccl listed"
+fi
+# UCX (issue 37): as configure found it; built with it, the version UCX
+# reports and the transports its context found (libucp loaded at run time)
+grep -Eq '^  UCX +(off \(--without-ucx\)|not found .*|found by pkg-config .*|yes \(.*\))$' "$T/out" ||
+    die "UCX shown as: $(grep '^  UCX ' "$T/out")"
+if grep -q '^#define FTMPI_HAVE_UCX 1' "$cfg"; then
+    grep -Eq '^  backends +.*, ucx$' "$T/out" || die "built with UCX, backends do not list ucx"
+    grep -Eq '^  UCX runtime +[0-9]+\.[0-9]+\.[0-9]+ loaded, transports .*[a-z]+/[a-z0-9]+' "$T/out" ||
+        die "built with UCX, no UCX version and transports: $(grep '^  UCX runtime' "$T/out")"
+    timeout 10 "$INFO" --parsable | grep -Eq '^dep:ucx_transports:.+' ||
+        die "--parsable has no dep:ucx_transports line"
+else
+    grep -Eq '^  backends +.*ucx' "$T/out" && die "no UCX, yet ucx listed"
+    grep -q '^  UCX runtime' "$T/out" && die "no UCX, yet a UCX runtime line"
 fi
 
 # the current value comes from the environment, marked with *

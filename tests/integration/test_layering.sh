@@ -10,11 +10,11 @@
 #     header of another folder must be named with its folder ("base/log.h"),
 #     and its layer (or that very header) must be in the row's "May use";
 #     system headers of MPI, protobuf-c, libevent, OpenSSL, xxhash, hwloc,
-#     CUDA and NCCL count as those libraries;
+#     CUDA, NCCL and UCX count as those libraries;
 #  3. reads every convenience library's undefined symbols (nm): each one that
 #     another of our libraries defines must come from a layer the row may use
 #     (a single root header in the cell allows the object of that name), each
-#     MPI, protobuf-c, libevent, OpenSSL, xxhash, hwloc, CUDA or NCCL symbol
+#     MPI, protobuf-c, libevent, OpenSSL, xxhash, hwloc, CUDA, NCCL or UCX symbol
 #     from a library the row names;
 #  4. as before: the MPI-free libraries and programs carry no MPI symbol and
 #     ftmpi-baby links no control plane;
@@ -137,6 +137,7 @@ BEGIN {
         else if (h ~ /^hwloc/) lib = "hwloc"
         else if (h ~ /^cuda/) lib = "CUDA"
         else if (h ~ /^nccl/) lib = "NCCL"
+        else if (h ~ /^(ucp|ucs)\//) lib = "UCX"
         if (lib != "" && !may(r, lib))
             printf "%s:%s: includes <%s>, but %s (%s) may not use %s\n", file, ln, h, me, rpaths[r], lib
         next
@@ -216,6 +217,7 @@ END {
         else if (s ~ /^hwloc_/) ext = "hwloc"
         else if (s ~ /^cuda|^cu[A-Z]/) ext = "CUDA"
         else if (s ~ /^nccl/) ext = "NCCL"
+        else if (s ~ /^(ucp|ucs)_/) ext = "UCX"
         if (ext != "" && !may(r, ext) && !seen[lib, ext]++)
             printf "%s (%s) uses %s (%s), which README Layout does not let it use\n", lib, rshort[r], ext, s
     }

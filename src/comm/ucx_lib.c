@@ -1,0 +1,157 @@
+/*
+ * comm/ucx_lib.c - loading UCX and the process-wide UCP context (see
+ * ucx_lib.h, ucx.h).
+ */
+#include "comm/ucx_lib.h"
+#include "comm/ucx.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftmpi_config.h" /* FTMPI_UCX_LIBUCP */
+#include "ftmpi_errors.h"
+#include "base/log.h"
+#include "base/util.h"
+
+struct fti_ucx_fns fti_ucx;
+
+static struct {
+    pthread_once_t once;
+    int rc;
+    char why[256];
+    ucp_context_h ctx;
+    int timeout_ms; /* the first fti_ucx_context's */
+} lib = {PTHREAD_ONCE_INIT, FT_ERR_UNSUPPORTED, "", NULL, 0};
+
+/* The symbols of fti_ucx, in the order of its fields. */
+static const char *const names[] = {
+    "ucp_config_read", "ucp_config_release", "ucp_config_modify", "ucp_init_version", "ucp_get_version_string",
+    "ucp_context_print_info", "ucp_worker_create", "ucp_worker_destroy", "ucp_worker_get_efd",
+    "ucp_worker_arm", "ucp_worker_progress", "ucp_worker_query", "ucp_worker_release_address",
+    "ucp_ep_create", "ucp_ep_close_nbx", "ucp_tag_send_nbx", "ucp_tag_recv_nbx",
+    "ucp_request_free", "ucp_request_cancel", "ucp_request_check_status", "ucs_status_string",
+};
+
+/* Fills fti_ucx from libucp (its dependencies give ucs_status_string);
+ * the library stays loaded. */
+static int lib_load(void)
+{
+    _Static_assert(sizeof(fti_ucx) == sizeof(names) / sizeof(names[0]) * sizeof(void (*)(void)),
+                   "one name per function of fti_ucx");
+    void *h = dlopen(FTMPI_UCX_LIBUCP, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        snprintf(lib.why, sizeof(lib.why), "cannot load %s: %s", FTMPI_UCX_LIBUCP, dlerror());
+        return FT_ERR_UNSUPPORTED;
+    }
+    char *slot = (char *)&fti_ucx;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        void *f = dlsym(h, names[i]);
+        if (f == NULL) {
+            snprintf(lib.why, sizeof(lib.why), "%s has no %s", FTMPI_UCX_LIBUCP, names[i]);
+            return FT_ERR_UNSUPPORTED;
+        }
+        memcpy(slot + i * sizeof(f), &f, sizeof(f));
+    }
+    return FT_SUCCESS;
+}
+
+/* UCX's variable name (UCX_name) to value, unless the user set it. */
+static void config_default(ucp_config_t *cfg, const char *name, const char *value)
+{
+    char env[64];
+    snprintf(env, sizeof(env), "UCX_%s", name);
+    if (getenv(env) != NULL) /* UCX's own setting, read by UCX: not an FTMPI_* one */
+        return;
+    ucs_status_t st = fti_ucx.config_modify(cfg, name, value);
+    if (st != UCS_OK)
+        FTI_DEBUG("ucx: %s=%s not set: %s", env, value, fti_ucx.status_string(st));
+}
+
+static void lib_init(void)
+{
+    lib.rc = lib_load();
+    if (lib.rc != FT_SUCCESS) {
+        FTI_ERROR("ucx: %s", lib.why);
+        return;
+    }
+    ucp_config_t *cfg = NULL;
+    ucs_status_t st = fti_ucx.config_read(NULL, NULL, &cfg);
+    if (st == UCS_OK && lib.timeout_ms > 0) {
+        char ka[32];
+        snprintf(ka, sizeof(ka), "%dms", FTI_MAX(lib.timeout_ms / 4, 50));
+        config_default(cfg, "KEEPALIVE_INTERVAL", ka);
+    }
+    if (st == UCS_OK) {
+        ucp_params_t p = {
+            .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+            .features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP,
+            .mt_workers_shared = 0,
+        };
+        st = fti_ucx.init_version(UCP_API_MAJOR, UCP_API_MINOR, &p, cfg, &lib.ctx);
+        fti_ucx.config_release(cfg);
+    }
+    if (st != UCS_OK) {
+        snprintf(lib.why, sizeof(lib.why), "no UCP context: %s", fti_ucx.status_string(st));
+        FTI_ERROR("ucx: %s (UCX_TLS, UCX_NET_DEVICES?)", lib.why);
+        lib.rc = FT_ERR_SYSTEM;
+        return;
+    }
+    lib.rc = FT_SUCCESS;
+}
+
+int fti_ucx_context(int timeout_ms, ucp_context_h *ctx_p)
+{
+    static pthread_mutex_t first = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&first);
+    if (lib.timeout_ms == 0)
+        lib.timeout_ms = timeout_ms;
+    pthread_mutex_unlock(&first);
+    pthread_once(&lib.once, lib_init);
+    if (lib.rc == FT_SUCCESS)
+        *ctx_p = lib.ctx;
+    return lib.rc;
+}
+
+/* "tl/dev, tl/dev" of the context's resource lines ("# resource 1 : md 1
+ * dev 1 flags -- tcp/lo") into tls. */
+static void transports(ucp_context_h ctx, char *tls, size_t tlen)
+{
+    char *text = NULL, line[256];
+    size_t len = 0, n = 0;
+    tls[0] = '\0';
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return;
+    fti_ucx.context_print_info(ctx, f);
+    fclose(f);
+    FILE *in = fmemopen(text, len, "r");
+    while (in != NULL && fgets(line, sizeof(line), in) != NULL) {
+        char *dash = strstr(line, "-- ");
+        if (strstr(line, "resource") == NULL || dash == NULL)
+            continue;
+        dash[strcspn(dash, "\r\n")] = '\0';
+        if (n < tlen)
+            n += (size_t)snprintf(tls + n, tlen - n, "%s%s", n ? ", " : "", dash + 3);
+    }
+    if (in != NULL)
+        fclose(in);
+    free(text);
+}
+
+int fti_ucx_describe(char *version, size_t vlen, char *tls, size_t tlen)
+{
+    ucp_context_h ctx = NULL;
+    int rc = fti_ucx_context(0, &ctx);
+    if (rc != FT_SUCCESS) {
+        (void)fti_strlcpy(version, lib.why, vlen); /* cut to fit */
+        if (tlen > 0)
+            tls[0] = '\0';
+        return rc;
+    }
+    (void)fti_strlcpy(version, fti_ucx.get_version_string(), vlen); /* cut to fit */
+    transports(ctx, tls, tlen);
+    return FT_SUCCESS;
+}
