@@ -5,17 +5,16 @@
 # Open MPI 4.1's words; this execs 5.0's mpirun (same pid: setsid, timeout
 # and the tests' kills still reach the job) with each said in its words:
 #
-#   --enable-recovery          kept, with --runtime-options
-#                              error-nonzero-status=false: 4.1's mpirun
-#                              --enable-recovery exits 0 when a rank exited
-#                              non-zero (a lost group's ft_sgd exits 4), 5.0's
-#                              with that status unless told so; with
-#                              FTI_PRTE_RECOVERY=ulfm (the mode B tests:
-#                              modeb_lib.sh) --with-ft ulfm --mca pml ob1
-#                              instead of --enable-recovery (ULFM: the
-#                              survivors of a dead rank go on and see it as
-#                              MPIX_ERR_PROC_FAILED; ob1: ULFM does not
-#                              support UCX; ../shared/ompi5/README.md)
+#   --enable-recovery          kept; with FTI_PRTE_RECOVERY=ulfm (the mode B
+#                              tests: modeb_lib.sh) --with-ft ulfm --mca pml
+#                              ob1 --runtime-options error-nonzero-status=false
+#                              instead (ULFM: the survivors of a dead rank go
+#                              on and see it as MPIX_ERR_PROC_FAILED; ob1:
+#                              ULFM does not support UCX, see
+#                              ../shared/ompi5/README.md; the runtime option:
+#                              4.1's mpirun --enable-recovery exits 0 when a
+#                              lost group's ranks finalize and exit non-zero,
+#                              ft_sgd's 4, 5.0's with that status unless told)
 #   (always)                   --map-by :OVERSUBSCRIBE unless the line maps:
 #                              5.0 ignores OMPI_MCA_rmaps_base_oversubscribe
 #   --output-filename DIR      each rank's stdout and stderr into 4.1's
@@ -53,11 +52,10 @@ while [ "$i" -lt "$n" ]; do
     case $a in
     --enable-recovery | -enable-recovery)
         if [ "${FTI_PRTE_RECOVERY:-}" = ulfm ]; then
-            set -- "$@" --with-ft ulfm --mca pml ob1
+            set -- "$@" --with-ft ulfm --mca pml ob1 --runtime-options error-nonzero-status=false
         else
             set -- "$@" --enable-recovery
         fi
-        set -- "$@" --runtime-options error-nonzero-status=false
         ;;
     --output-filename | -output-filename)
         outdir=$1
