@@ -30,7 +30,7 @@ mb_wait_end 90
 [ "$MB_RC" -eq 0 ] || mb_fail "mpirun exited with status $MB_RC"
 left=$(pgrep -s "$MB_PID" | tr '\n' ' ')
 [ -z "$left" ] || mb_fail "processes left in mpirun's session: $left"
-for w in 0 1 4 5 6 7; do
+for w in 0 4 6; do
     file_has "$(mb_out $w)" "^steps committed $STEPS " || mb_fail "world rank $w did not commit $STEPS steps"
 done
 mb_check_states "$TEST_TMPDIR/state" 0 4 6
