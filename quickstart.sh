@@ -25,6 +25,15 @@
 #                           _build_mpich, run with MPICH's launcher
 #                           (mpiexec.hydra); QUICKSTART_MPI=mpich demo|check does
 #                           the same
+#   ./quickstart.sh check-ompi5
+#                           Open MPI 5 with ULFM: unpacks ../shared/ompi5 into
+#                           _ompi5/ (its install.sh; or takes FTMPI_OMPI5=DIR,
+#                           a tree with bin/mpicc), builds in _build_ompi5
+#                           against it (--with-mpi=DIR) and runs the tests
+#                           that meet MPI (ompi5_tests below: mode B, its
+#                           ULFM path, the drop-in, mode A under mpirun, the
+#                           agent) with its launcher; says so and ends with
+#                           0 where neither is there
 #
 # Both use one build folder configured once, with warnings as errors (what
 # CI checks), so that alternating demo and check rebuilds nothing.  A
@@ -42,6 +51,9 @@ mpi=${QUICKSTART_MPI:-}
 if [ "$verb" = check-mpich ]; then
     verb=check
     mpi=mpich
+elif [ "$verb" = check-ompi5 ]; then
+    verb=check
+    mpi=ompi5
 fi
 nodes=
 if [ "$verb" = check-nodes ]; then
@@ -58,6 +70,46 @@ fi
 # what check-tsan runs: unit and in-process tests of the threaded parts
 tsan_tests="tests/unit/test_progress tests/unit/test_log tests/integration/test_heal \
 tests/integration/test_heal_stripe tests/integration/test_rpc tests/integration/test_store tests/integration/test_tcp_ring"
+# what check-ompi5 runs: every test that starts MPI ranks or meets the MPI
+# (the unit tests and the MPI-free ones run in check already), but
+# test_launcher_mismatch (MPICH's hydra starting 5.0's programs: not tried)
+ompi5_tests="tests/integration/test_modeb_ulfm.sh tests/integration/test_modeb_kill.sh \
+tests/integration/test_modeb_partner.sh tests/integration/test_modeb_allreduce.sh \
+tests/integration/test_modeb_config.sh tests/integration/test_modeb_late_member.sh \
+tests/integration/test_modeb_native.sh tests/integration/test_modeb_sdc.sh \
+tests/integration/test_modeb_spares.sh tests/integration/test_group.sh \
+tests/integration/test_stdout_lines.sh \
+tests/integration/test_examples_lang.sh tests/integration/test_e2e_healthy.sh \
+tests/integration/test_e2e_kill_restart.sh tests/integration/test_e2e_rank_watch.sh \
+tests/integration/test_ftmpi_run.sh tests/shim/test_shim_s1.sh tests/shim/test_shim_kill.sh \
+tests/shim/test_shim_nohang.sh tests/shim/test_shim_examples.sh \
+tests/shim/test_shim_fortran.sh tests/shim/test_shim_restart.sh tests/shim/test_shim_hpcc.sh"
+if [ "$mpi" = ompi5 ]; then
+    # the tree: FTMPI_OMPI5, else ../shared/ompi5 unpacked into _ompi5/
+    ompi5=${FTMPI_OMPI5:-}
+    if [ -z "$ompi5" ]; then
+        shared=$here/../shared/ompi5
+        if [ ! -x "$shared/install.sh" ]; then
+            echo "quickstart: check-ompi5 SKIPPED: no Open MPI 5 ($shared/install.sh is absent; set FTMPI_OMPI5=DIR to a tree with bin/mpicc)"
+            exit 0
+        fi
+        "$shared/install.sh" "$here/_ompi5" >/dev/null
+        ompi5=$here/_ompi5/ompi5
+    fi
+    ompi5=$(cd "$ompi5" && pwd)
+    [ -x "$ompi5/bin/mpicc" ] || { echo "quickstart: $ompi5/bin/mpicc not found (FTMPI_OMPI5)" >&2; exit 1; }
+    # a tree unpacked elsewhere than its prefix: libtool's archives still
+    # name the prefix (libmpi.la's dependency_libs), and libtool refuses a
+    # path that is not there; they are made to name the tree
+    old=$(sed -n "s|^libdir='\(.*\)/lib'\$|\1|p" "$ompi5/lib/libmpi.la" 2>/dev/null)
+    if [ -n "$old" ] && [ "$old" != "$ompi5" ] && [ ! -d "$old/lib" ]; then
+        echo "quickstart: $ompi5/lib/*.la name $old: made to name $ompi5"
+        find "$ompi5/lib" -name '*.la' -exec sed -i "s|$old/|$ompi5/|g; s|'$old/lib'|'$ompi5/lib'|" {} +
+    fi
+    export OPAL_PREFIX=$ompi5 PATH=$ompi5/bin:$PATH
+    export LD_LIBRARY_PATH=$ompi5/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    mpi=$ompi5
+fi
 if [ "$san" = thread ]; then
     build=${FTMPI_BUILD_DIR:-$here/_build_tsan}
 elif [ "$san" = 1 ] || [ "$san" = address ]; then
@@ -65,13 +117,15 @@ elif [ "$san" = 1 ] || [ "$san" = address ]; then
     build=${FTMPI_BUILD_DIR:-$here/_build_asan}
 elif [ "$mpi" = mpich ]; then
     build=${FTMPI_BUILD_DIR:-$here/_build_mpich}
+elif [ -n "${ompi5:-}" ]; then
+    build=${FTMPI_BUILD_DIR:-$here/_build_ompi5}
 else
     build=${FTMPI_BUILD_DIR:-$here/_build}
 fi
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 usage() {
-    echo "usage: $0 demo|check|check-nodes|check-asan|check-tsan|check-mpich" >&2
+    echo "usage: $0 demo|check|check-nodes|check-asan|check-tsan|check-mpich|check-ompi5" >&2
     exit 2
 }
 case "$verb" in demo|check) ;; *) usage ;; esac
@@ -141,6 +195,7 @@ check)
     fi
     tests=()
     [ "$san" = thread ] && tests=(TESTS="$tsan_tests")
+    [ -n "${ompi5:-}" ] && tests=(TESTS="$ompi5_tests")
     echo "quickstart: make check ${tests[*]}"
     if ! make -C "$build" -j"$jobs" check "${tests[@]}"; then
         echo "quickstart: make check failed; failing test logs:" >&2

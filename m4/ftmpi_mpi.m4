@@ -139,8 +139,10 @@ _FTEOF
       [AC_MSG_RESULT([yes])], [AC_MSG_RESULT([no]); ftmpi_have_ulfm=no])])
   AS_IF([test "x$ftmpi_have_ulfm" = xyes],
     [AC_DEFINE([HAVE_MPIX_ULFM], [1], [the MPI has MPIX_Comm_revoke, _shrink, _agree, _failure_ack, _failure_get_acked])])
-  # the newer failed-process query (MPICH 4.2, Open MPI 5), used where declared
-  AC_CHECK_DECLS([MPIX_Comm_get_failed], [], [], [[#include <mpi.h>
+  # the newer failed-process query (MPICH 4.2, Open MPI 5) and the
+  # non-blocking agreement (mode B's commit decision under ULFM, polled
+  # against its deadline), used where declared
+  AC_CHECK_DECLS([MPIX_Comm_get_failed, MPIX_Comm_iagree], [], [], [[#include <mpi.h>
 #ifdef HAVE_MPI_EXT_H
 #include <mpi-ext.h>
 #endif]])

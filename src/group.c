@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "comm/mpi_backend.h"
+#include "comm/ulfm.h"
 
 /* Tags: two per operation (header and payload), from a sequence number
  * modulo a span set by MPI_TAG_UB (at least 32767 by the standard), so a
@@ -394,6 +395,12 @@ int fti_group_bcast(fti_group_h g, int status, const void *buf, size_t len, int 
     return FT_SUCCESS;
 }
 
+void fti_group_revoke(fti_group_h g)
+{
+    if (g != NULL && fti_ulfm_active())
+        (void)fti_ulfm_revoke(g->comm);
+}
+
 int fti_group_decide(fti_group_h g, int vote, int64_t vote_deadline_ms,
                      int64_t decision_deadline_ms, int *decision_p)
 {
@@ -401,6 +408,20 @@ int fti_group_decide(fti_group_h g, int vote, int64_t vote_deadline_ms,
     int *votes = NULL;
     void *buf = NULL;
     size_t len = 0;
+
+    if (g->size > 1 && fti_ulfm_active()) {
+        /* ULFM: one agreement, the same on every live member even when one
+         * dies during it; a dead member fails it at once (MPI's word, not
+         * a deadline); a stopped one at the decision's deadline */
+        rc = fti_ulfm_agree_until(g->comm, &v, decision_deadline_ms);
+        if (rc != FT_ERR_UNSUPPORTED) {
+            if (rc != FT_SUCCESS)
+                return rc;
+            *decision_p = v ? FT_SUCCESS : FT_ERR_ABORTED;
+            return FT_SUCCESS;
+        }
+        v = vote ? 1 : 0;
+    }
 
     if (g->rank != 0) {
         /* the vote goes to rank 0 (never waited for); the decision comes back */

@@ -45,6 +45,12 @@ void fti_group_destroy(fti_group_h g);
  * on, not even MPI_Comm_free at destroy. */
 void fti_group_mark_lost(fti_group_h g);
 
+/* Where the MPI's fault tolerance is on (comm/ulfm.h: fti_ulfm_active),
+ * revokes the group's communicator: the other members' pending and later
+ * operations on it fail at once instead of at their deadlines.  Else
+ * nothing. */
+void fti_group_revoke(fti_group_h g);
+
 int fti_group_rank(fti_group_h g);
 int fti_group_size(fti_group_h g);
 MPI_Comm fti_group_comm(fti_group_h g);
@@ -81,7 +87,13 @@ int fti_group_bcast(fti_group_h g, int status, const void *buf, size_t len, int 
  *    this rank's vote), so the caller must not commit and must treat the
  *    group as lost.
  * decision_deadline_ms bounds nothing on rank 0.  Out of memory on rank 0
- * is its decision (FT_ERR_NO_MEMORY: no commit). */
+ * is its decision (FT_ERR_NO_MEMORY: no commit).
+ * Where the MPI's fault tolerance is on (fti_ulfm_active) and the group has
+ * more than one rank, the decision is one MPIX_Comm_iagree of the votes
+ * instead, polled until decision_deadline_ms on every rank: FT_SUCCESS with
+ * FT_SUCCESS or FT_ERR_ABORTED, the same on every live member;
+ * FT_ERR_PROC_FAILED when a member died; FT_ERR_TIMEOUT when one neither
+ * voted nor is known dead (both: the group is lost). */
 int fti_group_decide(fti_group_h g, int vote, int64_t vote_deadline_ms,
                      int64_t decision_deadline_ms, int *decision_p);
 

@@ -340,6 +340,10 @@ int fti_step_group_lost(struct fti_step *s, int why)
         FTI_WARN("this group lost a rank (%s): it leaves; FT calls return FT_ERR_GROUP_LOST "
                  "from now on (call FT_Finalize)",
                  FT_Error_string(why));
+        /* under ULFM the partners learn it now, not at their deadlines */
+        fti_group_revoke(s->group);
+        if (s->mode->group_lost != NULL)
+            s->mode->group_lost(s);
         fti_group_mark_lost(s->group);
         fti_step_leave(s);
     }

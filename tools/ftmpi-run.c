@@ -26,8 +26,9 @@
  * A rank that dies (on this node) is noticed by the agent itself
  * (rank_watch.h): the group is ended and restarted at once, without waiting
  * for mpirun to notice.  A command that cannot start its program (status
- * 126/127, as sh and srun report it, or Open MPI's mpirun's 132 "unable to
- * launch") is not restarted: it would fail the same way every time.
+ * 126/127, as sh and srun report it, or Open MPI 4's mpirun's 132 "unable
+ * to launch", 5's 183) is not restarted: it would fail the same way every
+ * time.
  *
  * If the agent itself is killed with SIGKILL, the command gets SIGTERM
  * (PR_SET_PDEATHSIG).
@@ -67,7 +68,8 @@
 #define EXIT_AGENT 1
 #define EXIT_CANNOT_EXEC 126 /* the command is there but cannot be executed (as sh does) */
 #define EXIT_NOT_FOUND 127   /* no such command (as sh does) */
-#define EXIT_MPIRUN_LAUNCH 132 /* Open MPI's mpirun: "unable to launch" the program */
+#define EXIT_MPIRUN_LAUNCH 132 /* Open MPI 4's mpirun: "unable to launch" the program */
+#define EXIT_PRTE_LAUNCH 183   /* Open MPI 5's (PRRTE's) mpirun: a missing or not executable program */
 #define KILL_WAIT_MS 5000 /* after SIGKILL, how long to wait for the command's processes */
 #define RANK_WATCH_MS 20  /* how often the ranks' marks are looked at (rank_watch.h) */
 #define RANK_DRAIN_MS 100 /* after a rank's death, time for mpirun to pass on its last output */
@@ -718,19 +720,32 @@ static int backoff_for(const struct agent_opts *o, int k)
     return (int)FTI_MIN(ms, (int64_t)o->max_backoff_ms);
 }
 
+/* Each launcher's "could not start the program" statuses, by the name of
+ * the command: Open MPI 4's mpirun 132 ("unable to launch the specified
+ * application"), Open MPI 5's 183 (a missing or not executable program);
+ * one table, whatever else a status means to another command. */
+static const struct {
+    const char *name;
+    int status;
+} launch_failed[] = {
+    {"mpirun", EXIT_MPIRUN_LAUNCH}, {"mpiexec", EXIT_MPIRUN_LAUNCH},
+    {"orterun", EXIT_MPIRUN_LAUNCH}, {"mpirun", EXIT_PRTE_LAUNCH},
+    {"mpiexec", EXIT_PRTE_LAUNCH},  {"prterun", EXIT_PRTE_LAUNCH},
+};
+
 /* Whether the command's last status says its program could not be
  * started at all: 126/127 (sh's and srun's "cannot execute" / "not
- * found"), or 132 from Open MPI's mpirun ("unable to launch the specified
- * application"). */
+ * found"), or its launcher's own (launch_failed). */
 static bool cannot_start(const struct agent *a)
 {
     if (a->last_status == EXIT_CANNOT_EXEC || a->last_status == EXIT_NOT_FOUND)
         return true;
     const char *base = strrchr(a->o.argv[0], '/');
     base = base ? base + 1 : a->o.argv[0];
-    return a->last_status == EXIT_MPIRUN_LAUNCH &&
-           (strcmp(base, "mpirun") == 0 || strcmp(base, "mpiexec") == 0 ||
-            strcmp(base, "orterun") == 0);
+    for (size_t i = 0; i < sizeof(launch_failed) / sizeof(launch_failed[0]); i++)
+        if (a->last_status == launch_failed[i].status && strcmp(base, launch_failed[i].name) == 0)
+            return true;
+    return false;
 }
 
 static int run(struct agent *a)
@@ -749,7 +764,9 @@ static int run(struct agent *a)
                       "(it would fail the same way); check the program's path and that it is "
                       "built",
                       a->last_status,
-                      a->last_status == EXIT_MPIRUN_LAUNCH ? ", mpirun's 'unable to launch'" : "");
+                      a->last_status == EXIT_MPIRUN_LAUNCH || a->last_status == EXIT_PRTE_LAUNCH
+                          ? ", the launcher's 'unable to launch'"
+                          : "");
             event(a, "giveup", a->last_pid, a->last_status, 0, -1);
             return a->last_status;
         }

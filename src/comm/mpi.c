@@ -182,8 +182,12 @@ static void give_up(struct mpi_comm *m, MPI_Request *reqs, int n)
     int left = 0;
     for (int i = 0; i < n; i++) {
         int done = 0;
+        /* a request that completed in error (ULFM: a dead peer) is freed
+         * by MPI_Test and reads MPI_REQUEST_NULL, which MPI_Cancel refuses
+         * on MPI_COMM_WORLD's handler (fatal by default) */
         if (reqs[i] == MPI_REQUEST_NULL ||
-            (MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done))
+            (MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) ||
+            reqs[i] == MPI_REQUEST_NULL)
             continue;
         if (i % 4 < 2)
             (void)MPI_Cancel(&reqs[i]);

@@ -2,10 +2,13 @@
 #include "comm/ulfm.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "ftmpi.h"
 #include "ftmpi_config.h"
 #include "base/log.h"
+#include "base/util.h"
 
 #if defined(HAVE_MPIX_ULFM) && defined(HAVE_MPI_EXT_H)
 #include <mpi-ext.h>
@@ -27,6 +30,23 @@
 #else
 #define FTI_ULFM_WORKS 0
 #endif
+
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5
+/* Open MPI 5's switch behind mpi_ft_enable (set by mpirun --with-ft ulfm).
+ * Weak: absent elsewhere. */
+extern bool ompi_ftmpi_enabled __attribute__((weak));
+#endif
+
+bool fti_ulfm_active(void)
+{
+    if (!FTI_ULFM_WORKS)
+        return false;
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5
+    return &ompi_ftmpi_enabled != NULL && ompi_ftmpi_enabled;
+#else
+    return true;
+#endif
+}
 
 bool fti_ulfm_usable(char *why, size_t len)
 {
@@ -111,6 +131,46 @@ int fti_ulfm_agree(MPI_Comm comm, int *flag)
 #else
     (void)comm;
     (void)flag;
+    return FT_ERR_UNSUPPORTED;
+#endif
+}
+
+int fti_ulfm_agree_until(MPI_Comm comm, int *flag, int64_t deadline_ms)
+{
+#if defined(FTI_ULFM) && HAVE_DECL_MPIX_COMM_IAGREE
+    if (!FTI_ULFM_WORKS)
+        return FT_ERR_UNSUPPORTED;
+    /* MPI writes the flag when the agreement completes: on the heap, so that
+     * a request left at the deadline writes into memory of its own */
+    int *f = malloc(sizeof(*f));
+    if (f == NULL)
+        return FT_ERR_NO_MEMORY;
+    *f = *flag;
+    MPI_Request req = MPI_REQUEST_NULL;
+    int err = MPIX_Comm_iagree(comm, f, &req);
+    int done = 0, spins = 0;
+    while (err == MPI_SUCCESS) {
+        err = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (err != MPI_SUCCESS || done)
+            break;
+        if (fti_now_ms() >= deadline_ms)
+            return FT_ERR_TIMEOUT; /* req and f stay MPI's */
+        if (++spins > 100) {
+            struct timespec ts = {0, 200000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    int rc = FT_SUCCESS;
+    if (err != MPI_SUCCESS)
+        rc = ulfm_error("MPIX_Comm_iagree", err);
+    else
+        *flag = *f;
+    free(f);
+    return rc;
+#else
+    (void)comm;
+    (void)flag;
+    (void)deadline_ms;
     return FT_ERR_UNSUPPORTED;
 #endif
 }

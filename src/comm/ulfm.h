@@ -22,10 +22,27 @@
 #include <mpi.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Whether the calls below work with this build's MPI; if not and why is
  * not NULL, writes the reason into why (naming the MPI). */
 bool fti_ulfm_usable(char *why, size_t len);
+
+/* Whether the MPI runs with its fault tolerance on in this process (Open
+ * MPI 5: only under mpirun --with-ft ulfm, its variable ompi_ftmpi_enabled;
+ * another MPI whose calls work: always).  Read at run time: one build runs
+ * under either launch line. */
+bool fti_ulfm_active(void);
+
+/* MPIX_Comm_iagree polled until deadline_ms (the step's clock,
+ * base/util.h): *flag becomes the AND of every live member's *flag, the same
+ * on all of them even when members die during the call.  FT_SUCCESS;
+ * FT_ERR_PROC_FAILED when a member had failed (*flag not written: the
+ * caller treats the group as failed); FT_ERR_TIMEOUT at the deadline (a
+ * member neither answers nor is known dead: stopped, or far behind; the
+ * request and its flag are left to MPI); FT_ERR_UNSUPPORTED without
+ * MPIX_Comm_iagree. */
+int fti_ulfm_agree_until(MPI_Comm comm, int *flag, int64_t deadline_ms);
 
 /* MPIX_Comm_revoke(comm): every pending and later operation on comm, on
  * every member, completes with MPIX_ERR_REVOKED instead of waiting for a

@@ -89,13 +89,20 @@ int fti_launcher_modeb_check(int world_rank, bool allow_no_recovery)
     return FT_SUCCESS;
 #else
     if (fti_ulfm_usable(why, sizeof(why))) {
-        if (world_rank == 0)
-            FTI_INFO("mode B on %s: a dead rank's communicators are revoked (MPIX_Comm_revoke)%s",
+        if (world_rank == 0 && fti_ulfm_active())
+            FTI_INFO("mode B on %s with its fault tolerance (ULFM) on: a dead rank reaches the "
+                     "survivors as MPIX_ERR_PROC_FAILED, a lost group's communicators are "
+                     "revoked (MPIX_Comm_revoke), the commit is one MPIX_Comm_iagree",
+                     FTMPI_MPI_LIBRARY);
+        else if (world_rank == 0)
+            FTI_INFO("mode B on %s without its fault tolerance (ULFM off): the library's own "
+                     "deadlines find a dead rank; start it with %s",
                      FTMPI_MPI_LIBRARY,
 #if defined(OPEN_MPI)
-                     "; start it with mpirun --with-ft ulfm, without which a dead rank ends the job"
+                     "mpirun --with-ft ulfm (without it or --enable-recovery a dead rank ends "
+                     "the job)"
 #else
-                     "; start it with mpiexec -disable-auto-cleanup"
+                     "mpiexec -disable-auto-cleanup"
 #endif
             );
         return FT_SUCCESS;

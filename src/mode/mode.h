@@ -58,6 +58,9 @@ struct fti_mode {
      * for the step.  B: nothing ends the group, so the group is lost:
      * FT_ERR_GROUP_LOST (the step then leaves, see ft.c).  Pure. */
     int (*group_failure)(int rc);
+    /* The group was lost (fti_step_group_lost, once): what the mode does
+     * with the communicators it made; NULL: nothing. */
+    void (*group_lost)(struct fti_step *s);
     /* FT_Init's first log line; NULL: the step's generic one. */
     void (*log_start)(const struct fti_step *s);
     /* Frees what world made (also after it failed); finalized: MPI is. */

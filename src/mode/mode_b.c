@@ -14,13 +14,15 @@
 #include "base/log.h"
 #include "base/net.h"
 #include "base/util.h"
+#include "comm/ulfm.h"
 #include "control/results.h"
 #include "mode/launcher.h"
 #include "step.h"
 
-#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4
-/* Open MPI 4.x's switch behind the MCA parameter async_mpi_finalize:
- * MPI_Finalize without its job-wide PMIx fence.  Weak: absent elsewhere. */
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 4
+/* Open MPI 4.x's and 5.x's switch behind the MCA parameter
+ * async_mpi_finalize: MPI_Finalize without its job-wide PMIx fence.  Weak:
+ * absent elsewhere. */
 extern bool ompi_async_mpi_finalize __attribute__((weak));
 #define MODEB_HAVE_ASYNC_FINALIZE 1
 #endif
@@ -32,7 +34,11 @@ extern bool ompi_async_mpi_finalize __attribute__((weak));
  * done; with the fence skipped, 0 of 16.  It also lets the ranks of a lost
  * group exit at once instead of waiting for the whole job.  Nothing in
  * mode B needs the fence: the groups finish their MPI traffic before they
- * finalize, and a group's end is announced to the lighthouse. */
+ * finalize, and a group's end is announced to the lighthouse.  Open MPI
+ * 5.0.10 under mpirun --with-ft ulfm: the fence never completed once a rank
+ * was SIGKILLed (every survivor waited in ompi_mpi_finalize for good); its
+ * MPI_Finalize first shrinks the world (an agreement of the live ranks, so
+ * a lost group's ranks wait there until the others finalize too). */
 static void finalize_without_fence(void)
 {
 #ifdef MODEB_HAVE_ASYNC_FINALIZE
@@ -303,6 +309,11 @@ int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb)
         FTI_ERROR("mode B: MPI_Comm_split of the world failed");
         rc = FT_ERR_MPI;
     }
+    /* the group's communicator (the application's too: ftmpi_group_comm)
+     * returns errors: under ULFM a dead partner is MPIX_ERR_PROC_FAILED
+     * there, which MPI_ERRORS_ARE_FATAL would turn into this rank's end */
+    if (mb->split != MPI_COMM_NULL)
+        MPI_Comm_set_errhandler(mb->split, MPI_ERRORS_RETURN);
     int crc = fti_mpi_ctx_create(MPI_COMM_WORLD, &mb->mpi);
     if (crc == FT_SUCCESS)
         fti_mpi_ctx_set_zero_copy(mb->mpi, cfg->modeb_zero_copy);
@@ -397,6 +408,24 @@ static int b_group_failure(int rc)
     return FT_ERR_GROUP_LOST;
 }
 
+/* Under ULFM: the group's communicator is revoked, so that a partner
+ * waiting on it (the application's own group operations included) fails
+ * now; the failed members MPI knows of are logged.  No shrink: Open MPI
+ * 5.0 has only the blocking MPIX_Comm_shrink, which waits for every member
+ * not known dead, a stopped one for good (its failure detector is off by
+ * default), and the lost group makes no new communicator anyway. */
+static void b_group_lost(struct fti_step *s)
+{
+    if (!fti_ulfm_active() || s->mb.split == MPI_COMM_NULL)
+        return;
+    (void)fti_ulfm_revoke(s->mb.split);
+    int n = 0;
+    if (fti_ulfm_failed(s->mb.split, &n) == FT_SUCCESS)
+        FTI_INFO("mode B: the group's communicators are revoked (MPIX_Comm_revoke); MPI knows "
+                 "%d of its %d ranks failed",
+                 n, s->mb.group_size);
+}
+
 static void b_log_start(const struct fti_step *s)
 {
     FTI_INFO("FT_Init: mode B, replica %s (world ranks %d-%d of %d), group rank %d of %d, "
@@ -419,6 +448,7 @@ const struct fti_mode fti_mode_b = {
     .group_comm = b_group_comm,
     .replica_id = b_replica_id,
     .group_failure = b_group_failure,
+    .group_lost = b_group_lost,
     .log_start = b_log_start,
     .release = b_release,
     .every_rank_leaves = true,

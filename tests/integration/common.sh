@@ -108,6 +108,8 @@ need_mpirun() {
 #   mpi_rank_pid PID W         pid of world rank W below launcher PID
 #   descendants PID            every process below PID
 #   mpi_cxx, mpi_fort          the MPI's C++, Fortran wrapper (empty if none)
+#   FTI_LAUNCHER               ompi4, prte (Open MPI 5: MPIRUN is
+#                              mpirun_prte.sh) or hydra
 #   need_kill_recovery WHAT    skip unless survivors of a SIGKILL go on in one job
 : "${MPIRUN=$(command -v mpirun 2>/dev/null)}"
 if [ -z "${FTI_MPI_IMPL:-}" ] || [ "$FTI_MPI_IMPL" = unknown ]; then
@@ -122,7 +124,23 @@ if [ "$FTI_MPI_IMPL" = mpich ] && [ -n "$MPIRUN" ] && [ -z "${FTI_REAL_MPIRUN:-}
     MPIRUN=$top_srcdir/tests/integration/mpirun_hydra.sh
     export FTI_REAL_MPIRUN
 fi
-export FTI_MPI_IMPL MPIRUN
+# Open MPI 5's launcher (PRRTE's mpirun): mpirun_prte.sh says 4.1's words in
+# its (its header lists them); FTI_LAUNCHER: ompi4, prte (Open MPI 5), hydra
+if [ -z "${FTI_LAUNCHER:-}" ]; then
+    FTI_LAUNCHER=ompi4
+    [ "$FTI_MPI_IMPL" = mpich ] && FTI_LAUNCHER=hydra
+    if [ "$FTI_MPI_IMPL" = openmpi ] && [ -n "$MPIRUN" ]; then
+        case $("${FTI_REAL_MPIRUN:-$MPIRUN}" --version 2>&1 </dev/null | head -n 2) in
+        *"(Open MPI) "[5-9]* | *PRRTE*) FTI_LAUNCHER=prte ;;
+        esac
+    fi
+fi
+if [ "$FTI_LAUNCHER" = prte ] && [ -n "$MPIRUN" ] && [ -z "${FTI_REAL_MPIRUN:-}" ]; then
+    FTI_REAL_MPIRUN=$MPIRUN
+    MPIRUN=$top_srcdir/tests/integration/mpirun_prte.sh
+    export FTI_REAL_MPIRUN
+fi
+export FTI_MPI_IMPL MPIRUN FTI_LAUNCHER
 # Mode B where the MPI cannot keep the survivors of a dead rank (MPICH 4.0.2:
 # doc/USER_GUIDE.md, "Mode B and MPICH") makes FT_Init refuse unless FTMPI_MODEB_ALLOW_NO_RECOVERY=1:
 # the tests of healthy mode-B runs say so there (a test that kills a rank
@@ -158,18 +176,28 @@ descendants() {
 # them mpic++.openmpi and mpicxx.mpich; mpic++ is the default MPI's),
 # empty if none
 mpi_cxx() {
-    case $FTI_MPI_IMPL in
-    mpich) command -v mpicxx.mpich || command -v mpicxx || true ;;
+    case $FTI_LAUNCHER in
+    hydra) command -v mpicxx.mpich || command -v mpicxx || true ;;
+    prte) _fti_wrapper mpic++ ;;
     *) command -v mpic++.openmpi || command -v mpic++ || true ;;
     esac
 }
 
 # mpi_fort: the same for Fortran (mpifort.openmpi, mpifort.mpich)
 mpi_fort() {
-    case $FTI_MPI_IMPL in
-    mpich) command -v mpifort.mpich || command -v mpif90.mpich || true ;;
+    case $FTI_LAUNCHER in
+    hydra) command -v mpifort.mpich || command -v mpif90.mpich || true ;;
+    prte) _fti_wrapper mpifort ;;
     *) command -v mpifort.openmpi || command -v mpifort || true ;;
     esac
+}
+
+# _fti_wrapper NAME: NAME beside the launcher (Open MPI 5 in a folder of its
+# own: Debian's mpic++ would compile against 4.1), empty if none
+_fti_wrapper() {
+    _w=$(dirname "$(command -v "${FTI_REAL_MPIRUN:-$MPIRUN}")")/$1
+    [ -x "$_w" ] && echo "$_w"
+    true
 }
 
 # need_kill_recovery WHAT: skip unless the launcher lets the survivors of a

@@ -35,6 +35,10 @@ lib_test_env
 export FTMPI_LH_HEARTBEAT_TIMEOUT_MS FTMPI_LH_JOIN_TIMEOUT_MS FTMPI_LH_QUORUM_TICK_MS
 # mode B: no lighthouse address
 unset FTMPI_LIGHTHOUSE
+# Open MPI 5 (mpirun_prte.sh): mode B on ULFM, --enable-recovery said as
+# --with-ft ulfm --mca pml ob1 (what doc/INSTALL.md recommends there)
+FTI_PRTE_RECOVERY=ulfm
+export FTI_PRTE_RECOVERY
 
 MB_T0=$(date +%s)
 

@@ -75,7 +75,9 @@ if [ "$FTI_MPI_IMPL" = mpich ]; then
     e2e_log "not checked under MPICH: the launcher with a missing program (hydra exits 255," \
         "its status for any launch error, so the agent cannot tell it and restarts it)"
 else
-    cmds="\"$MPIRUN -np 1 --bind-to none $T/no-such-program\" $cmds"
+    # the launcher itself, not mpirun_prte.sh: the agent knows it by name
+    # (Open MPI 4's mpirun exits 132 here, 5's 183)
+    cmds="\"${FTI_REAL_MPIRUN:-$MPIRUN} -np 1 --bind-to none $T/no-such-program\" $cmds"
 fi
 eval "set -- $cmds"
 for cmd in "$@"; do

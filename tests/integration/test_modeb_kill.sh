@@ -9,8 +9,9 @@
 #     point of its step it is): survived too, 2 participants.
 # At the end the survivors g0 and g3 committed every step, report 2
 # failures survived and hold bitwise equal states; the lighthouse rank ends
-# once they finalized; mpirun exits 0 (it always does with
-# --enable-recovery: the output is what is checked).
+# once they finalized; mpirun exits 0 (4.1 always does with
+# --enable-recovery: the output is what is checked; Open MPI 5 runs it with
+# --with-ft ulfm, mpirun_prte.sh, and must end with 0 too).
 . "$top_srcdir/tests/integration/modeb_lib.sh"
 mb_init
 need_kill_recovery "mode B after a SIGKILL"
@@ -51,8 +52,12 @@ mb_wait_end 60
 for w in 0 3; do
     file_has "$(mb_out $w)" "^steps committed $STEPS " || mb_fail "world rank $w did not commit $STEPS steps"
     [ "$(mb_failures $w)" -eq 2 ] || mb_fail "world rank $w reports $(mb_failures $w) failures survived, want 2"
-    grep -q 'MPI requests were abandoned at deadlines' "$(mb_err $w)" ||
-        mb_fail "world rank $w reports no abandoned MPI request"
+    # Open MPI 4.1: a request to the dead rank never completes, it is
+    # abandoned at the deadline; under ULFM (Open MPI 5) it fails at once
+    if [ "$FTI_LAUNCHER" != prte ]; then
+        grep -q 'MPI requests were abandoned at deadlines' "$(mb_err $w)" ||
+            mb_fail "world rank $w reports no abandoned MPI request"
+    fi
 done
 mb_check_states "$TEST_TMPDIR/state" 0 3
 mb_check_final 0 3
@@ -61,5 +66,5 @@ grep -q 'group g1 gone' "$lh" || mb_fail "the lighthouse rank did not see g1 go"
 grep -q 'group g2 gone' "$lh" || mb_fail "the lighthouse rank did not see g2 go"
 grep -q 'every group is done (2 of 4 finalized)' "$lh" || mb_fail "the lighthouse rank did not end as expected"
 grep -h 'failures survived\|steps committed' "$(mb_out 0)"
-grep -h 'abandoned' "$(mb_err 0)"
+grep -h 'abandoned' "$(mb_err 0)" || true
 echo "PASS ($TEST_NAME)"

@@ -28,8 +28,9 @@ RUN="$top_builddir/ftmpi-run"
 NP=4
 
 progs="$top_builddir/examples/shim_stencil"
-if command -v mpifort > /dev/null 2>&1; then
-    mpifort -Wall -O2 -o "$TEST_TMPDIR/shim_stencil_f" "$top_srcdir/examples/shim_stencil_f.f90" \
+MPIFORT=$(mpi_fort)
+if [ -n "$MPIFORT" ]; then
+    "$MPIFORT" -Wall -O2 -o "$TEST_TMPDIR/shim_stencil_f" "$top_srcdir/examples/shim_stencil_f.f90" \
         > "$TEST_TMPDIR/fc.log" 2>&1 || { cat "$TEST_TMPDIR/fc.log"; die "mpifort failed on shim_stencil_f.f90"; }
     progs="$progs $TEST_TMPDIR/shim_stencil_f"
 else
