@@ -16,6 +16,8 @@
 #                                    step with the same registered bytes
 #     e2e_pace 30                    ft_sgd --pace-file "$E2E_PACE" holds every
 #                                    rank before step 30's allreduce
+#     e2e_gather 60 30 g0 g1         (started under e2e_pace 0) until all are
+#                                    in one quorum or waiting, then e2e_pace 30
 #     e2e_wait_held 60 30 g0 g1      until each group asked the quorum of step 30
 #     e2e_wait_rejoining 60 g1       until the restarted g1 waits at the
 #                                    lighthouse for a quorum (or healed)
@@ -312,7 +314,9 @@ e2e_first_step_of_run() {
 # its first quorum, and it then trains alone from step 0.  The way out:
 #  - every group runs ft_sgd --pace-file "$E2E_PACE", held with e2e_pace P
 #    before step P's allreduce (after its quorum of step P: the survivors
-#    are in the step, healthy, and serve it);
+#    are in the step, healthy, and serve it); the groups start under
+#    e2e_pace 0 and e2e_gather sets P once all of them are in, so that no
+#    group is held while another has yet to join;
 #  - the lighthouse's join timeout (E2E_JOIN_TIMEOUT_MS) outlasts the test,
 #    its heartbeat timeout (E2E_HB_TIMEOUT_MS) a few seconds of load, and
 #    FT_Quorum's (FTMPI_QUORUM_TIMEOUT_MS) the hold: a restarted group's
@@ -365,6 +369,33 @@ e2e_wait_held() {
     wait_until "$_whs" _e2e_held "$_whp" "$@" ||
         e2e_fail "not every group of $* reached step $_whp in $_whs s"
     e2e_log "groups $* held at step $_whp"
+}
+
+_e2e_gathered() {
+    for _gid in "$@"; do
+        [ "$(count_lines "$TEST_TMPDIR/$_gid.err" "FT_Init: replica $_gid, group rank 0 ")" -ge 1 ] ||
+            return 1
+        e2e_lh_member "$_gid" | grep -Eq '"(waiting|in_quorum)":true' || return 1
+    done
+}
+
+# e2e_gather SECS P ID...: the groups started under e2e_pace 0, so each is
+# held before step 0's allreduce in the lighthouse's last quorum, or waits
+# for a quorum (one group that started late asks alone, and the lighthouse
+# issues none without the held ones); until every group is either, then
+# e2e_pace P.  The held ones' next request meets the waiting ones': from
+# step 1 on every group is in one quorum (a late one healed in it), and
+# they reach a later hold together.  Holding the groups as they come, at a
+# step above 0, could hold the first before a late one asked, which then
+# waited for it for good.
+e2e_gather() {
+    _gas=$1
+    _gap=$2
+    shift 2
+    wait_until "$_gas" _e2e_gathered "$@" ||
+        e2e_fail "groups $* were not all held at step 0 or waiting in $_gas s"
+    e2e_log "groups $* gathered at step 0"
+    e2e_pace "$_gap"
 }
 
 # e2e_healed ID: a restarted run of the group healed (its first heal after

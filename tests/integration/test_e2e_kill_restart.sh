@@ -21,10 +21,11 @@ e2e_init
 P=30
 
 e2e_lighthouse_start 1
-e2e_pace $P
+e2e_pace 0
 for g in g0 g1 g2; do
     e2e_group_start $g "$E2E_NP" --steps 150 --sleep-ms 25 --print-every 5 --pace-file "$E2E_PACE"
 done
+e2e_gather 120 $P g0 g1 g2
 e2e_wait_held 120 $P g0 g1 g2
 # held in step P: g1 committed P steps (printed "step P") when killed
 killed_at=$(e2e_step g1)

@@ -19,8 +19,9 @@ e2e_init
 P=30
 
 e2e_lighthouse_start 1
-e2e_pace $P
+e2e_pace 0
 e2e_groups_start "g0 g1 g2" 1 --steps 150 --sleep-ms 25 --print-every 5 --pace-file "$E2E_PACE"
+e2e_gather 120 $P g0 g1 g2
 e2e_wait_held 120 $P g0 g1 g2
 # held in step P: both committed P steps (printed "step P") when killed
 killed_at_g1=$(e2e_step g1)
