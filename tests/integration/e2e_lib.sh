@@ -14,6 +14,13 @@
 #     e2e_check_loss g0 g1           final loss < initial loss
 #     e2e_check_final 2 g0 g1        every rank (2 a group) ends at the same
 #                                    step with the same registered bytes
+#     e2e_pace 30                    ft_sgd --pace-file "$E2E_PACE" holds every
+#                                    rank before step 30's allreduce
+#     e2e_gather 60 30 g0 g1         (started under e2e_pace 0) until all are
+#                                    in one quorum or waiting, then e2e_pace 30
+#     e2e_wait_held 60 30 g0 g1      until each group asked the quorum of step 30
+#     e2e_wait_rejoining 60 g1       until the restarted g1 waits at the
+#                                    lighthouse for a quorum (or healed)
 #
 # Files of a group ID in $TEST_TMPDIR: ID.out (ft_sgd's stdout, all runs),
 # ID.err (stderr: library log), ID.agent (ftmpi-run --events), ID.events
@@ -56,6 +63,7 @@ e2e_init() {
     done
     E2E_LH_PORT=0
     E2E_LH_PID=
+    E2E_PACE=$TEST_TMPDIR/pace
 }
 
 # e2e_lighthouse_start MIN_REPLICAS [PORT [extra flags...]]
@@ -297,4 +305,126 @@ e2e_failures() { sgd_failures "$TEST_TMPDIR/$1.out"; }
 e2e_first_step_of_run() {
     awk -v n="$2" '/^initial loss/ { run++ } run == n && /^step [0-9]+ loss/ { print $2; exit }' \
         "$TEST_TMPDIR/$1.out"
+}
+
+# ---- holding the run while a restarted group rejoins --------------------
+#
+# A kill test races the survivors against the restart: under load the
+# survivors may reach --steps and leave before the restarted group asks for
+# its first quorum, and it then trains alone from step 0.  The way out:
+#  - every group runs ft_sgd --pace-file "$E2E_PACE", held with e2e_pace P
+#    before step P's allreduce (after its quorum of step P: the survivors
+#    are in the step, healthy, and serve it); the groups start under
+#    e2e_pace 0 and e2e_gather sets P once all of them are in, so that no
+#    group is held while another has yet to join;
+#  - the lighthouse's join timeout (E2E_JOIN_TIMEOUT_MS) outlasts the test,
+#    its heartbeat timeout (E2E_HB_TIMEOUT_MS) a few seconds of load, and
+#    FT_Quorum's (FTMPI_QUORUM_TIMEOUT_MS) the hold: a restarted group's
+#    request stays pending at the lighthouse, which issues no quorum
+#    without the held survivors (split-brain guard when the survivors are
+#    the majority of the healthy groups, the join timeout's wait for a
+#    healthy group that has not asked otherwise);
+#  - e2e_wait_rejoining: each restarted group waits at the lighthouse (or
+#    already healed from a survivor), then e2e_pace releases the survivors,
+#    whose next request meets the pending one: the restarted group is in
+#    that quorum, behind, and heals from a survivor.
+
+# e2e_pace N: ranks of ft_sgd --pace-file "$E2E_PACE" start step s's
+# allreduce only while N > s (written at once: a reader never sees half).
+e2e_pace() {
+    echo "$1" >"$E2E_PACE.tmp" && mv -f "$E2E_PACE.tmp" "$E2E_PACE" ||
+        e2e_fail "cannot write $E2E_PACE"
+    e2e_log "pace: steps below $1"
+}
+
+# e2e_lh_member ID: the group's entry in the lighthouse's /status.json
+# (one line: replica_id, step of its last request, waiting, healthy...),
+# empty if none.
+e2e_lh_member() {
+    timeout 10 "$top_builddir/tests/integration/lh_probe" http "$E2E_LH_HTTP" GET /status.json \
+        2>/dev/null | grep "\"replica_id\":\"$1\"" | head -n 1 | sed 's/}.*/}/'
+    return 0
+}
+
+# e2e_lh_step ID: the step of the group's last quorum request (-1 if none).
+e2e_lh_step() {
+    _s=$(e2e_lh_member "$1" | sed -n 's/.*"step":\(-*[0-9][0-9]*\).*/\1/p')
+    echo "${_s:--1}"
+}
+
+_e2e_held() {
+    _hs=$1
+    shift
+    for _hid in "$@"; do
+        [ "$(e2e_lh_step "$_hid")" -ge "$_hs" ] || return 1
+    done
+}
+
+# e2e_wait_held SECS P ID...: every group asked for the quorum of step P
+# (held there by e2e_pace P, they go no further).
+e2e_wait_held() {
+    _whs=$1
+    _whp=$2
+    shift 2
+    wait_until "$_whs" _e2e_held "$_whp" "$@" ||
+        e2e_fail "not every group of $* reached step $_whp in $_whs s"
+    e2e_log "groups $* held at step $_whp"
+}
+
+_e2e_gathered() {
+    for _gid in "$@"; do
+        [ "$(count_lines "$TEST_TMPDIR/$_gid.err" "FT_Init: replica $_gid, group rank 0 ")" -ge 1 ] ||
+            return 1
+        e2e_lh_member "$_gid" | grep -Eq '"(waiting|in_quorum)":true' || return 1
+    done
+}
+
+# e2e_gather SECS P ID...: the groups started under e2e_pace 0, so each is
+# held before step 0's allreduce in the lighthouse's last quorum, or waits
+# for a quorum (one group that started late asks alone, and the lighthouse
+# issues none without the held ones); until every group is either, then
+# e2e_pace P.  The held ones' next request meets the waiting ones': from
+# step 1 on every group is in one quorum (a late one healed in it), and
+# they reach a later hold together.  Holding the groups as they come, at a
+# step above 0, could hold the first before a late one asked, which then
+# waited for it for good.
+e2e_gather() {
+    _gas=$1
+    _gap=$2
+    shift 2
+    wait_until "$_gas" _e2e_gathered "$@" ||
+        e2e_fail "groups $* were not all held at step 0 or waiting in $_gas s"
+    e2e_log "groups $* gathered at step 0"
+    e2e_pace "$_gap"
+}
+
+# e2e_healed ID: a restarted run of the group healed (its first heal after
+# a restart is logged at the default level).
+e2e_healed() { file_has "$TEST_TMPDIR/$1.err" "restart [0-9]+ of this group: healed step"; }
+
+_e2e_rejoining() {
+    for _rid in "$@"; do
+        e2e_healed "$_rid" && continue
+        # the latest run is up (FT_Init said so: not the killed one's
+        # request) and its quorum request waits at the lighthouse
+        [ "$(count_lines "$TEST_TMPDIR/$_rid.err" "FT_Init: replica $_rid, group rank 0 ")" -ge "$(e2e_starts "$_rid")" ] ||
+            return 1
+        e2e_lh_member "$_rid" | grep -q '"waiting":true' || return 1
+    done
+}
+
+# e2e_wait_rejoining SECS ID...: every restarted group waits at the
+# lighthouse for a quorum, or healed already.
+e2e_wait_rejoining() {
+    _wrs=$1
+    shift
+    wait_until "$_wrs" _e2e_rejoining "$@" ||
+        e2e_fail "restarted groups $* did not ask the lighthouse for a quorum in $_wrs s"
+    for _rid in "$@"; do
+        if e2e_healed "$_rid"; then
+            e2e_log "group $_rid healed already"
+        else
+            e2e_log "group $_rid waits for a quorum: $(e2e_lh_member "$_rid")"
+        fi
+    done
 }

@@ -8,6 +8,13 @@
 # rings authenticate with it (the rank hands the key over the command
 # channel), the run trains as usual, and the secret is on no child's
 # command line or environment.
+# the lighthouse waits for held healthy groups, and a restarted group's
+# request for the quorum stays pending while they are held (e2e_lib.sh,
+# "holding the run")
+E2E_JOIN_TIMEOUT_MS=120000
+E2E_HB_TIMEOUT_MS=5000
+FTMPI_QUORUM_TIMEOUT_MS=120000
+export FTMPI_QUORUM_TIMEOUT_MS
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
 BABY=$top_builddir/ftmpi-baby
@@ -27,12 +34,14 @@ our_babies() {
 
 e2e_lighthouse_start 1 0 --token-file "$TEST_TMPDIR/token"
 # the groups hold before step 40's allreduce (ft_sgd --pace-file) until g1
-# was killed and restarted: at a load of 20 the survivors otherwise reached
-# --steps and left before g1's new run asked, which then trained alone
-echo 40 > "$TEST_TMPDIR/pace"
+# was killed and its new run waits at the lighthouse for a quorum (or
+# healed): at a load of 20 the survivors otherwise reached --steps and left
+# before g1's new run asked, which then trained alone
+e2e_pace 0
 for g in g0 g1 g2; do
-    e2e_group_start $g 1 --steps 120 --sleep-ms 25 --print-every 5 --pace-file "$TEST_TMPDIR/pace"
+    e2e_group_start $g 1 --steps 120 --sleep-ms 25 --print-every 5 --pace-file "$E2E_PACE"
 done
+e2e_gather 120 40 g0 g1 g2
 e2e_wait_step g1 20 40
 # the children run: one ftmpi-baby per rank
 [ -n "$(our_babies)" ] || e2e_fail "no ftmpi-baby child is running"
@@ -43,9 +52,10 @@ done
 e2e_kill_group g1
 killed_at=$(e2e_step g1)
 s0=$(e2e_step g0)
-e2e_wait_restart g1 2 20
-echo 1000000 > "$TEST_TMPDIR/pace.tmp" && mv -f "$TEST_TMPDIR/pace.tmp" "$TEST_TMPDIR/pace"
-e2e_wait_step g0 $((s0 + 5)) 20
+e2e_wait_restart g1 2 60
+e2e_wait_rejoining 120 g1
+e2e_pace 1000000
+e2e_wait_step g0 $((s0 + 5)) 60
 e2e_wait_agents 90 g0 g1 g2
 e2e_check_states g0 g1 g2
 e2e_check_loss g0 g1 g2

@@ -4,6 +4,14 @@
 # (detect, quorum, slice, heal, duration; heal bytes; steps lost), and it
 # agrees with the groups' event logs ("recovery" lines) to the millisecond.
 # The dashboard lists the recoveries and every failed step with its reason.
+# g1 is killed while every group is held before step 30's allreduce, and
+# the survivors are held again at step 40 until g1's new run waits at the
+# lighthouse for a quorum (or healed), so it heals whatever the load
+# (e2e_lib.sh, "holding the run")
+E2E_JOIN_TIMEOUT_MS=120000
+E2E_HB_TIMEOUT_MS=5000
+FTMPI_QUORUM_TIMEOUT_MS=120000
+export FTMPI_QUORUM_TIMEOUT_MS
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
 . "$top_srcdir/tests/integration/lh_common.sh"
@@ -11,12 +19,17 @@ e2e_init
 JOB=recotest
 e2e_lighthouse_start 1 0 --job "$JOB"
 LH_HTTP=$E2E_LH_HTTP
+e2e_pace 0
 for g in g0 g1 g2; do
-    e2e_group_start $g 1 --steps 300 --sleep-ms 25 --print-every 5
+    e2e_group_start $g 1 --steps 300 --sleep-ms 25 --print-every 5 --pace-file "$E2E_PACE"
 done
-e2e_wait_step g1 25 60
+e2e_gather 120 30 g0 g1 g2
+e2e_wait_held 120 30 g0 g1 g2
 e2e_kill_group g1
+e2e_pace 40
 e2e_wait_restart g1 2 60
+e2e_wait_rejoining 120 g1
+e2e_pace 1000000
 e2e_wait_agents 180 g0 g1 g2
 
 # Every group has left (its last heartbeat carried what was pending); the
