@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ftmpi_errors.h"
+#include "base/bind_if.h"
 #include "base/log.h"
 #include "base/sizes.h"
 #include "base/util.h"
@@ -34,6 +35,13 @@ int fti_addr_any_port(char *buf, size_t len, const char *host)
 
 int fti_bind_host_resolve(const char *setting, char *host, size_t len)
 {
+    if (fti_bind_is_selector(setting)) {
+        char err[768] = "";
+        int rc = fti_bind_if_resolve(setting, host, len, err, sizeof(err));
+        if (rc != FT_SUCCESS)
+            FTI_ERROR("%s", err[0] ? err : "FTMPI_BIND_HOST: the address does not fit");
+        return rc;
+    }
     if (strcmp(setting, "hostname") != 0)
         return fti_strlcpy(host, setting, len) == FT_SUCCESS ? FT_SUCCESS : FT_ERR_ARG;
     if (gethostname(host, len) != 0) {

@@ -20,7 +20,10 @@ int fti_addr_any_port(char *buf, size_t len, const char *host);
 
 /* FTMPI_BIND_HOST as a rank's servers (and the drop-in's watchdog hub)
  * bind and advertise it, into host (len bytes): "hostname" is this node's
- * name (gethostname: multi-node jobs), anything else is taken as given.
+ * name (gethostname: multi-node jobs); "if:NAME", "A.B.C.D/BITS" or a comma
+ * list of both (Open MPI's btl_tcp_if_include) the IPv4 address of this
+ * node's first interface that matches (bind_if.h: FT_ERR_CONFIG, logged
+ * naming the value, when none does); anything else is taken as given.
  * FT_ERR_SYSTEM (logged) when gethostname fails, FT_ERR_ARG when it does
  * not fit. */
 int fti_bind_host_resolve(const char *setting, char *host, size_t len);

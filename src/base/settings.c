@@ -30,7 +30,7 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_STRING, OFF(lighthouse), 0, 0, NULL},
     {"FTMPI_REPLICA_ID", "", "this replica group's id; empty = derived from host name and pid (ftmpi-run sets it)",
      FTI_CFG_STRING, OFF(replica_id), 0, 0, NULL},
-    {"FTMPI_BIND_HOST", "127.0.0.1", "address the rank's data and RPC servers (and the drop-in's watchdog hub) bind and advertise; \"hostname\" = this node's name (multi-node jobs)",
+    {"FTMPI_BIND_HOST", "127.0.0.1", "address the rank's data and RPC servers (and the drop-in's watchdog hub) bind and advertise; \"hostname\" = this node's name (multi-node jobs); \"if:ib0\", \"10.78.1.0/24\" or a comma list of both (as Open MPI's btl_tcp_if_include; first match wins) = the IPv4 address of this node's interface by name or subnet, to put healing and the data plane on the fast network",
      FTI_CFG_STRING, OFF(bind_host), 0, 0, NULL},
     {"FTMPI_GROUP_SIZE", "0", "mode B: ranks per replica group (0 = mode A, one group per mpirun)",
      FTI_CFG_INT, OFF(group_size), 0, 1 << 20, NULL},

@@ -5,6 +5,7 @@
 #     nodes_init                 skip (77) with the reason where the kernel or
 #                                the machine refuses; installs openssh-server
 #     nodes_up 3                 node0..node2, each with sshd listening
+#     nodes_up 2 RATE            the same with a second, slow network (below)
 #     on_node 0 CMD...           CMD inside node 0 (its namespaces), cwd kept
 #     node_procs 1               the machine's pids of node 1's processes
 #     node_kill 1                SIGKILL to node 1's init: the node is lost
@@ -24,12 +25,22 @@
 # mpirun reaches the nodes by ssh with NODES_RUN/ssh_config
 # (OMPI_MCA_plm_rsh_agent, exported), Open MPI's traffic on eth0.
 #
+# With RATE (tc's words: 200mbit) each node also has "eth1" at
+# $NODES_NET2.(K+1)/24 on a second bridge: the slow "management" network,
+# both directions limited to RATE with tbf (no netem needed), while eth0
+# stays the fast unshaped "fabric".  The hosts file then maps the node
+# names to eth1, as a cluster's DNS names the Ethernet NIC: a naive
+# FTMPI_BIND_HOST=hostname takes the slow network; sshd listens on both.
+# node_bytes K IF: rx + tx bytes of interface IF of node K so far.
+#
 # The run folder must be made before common.sh (it is TMPDIR):
 #     NODES_RUN=$(nodes_run_dir) && TMPDIR=$NODES_RUN && export TMPDIR
 
 NODES_PREFIX=ftn$$
 NODES_NET=10.78.$(($$ % 250 + 1))
+NODES_NET2=10.79.$(($$ % 250 + 1))
 NODES_N=0
+NODES_RATE=
 
 # nodes_run_dir: makes the run folder under the build tree (shared by the
 # nodes; never under /tmp, which each node mounts its own over)
@@ -77,6 +88,8 @@ nodes_init() {
     ip -n "${NODES_PREFIX}br" link add br0 type bridge 2>"$NODES_RUN/ns.err" ||
         skip "no bridge: $(cat "$NODES_RUN/ns.err")"
     ip -n "${NODES_PREFIX}br" link set br0 up
+    ip -n "${NODES_PREFIX}br" link add br1 type bridge && ip -n "${NODES_PREFIX}br" link set br1 up ||
+        die "cannot make the second bridge"
     ssh-keygen -q -t ed25519 -N '' -C "nodes-user" -f "$NODES_RUN/id_ed25519" ||
         die "ssh-keygen (user key) failed"
     cp "$NODES_RUN/id_ed25519.pub" "$NODES_RUN/authorized_keys"
@@ -107,9 +120,12 @@ node_pid() { cat "$NODES_RUN/node$1/init.pid" 2>/dev/null; }
 # nodes_up N: makes node0..node(N-1) and waits until each one's sshd answers
 nodes_up() {
     NODES_N=$1
+    NODES_RATE=${2:-}
+    _net=$NODES_NET
+    [ -z "$NODES_RATE" ] || _net=$NODES_NET2
     _k=0
     while [ $_k -lt "$NODES_N" ]; do
-        echo "$NODES_NET.$((_k + 1)) node$_k" >>"$NODES_RUN/hosts"
+        echo "$_net.$((_k + 1)) node$_k" >>"$NODES_RUN/hosts"
         _k=$((_k + 1))
     done
     _k=0
@@ -126,9 +142,11 @@ nodes_up() {
             ip -n "${NODES_PREFIX}br" link set "${_ns}b" master br0 up &&
             ip -n "$_ns" addr add "$NODES_NET.$((_k + 1))/24" dev eth0 &&
             ip -n "$_ns" link set eth0 up || die "cannot link node$_k to the bridge"
+        [ -z "$NODES_RATE" ] || _nodes_slow_link "$_k"
         ssh-keygen -q -t ed25519 -N '' -C "node$_k" -f "$_d/host_key" || die "ssh-keygen (node$_k) failed"
         cat >"$_d/sshd_config" <<EOS
 ListenAddress $NODES_NET.$((_k + 1))
+$([ -z "$NODES_RATE" ] || echo "ListenAddress $NODES_NET2.$((_k + 1))")
 Port 22
 HostKey $_d/host_key
 PidFile /run/sshd.pid
@@ -164,7 +182,33 @@ EOS
             die "node$_k: sshd does not answer: $(cat "$NODES_RUN/node$_k/sshd.log" "$NODES_RUN/node$_k/init.log" 2>/dev/null)"
         _k=$((_k + 1))
     done
-    _nodes_log "$NODES_N nodes up on $NODES_NET.0/24 (run folder $NODES_RUN)"
+    _nodes_log "$NODES_N nodes up on $NODES_NET.0/24${NODES_RATE:+ (fast eth0) and $NODES_NET2.0/24 (eth1 at $NODES_RATE, where the names point)} (run folder $NODES_RUN)"
+}
+
+# _nodes_slow_link K: node K's eth1 on br1, both ends shaped to NODES_RATE
+# (tbf on each end's egress: the node's sends and what the bridge sends it)
+_nodes_slow_link() {
+    _ns=${NODES_PREFIX}n$1
+    command -v tc >/dev/null 2>&1 || skip "no tc (iproute2) to shape the slow network"
+    ip link add "${_ns}c" type veth peer name "${_ns}d" &&
+        ip link set "${_ns}c" netns "$_ns" && ip -n "$_ns" link set "${_ns}c" name eth1 &&
+        ip link set "${_ns}d" netns "${NODES_PREFIX}br" &&
+        ip -n "${NODES_PREFIX}br" link set "${_ns}d" master br1 up &&
+        ip -n "$_ns" addr add "$NODES_NET2.$(($1 + 1))/24" dev eth1 &&
+        ip -n "$_ns" link set eth1 up || die "cannot link node$1 to the second bridge"
+    for _end in "$_ns eth1" "${NODES_PREFIX}br ${_ns}d"; do
+        # shellcheck disable=SC2086
+        set -- $_end
+        ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$NODES_RATE" burst 256kb \
+            latency 400ms 2>"$NODES_RUN/ns.err" || skip "tc tbf refused: $(cat "$NODES_RUN/ns.err")"
+    done
+}
+
+node_bytes() {
+    _sd=/sys/class/net/$2/statistics
+    # shellcheck disable=SC2046
+    set -- $(on_node "$1" cat "$_sd/rx_bytes" "$_sd/tx_bytes")
+    echo $(($1 + $2))
 }
 
 # on_node K CMD...: runs CMD in node K's namespaces, in the current folder,
