@@ -15,6 +15,8 @@
  */
 #include "comm/reduce.h"
 
+#include "ftmpi_errors.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
@@ -193,6 +195,15 @@ const char *fti_op_name(enum fti_op op)
     case FTI_OP_COUNT: break;
     }
     return "?";
+}
+
+int fti_reduce_check_args(const void *buf, size_t count, enum fti_dtype dt, enum fti_op op, int n)
+{
+    if (!fti_reduce_supported(dt, op))
+        return FT_ERR_UNSUPPORTED;
+    if ((count > 0 && buf == NULL) || n < 1 || count > SIZE_MAX / fti_dtype_size(dt) / (size_t)n)
+        return FT_ERR_ARG;
+    return FT_SUCCESS;
 }
 
 int fti_reduce_supported(enum fti_dtype dt, enum fti_op op)

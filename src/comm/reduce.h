@@ -39,4 +39,10 @@ void fti_reduce_identity(void *buf, size_t count, enum fti_dtype dt, enum fti_op
 /* Is (dt, op) supported? AVG only for FLOAT and DOUBLE. */
 int fti_reduce_supported(enum fti_dtype dt, enum fti_op op);
 
+/* The arguments every backend's allreduce checks first, over n ranks:
+ * FT_ERR_UNSUPPORTED for a (dt, op) the kernels lack, FT_ERR_ARG for NULL
+ * data with a count or a count whose bytes times n overflow; else
+ * FT_SUCCESS. */
+int fti_reduce_check_args(const void *buf, size_t count, enum fti_dtype dt, enum fti_op op, int n);
+
 #endif

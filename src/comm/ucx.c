@@ -315,13 +315,10 @@ static int ucx_allreduce(fti_comm_h comm, void *buf, size_t count, enum fti_dtyp
     const int n = comm->size;
     if (c->dead)
         return FT_ERR_ABORTED;
-    if (!fti_reduce_supported(dt, op))
-        return FT_ERR_UNSUPPORTED;
-    if (count > 0 && buf == NULL)
-        return FT_ERR_ARG;
+    int bad = fti_reduce_check_args(buf, count, dt, op, n);
+    if (bad != FT_SUCCESS)
+        return bad;
     size_t esize = fti_dtype_size(dt);
-    if (count > SIZE_MAX / esize / (size_t)n)
-        return FT_ERR_ARG;
     if (n == 1 || count == 0)
         return FT_SUCCESS; /* AVG over one rank divides by 1 */
     uint32_t seq = c->seq++;
