@@ -134,6 +134,8 @@ case "$verb" in demo|check) ;; *) usage ;; esac
 packages="autoconf automake libtool pkg-config make gcc libc6-dev \
 libopenmpi-dev openmpi-bin libhwloc-dev libevent-dev libssl-dev \
 protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libxxhash-dev gdb strace g++ gfortran libucx-dev ucx-utils"
+# promtool (Debian's prometheus) tests the shipped alert rules (tests/monitoring)
+[ "$verb" = check ] && packages="$packages prometheus"
 # MPICH beside Open MPI: Debian registers mpicc and mpirun as alternatives
 # (update-alternatives --display mpi, mpirun), Open MPI's with the higher
 # priority; installing MPICH leaves them Open MPI's, and the build below

@@ -299,6 +299,7 @@ static double gvalue(const fti_lh_gstats_t *g, size_t k)
     case 6: return (double)g->heal_bytes;
     case 7: return (double)g->commit_failures;
     case 9: return (double)g->sdc_mismatches;
+    case 10: return g->state == FTI_LH_G_FINALIZED ? 1.0 : 0.0;
     default: return g->state == FTI_LH_G_ALIVE ? 1.0 : 0.0;
     }
 }
@@ -317,6 +318,8 @@ void fti_lh_dash_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
         {"ftmpi_group_alive", "gauge", "1 while the group is alive (not dead, silent or gone)."},
         {"ftmpi_group_sdc_mismatches_total", "counter",
          "SDC checks whose fingerprints of the group disagreed with the majority or tied."},
+        {"ftmpi_group_finished", "gauge",
+         "1 once the group finalized (FT_Finalize): gone because it is done, not lost."},
     };
     const fti_lh_history_t *h = s->history;
     if (h == NULL)

@@ -70,6 +70,14 @@ const fti_lh_event_t *fti_lh_history_event_at(const fti_lh_history_t *h, size_t 
     return &h->events[(first + i) % h->n_events_cap];
 }
 
+bool fti_lh_history_finished(const fti_lh_history_t *h)
+{
+    for (size_t i = 0; i < h->n_groups; i++)
+        if (h->groups[i].state != FTI_LH_G_FINALIZED)
+            return false;
+    return h->n_groups > 0;
+}
+
 const fti_lh_sample_t *fti_lh_history_sample_at(const fti_lh_history_t *h, size_t i)
 {
     size_t first = (h->s_next + h->n_samples_cap - h->n_samples) % h->n_samples_cap;

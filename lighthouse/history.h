@@ -142,6 +142,10 @@ void fti_lh_history_sample(fti_lh_history_t *h, int64_t wall, int64_t participan
 /* The group's entry, NULL if not tracked. */
 fti_lh_gstats_t *fti_lh_history_group(fti_lh_history_t *h, const char *replica_id);
 
+/* Whether the job is over: at least one group is known and every group
+ * known finalized (none alive, silent or dead). */
+bool fti_lh_history_finished(const fti_lh_history_t *h);
+
 /* Events and samples oldest first: the i-th (i < n_events / n_samples). */
 const fti_lh_event_t *fti_lh_history_event_at(const fti_lh_history_t *h, size_t i);
 const fti_lh_sample_t *fti_lh_history_sample_at(const fti_lh_history_t *h, size_t i);

@@ -145,7 +145,11 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const
         else
             evbuffer_add_printf(b, "never");
         evbuffer_add_printf(b, "</td><td>%s%s</td><td>",
-                            m->killed ? "killed" : m->dead ? "dead" : m->healthy ? "healthy" : "unhealthy",
+                            m->killed     ? "killed"
+                            : m->finished ? "finished"
+                            : m->dead     ? "dead"
+                            : m->healthy  ? "healthy"
+                                          : "unhealthy",
                             m->waiting ? ", waiting" : "");
         if (has_addr ? has_addr[i] : m->address[0] != '\0') {
             evbuffer_add_printf(b, "<button data-id=\"");
@@ -198,11 +202,11 @@ static void page_status_json(struct evbuffer *b, const fti_lh_snapshot_t *s, boo
                             ",\"step\":%" PRId64 ",\"world_size\":%" PRIu64
                             ",\"heartbeat_age_ms\":%" PRId64
                             ",\"in_quorum\":%s,\"behind\":%s,\"waiting\":%s,\"healthy\":%s"
-                            ",\"killed\":%s}",
+                            ",\"killed\":%s,\"finished\":%s}",
                             m->step, m->world_size, m->heartbeat_age_ms,
                             m->in_quorum ? "true" : "false", m->behind ? "true" : "false",
                             m->waiting ? "true" : "false", m->healthy ? "true" : "false",
-                            m->killed ? "true" : "false");
+                            m->killed ? "true" : "false", m->finished ? "true" : "false");
     }
     evbuffer_add_printf(b, "]");
     fti_lh_obs_json(b, s);

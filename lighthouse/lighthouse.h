@@ -175,6 +175,7 @@ typedef struct fti_lh_member_view {
     bool waiting;              /* asked for a quorum not yet issued */
     bool healthy;              /* heartbeat within the timeout */
     bool dead;                 /* its connections closed (dropped at once) */
+    bool finished;             /* it finalized (FT_Finalize): gone, not lost */
     bool killed;               /* killed by an operator (killed.h): never healthy */
 } fti_lh_member_view_t;
 

@@ -56,12 +56,26 @@ static bool healthy_rate(const fti_lh_snapshot_t *s, double *rate_p)
     return n > 0;
 }
 
+/* The last sample of the run: the newest, or once every group finalized the
+ * last one at which the step still moved (goodput then stays what it was at
+ * the end instead of falling while nothing runs). */
+static size_t last_sample(const fti_lh_history_t *h)
+{
+    size_t i = h->n_samples - 1;
+    if (!fti_lh_history_finished(h))
+        return i;
+    while (i > 0 && fti_lh_history_sample_at(h, i)->max_step <=
+                        fti_lh_history_sample_at(h, i - 1)->max_step)
+        i--;
+    return i;
+}
+
 bool fti_lh_goodput(const fti_lh_snapshot_t *s, double *committed_p, double *healthy_p)
 {
     const fti_lh_history_t *h = s->history;
     if (h == NULL || h->n_samples < 2)
         return false;
-    const fti_lh_sample_t *last = fti_lh_history_sample_at(h, h->n_samples - 1), *first = NULL;
+    const fti_lh_sample_t *last = fti_lh_history_sample_at(h, last_sample(h)), *first = NULL;
     for (size_t i = 0; i + 1 < h->n_samples && first == NULL; i++) {
         const fti_lh_sample_t *p = fti_lh_history_sample_at(h, i);
         if (p->max_step >= 0 && p->wall_ms >= last->wall_ms - FTI_LH_GOODPUT_WINDOW_MS)
@@ -236,7 +250,8 @@ void fti_lh_obs_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
          "Committed steps per second over the last minute (the quorum's max step).");
     head(b, "ftmpi_job_healthy_steps_per_second", "gauge",
          "Median step rate over the history's healthy intervals (see doc/USER_GUIDE.md).");
-    head(b, "ftmpi_job_goodput_ratio", "gauge", "Committed steps per second over the healthy rate.");
+    head(b, "ftmpi_job_goodput_ratio", "gauge",
+         "Committed steps per second over the healthy rate (frozen once the job finished).");
     if (known) {
         series(b, "ftmpi_job_committed_steps_per_second", s->job, NULL);
         evbuffer_add_printf(b, "} %.6g\n", committed);
@@ -245,6 +260,9 @@ void fti_lh_obs_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
         series(b, "ftmpi_job_goodput_ratio", s->job, NULL);
         evbuffer_add_printf(b, "} %.6g\n", committed / healthy);
     }
+    head(b, "ftmpi_job_finished", "gauge", "1 once every group known finalized: the job is over.");
+    series(b, "ftmpi_job_finished", s->job, NULL);
+    evbuffer_add_printf(b, "} %d\n", s->history != NULL && fti_lh_history_finished(s->history));
     if (s->recov == NULL)
         return;
     recovery_metrics(b, s);

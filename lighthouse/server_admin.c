@@ -256,6 +256,7 @@ int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
     for (size_t i = 0; i < s->n_members; i++) {
         const fti_lh_gstats_t *g = fti_lh_history_group(&lh->history, s->members[i].replica_id);
         s->members[i].dead = g && g->state == FTI_LH_G_DEAD;
+        s->members[i].finished = g && g->state == FTI_LH_G_FINALIZED;
     }
     s->sdc_checks = fti_sdc_checks(lh->sdc);
     s->sdc_groups = fti_sdc_groups(lh->sdc);

@@ -20,4 +20,18 @@ for g in g0 g1 g2; do
     grep -Eq '^step 60 loss .* participants 3$' "$TEST_TMPDIR/$g.out" ||
         e2e_fail "group $g: the last step did not have 3 participants"
 done
+# a finished job looks finished (issue 36 item 6): every group finalized, so
+# the lighthouse says so per group and for the job, and the groups of the
+# last quorum are "finished" in /status.json (they were "unhealthy")
+PROBE=$top_builddir/tests/integration/lh_probe
+timeout 10 "$PROBE" http "$E2E_LH_HTTP" GET /metrics >"$TEST_TMPDIR/metrics" || e2e_fail "no /metrics"
+grep -q '^ftmpi_job_finished{job="ftmpi"} 1$' "$TEST_TMPDIR/metrics" ||
+    e2e_fail "the job is not finished on /metrics: $(grep ftmpi_job_finished "$TEST_TMPDIR/metrics")"
+timeout 10 "$PROBE" http "$E2E_LH_HTTP" GET /status.json >"$TEST_TMPDIR/status.json" || e2e_fail "no /status.json"
+for g in g0 g1 g2; do
+    grep -q "^ftmpi_group_finished{replica_id=\"$g\"} 1\$" "$TEST_TMPDIR/metrics" ||
+        e2e_fail "group $g is not finished on /metrics"
+    grep "\"replica_id\":\"$g\"" "$TEST_TMPDIR/status.json" | grep -q '"finished":true' ||
+        e2e_fail "group $g is not finished in /status.json"
+done
 echo "PASS ($TEST_NAME)"
