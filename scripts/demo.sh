@@ -145,7 +145,7 @@ if [ "$MODE_B" = 1 ]; then
     victim=$((RANDOM % (NPB - 1)))
     vgroup=$((victim / RB))
     kill_step=$((STEPS / 5 + RANDOM % (STEPS / 3)))
-    say "chaos: world rank $victim (group g$vgroup, group rank $((victim % RB))) will be killed with SIGKILL at step $kill_step"
+    say "chaos: world rank $victim (group g$vgroup, group rank $((victim % RB))) will be killed with SIGKILL once its group reaches step $kill_step"
     deadline=$(($(date +%s) + 55))
     while [ "$(step_of_rank $((vgroup * RB)))" -lt "$kill_step" ]; do
         [ "$(date +%s)" -lt "$deadline" ] || die "g$vgroup never reached step $kill_step"
@@ -167,7 +167,7 @@ if [ "$MODE_B" = 1 ]; then
     [ -n "$vpid" ] || die "world rank $victim has no process"
     KILL_TOD=$(date +%H:%M:%S.%3N)
     kill -KILL "$vpid"
-    say "KILLED world rank $victim (pid $vpid) of g$vgroup at step $(step_of_rank $((vgroup * RB)))"
+    say "KILLED world rank $victim (pid $vpid) of g$vgroup at step $(step_of_rank $((vgroup * RB))) (its group's last step when the signal went; asked for $kill_step or later)"
     last_tick=0
     while kill -0 "$MB_PID" 2>/dev/null; do
         if [ "$(date +%s)" -ge "$deadline" ]; then
@@ -289,7 +289,7 @@ mpirun_of() {
 
 victim=${GROUPS_[$((RANDOM % ${#GROUPS_[@]}))]}
 kill_step=$((STEPS / 5 + RANDOM % (STEPS / 3)))
-say "chaos: $victim will be killed with SIGKILL at step $kill_step"
+say "chaos: $victim will be killed with SIGKILL once it reaches step $kill_step"
 
 deadline=$(($(date +%s) + 55))
 last_tick=0
@@ -302,7 +302,7 @@ ranks=$(pgrep -P "$pid" | tr '\n' ' ')
 KILL_MS=$(now_ms)
 kill -KILL -- "-$pid" 2>/dev/null
 for r in $ranks; do kill -KILL "$r" 2>/dev/null; done
-say "KILLED $victim at step $(step_of "$victim"): SIGKILL to mpirun $pid and ranks $ranks"
+say "KILLED $victim at step $(step_of "$victim") (its last step when the signal went; asked for $kill_step or later): SIGKILL to mpirun $pid and ranks $ranks"
 
 # ---- wait, with a progress line a second ----------------------------------------
 running() {
@@ -353,6 +353,8 @@ function get(line, key,    re, v) {
 }
 # one output line: time (ms, zero-padded for sort), then the text
 function emit(ms, g, text) { printf "%015.0f %-3s  %s\n", ms, g, text }
+# the name of the error (FT_ERR_...), its number where the line has none
+function errname(  n) { n = get($0, "error_name"); return n != "" ? n : "error " get($0, "error") }
 /^[0-9]+ kill / { emit($1, $3, "FAILURE: SIGKILL to its mpirun and ranks"); next }
 /"event":"(start|exit|restart|giveup|stop)"/ {
     ev = get($0, "event"); g = get($0, "replica_id"); ms = get($0, "time_ms")
@@ -368,7 +370,7 @@ function emit(ms, g, text) { printf "%015.0f %-3s  %s\n", ms, g, text }
     g = get($0, "replica_id")
     if (get($0, "group_rank") != "0") next
     if (get($0, "error") != "0") {
-        emit(get($0, "ts_ms"), g, "quorum failed at step " get($0, "step") " (error " get($0, "error") ")")
+        emit(get($0, "ts_ms"), g, "quorum failed at step " get($0, "step") " (" errname() ")")
         next
     }
     m = get($0, "members")   # empty with compact quorum replies (mode A)
@@ -386,7 +388,7 @@ function emit(ms, g, text) { printf "%015.0f %-3s  %s\n", ms, g, text }
     what = get($0, "max_step") == "0" ? "initial sync" : "heal"
     emit(get($0, "ts_ms"), g, sprintf("%s of rank %s: %s bytes in %s ms from %s (step %s -> %s)%s",
         what, get($0, "group_rank"), get($0, "bytes"), get($0, "heal_ms"), get($0, "source"),
-        get($0, "step"), get($0, "max_step"), err != "0" ? " FAILED (error " err ")" : ""))
+        get($0, "step"), get($0, "max_step"), err != "0" ? " FAILED (" errname() ")" : ""))
     if (what == "heal" && err == "0") healed[g] = 1
     next
 }
@@ -395,7 +397,7 @@ function emit(ms, g, text) { printf "%015.0f %-3s  %s\n", ms, g, text }
     if (get($0, "group_rank") != "0") next
     if (get($0, "committed") == "true" && !healed[g]) once[g] = 1
     if (get($0, "committed") != "true") {
-        if (!failing[g]) emit(get($0, "ts_ms"), g, "step " get($0, "step") " did not commit (error " get($0, "error") ")")
+        if (!failing[g]) emit(get($0, "ts_ms"), g, "step " get($0, "step") " did not commit (" errname() ")")
         failing[g] = 1
     } else if (failing[g] || healed[g]) {
         what = !healed[g] ? "commits again" : once[g] ? "rejoined: commits again" : "joined late: commits"
