@@ -13,7 +13,12 @@
 #      final states (see 2 below);
 #   3. the drop-in across 2 nodes: a rank SIGKILLed, then SIGSTOPped, on
 #      another node than the agent: the job ends naming it, restarts under
-#      ftmpi-run and ends bitwise as a failure-free run (see 3 below).
+#      ftmpi-run and ends bitwise as a failure-free run (see 3 below);
+#   4. (only with FTMPI_NODES_MODEB=1: it does not pass yet) mode B across
+#      2 nodes: one mpirun, 4 groups of 1 rank and the lighthouse rank, a
+#      rank on the other node than mpirun SIGKILLed: the 3 other groups
+#      commit every step with bitwise equal states and the job ends (see 4
+#      below).
 # At the end every node is ended: no process of their pid namespaces and no
 # network namespace of the run is left (counted).  Exit 77 with the reason
 # where the machine refuses (not root, no namespaces, no sshd).
@@ -264,6 +269,49 @@ else
         [ "$got" = "$ref" ] || e2e_fail "3 $sig: '$got' is not the failure-free '$ref'"
         e2e_log "3: SIG$sig: the job ended naming rank 2, restarted, resumed at iteration $resumed, final line bitwise the failure-free one"
     done
+fi
+
+# ---- 4. mode B across 2 nodes -----------------------------------------------
+# One mpirun on node0 (--enable-recovery), FTMPI_GROUP_SIZE=1: world ranks
+# 0-2 on node0, 3 and 4 (the lighthouse rank) on node1, every rank
+# advertising its node's name.  World rank 3 (group g3, on node1) SIGKILLs
+# itself before step 20's allreduce (ft_sgd --die-at-step, whatever the
+# load): the groups on both nodes go on without it, the 3 survivors commit
+# every step with bitwise equal states, the lighthouse rank on node1 sees g3
+# go and ends once the others finalized, and mpirun ends 0 (Open MPI 4.1
+# with --enable-recovery).
+# NOT PASSING YET (2026-11-29), so run only with FTMPI_NODES_MODEB=1: the
+# survivors committed every step and finalized, the lighthouse rank ended,
+# yet mpirun did not end within 300 s (and in a second try the groups got
+# no quorum at step 0); the cause is not known.
+if [ "${FTMPI_NODES_MODEB:-0}" = 1 ]; then
+unset FTMPI_LIGHTHOUSE
+MB=$T/modeb
+_x=""
+for _v in $(env | sed -n 's/^\(FTMPI_[A-Z_]*\)=.*/\1/p'); do _x="$_x -x $_v"; done
+# shellcheck disable=SC2086
+FTMPI_GROUP_SIZE=1 on_node 0 timeout -k 5 300 "$MPIRUN" --enable-recovery --host node0:3,node1:2 \
+    -np 5 --bind-to none -x FTMPI_GROUP_SIZE $_x --output-filename "$MB" "$E2E_SGD_BIN" \
+    --steps 60 --sleep-ms 20 --print-every 1 --die-at-step 20 --die-rank 3 --dump "$MB.state" \
+    >"$T/modeb.log" 2>&1 </dev/null
+rc=$?
+[ $rc -eq 0 ] || e2e_fail "4: mpirun exited $rc: $(tail -n 20 "$T/modeb.log")"
+grep -q 'SIGKILL to myself at step 20' "$MB/1/rank.3/stderr" ||
+    e2e_fail "4: world rank 3 did not die at step 20: $(tail -n 5 "$MB/1/rank.3/stderr")"
+ref=
+for w in 0 1 2; do
+    o=$MB/1/rank.$w/stdout
+    grep -q '^steps committed 60 ' "$o" || e2e_fail "4: world rank $w did not commit 60 steps: $(tail -n 5 "$o")"
+    [ "$(sgd_failures "$o")" -ge 1 ] || e2e_fail "4: world rank $w reports no failure survived"
+    id=$(sed -n 's/^initial loss [^ ]* replica \([^ ]*\) .*/\1/p' "$o" | head -n 1)
+    [ -s "$MB.state.$id" ] || e2e_fail "4: no state dump of group '$id'"
+    [ -n "$ref" ] || ref=$MB.state.$id
+    cmp -s "$ref" "$MB.state.$id" || e2e_fail "4: the state of $id differs from $(basename "$ref")"
+done
+msg=$(sgd_final_check 3 "$MB"/1/rank.0/stdout "$MB"/1/rank.1/stdout "$MB"/1/rank.2/stdout) ||
+    e2e_fail "4: $msg"
+grep -q 'group g3 gone' "$MB/1/rank.4/stderr" || e2e_fail "4: the lighthouse rank on node1 did not see g3 go"
+e2e_log "4: mode B across node0 and node1: g3 on node1 died at step 20, the 3 other groups ended equal ($msg)"
 fi
 
 # ---- the end: every node ended, counted -----------------------------------
