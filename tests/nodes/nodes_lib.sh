@@ -43,7 +43,8 @@ NODES_N=0
 NODES_RATE=
 
 # nodes_run_dir: makes the run folder under the build tree (shared by the
-# nodes; never under /tmp, which each node mounts its own over)
+# nodes; under /tmp, which each node mounts its own over, the tree is bound
+# back at its path inside every node: nodes_shared)
 nodes_run_dir() {
     _b=${top_builddir:-$(pwd)}
     mkdir -p "$_b/tests/nodes" && mktemp -d "$_b/tests/nodes/run.XXXXXX"
@@ -51,17 +52,29 @@ nodes_run_dir() {
 
 _nodes_log() { echo "nodes: $*"; }
 
+# nodes_shared: NODES_SHARED, the folders of the source and build trees that
+# lie under /tmp (a fresh clone in a temporary folder): each node mounts its
+# own /tmp, and node_setup.sh binds these back at the same path inside it
+nodes_shared() {
+    NODES_SHARED=
+    for _d in "$top_srcdir" "$top_builddir"; do
+        _d=$(cd "$_d" && pwd -P) || die "cannot enter $_d"
+        case $_d/ in /tmp/*) ;; *) continue ;; esac
+        _in=0
+        for _s in $NODES_SHARED; do
+            case $_d/ in "$_s"/*) _in=1 ;; esac
+        done
+        [ $_in = 1 ] || NODES_SHARED="$NODES_SHARED $_d"
+    done
+    [ -z "$NODES_SHARED" ] || _nodes_log "bound back under each node's /tmp:$NODES_SHARED"
+}
+
 nodes_init() {
     [ "$(id -u)" -eq 0 ] || skip "not root: nodes are namespaces, veth and a bridge"
     for _c in ip unshare nsenter ssh-keygen ssh; do
         command -v "$_c" >/dev/null 2>&1 || skip "no $_c"
     done
-    case $NODES_RUN/ in
-    /tmp/*) skip "the run folder $NODES_RUN is under /tmp, which every node mounts its own over" ;;
-    esac
-    case $top_builddir/ in
-    /tmp/*) skip "the build tree $top_builddir is under /tmp, which every node mounts its own over" ;;
-    esac
+    nodes_shared
     NODES_INIT_BIN=$top_builddir/tests/nodes/node_init
     [ -x "$NODES_INIT_BIN" ] || die "$NODES_INIT_BIN is not built"
     if [ ! -x /usr/sbin/sshd ]; then
@@ -165,7 +178,7 @@ EOS
         # the node: its network namespace, then UTS, mount and pid
         # namespaces with node_init as PID 1 (unshare forks it)
         ip netns exec "$_ns" unshare --uts --mount --pid --fork --mount-proc \
-            "$NODES_INIT_BIN" sh "$top_srcdir/tests/nodes/node_setup.sh" "$_k" "$NODES_RUN" \
+            "$NODES_INIT_BIN" sh "$top_srcdir/tests/nodes/node_setup.sh" "$_k" "$NODES_RUN" $NODES_SHARED \
             >"$_d/init.log" 2>&1 </dev/null &
         echo $! >"$_d/unshare.pid"
         _k=$((_k + 1))
