@@ -62,6 +62,18 @@ fi
 : "${UBSAN_OPTIONS:=print_stacktrace=1}"
 : "${LSAN_OPTIONS:=suppressions=$top_srcdir/tests/lsan.supp:print_suppressions=0}"
 export ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+# UCX's memory hooks (libucm, loaded with the ucx backend and by ftmpi-info,
+# which lists UCX's transports) leave a thread whose dynamic TLS crashes
+# LeakSanitizer's tracer at exit ("Tracer caught signal 11 ... LeakSanitizer
+# has encountered a fatal error"); UCX's own advice for sanitizers is to turn
+# them off, which the backend needs nothing of here (no registration cache
+# over tcp and shared memory).  Only in a build with the sanitizers.
+if [ -z "${UCX_MEM_MALLOC_HOOKS+set}" ] && [ -x "$top_builddir/ftmpi-info" ] &&
+    ldd "$top_builddir/ftmpi-info" 2>/dev/null | grep -q 'libasan\.so'; then
+    UCX_MEM_MALLOC_HOOKS=no
+    UCX_MEM_MMAP_HOOK_MODE=none
+    export UCX_MEM_MALLOC_HOOKS UCX_MEM_MMAP_HOOK_MODE
+fi
 TEST_NAME=$(basename "$0" .sh)
 
 die() {
