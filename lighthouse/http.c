@@ -91,6 +91,18 @@ static void hide_addresses(fti_lh_snapshot_t *s)
         s->members[i].address[0] = '\0';
 }
 
+/* A group's state on the dashboard: a finalized group is done, not lost. */
+static const char *member_state(const fti_lh_member_view_t *m)
+{
+    if (m->killed)
+        return "killed";
+    if (m->finished)
+        return "finished";
+    if (m->dead)
+        return "dead";
+    return m->healthy ? "healthy" : "unhealthy";
+}
+
 /* has_addr[i]: member i had an address before hide_addresses (its kill
  * button is shown); NULL = look at the addresses. */
 static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const bool *has_addr)
@@ -145,11 +157,7 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const
         else
             evbuffer_add_printf(b, "never");
         evbuffer_add_printf(b, "</td><td>%s%s</td><td>",
-                            m->killed     ? "killed"
-                            : m->finished ? "finished"
-                            : m->dead     ? "dead"
-                            : m->healthy  ? "healthy"
-                                          : "unhealthy",
+                            member_state(m),
                             m->waiting ? ", waiting" : "");
         if (has_addr ? has_addr[i] : m->address[0] != '\0') {
             evbuffer_add_printf(b, "<button data-id=\"");
