@@ -103,7 +103,11 @@ static int read_mark(const char *name, int *wr, int *ours)
     char *end, *nl = strchr(buf, '\n');
     long r = strtol(buf, &end, 10);
     *wr = end != buf && r >= 0 && r <= INT_MAX ? (int)r : -1;
-    if (nl == NULL || nl[1] == '\0' || strncmp(nl + 1, "-\n", 2) == 0 || space[0] == '-') {
+    if (nl == NULL || nl[1] == '\0') {
+        *ours = 0; /* not a whole mark (none is written in place): not judged */
+        return 0;
+    }
+    if (strncmp(nl + 1, "-\n", 2) == 0 || space[0] == '-') {
         *ours = 1; /* no pid space known on one side: the host name decides */
         return 0;
     }

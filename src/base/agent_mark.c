@@ -55,20 +55,25 @@ int fti_agent_mark_parse(const char *name, long *pid, const char **host)
     return 0;
 }
 
-static void mark_path(const char *dir, char *buf, size_t len)
+/* dir/<pid>@<host>, or with tmp dir/.<pid>@<host>.tmp: the mark is written
+ * there and renamed, so that an agent never reads a mark half written (an
+ * empty one looked like a mark of no known pid space) */
+static void mark_path(const char *dir, char *buf, size_t len, int tmp)
 {
     char host[FTI_AGENT_HOST_SIZE];
     fti_agent_host(host, sizeof(host));
-    snprintf(buf, len, "%s/%ld@%s", dir, (long)getpid(), host);
+    snprintf(buf, len, "%s/%s%ld@%s%s", dir, tmp ? "." : "", (long)getpid(), host,
+             tmp ? ".tmp" : "");
 }
 
 void fti_agent_mark(const char *dir, int world_rank)
 {
-    char path[FTI_PATH_SIZE + FTI_AGENT_HOST_SIZE + 32];
+    char path[FTI_PATH_SIZE + FTI_AGENT_HOST_SIZE + 32], tmp[sizeof(path)];
     if (dir[0] == '\0')
         return;
-    mark_path(dir, path, sizeof(path));
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    mark_path(dir, path, sizeof(path), 0);
+    mark_path(dir, tmp, sizeof(tmp), 1);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         /* ENOENT: most often a rank on another node than its agent (the
          * folder is on the agent's node; srun passes the whole environment) */
@@ -83,9 +88,14 @@ void fti_agent_mark(const char *dir, int world_rank)
     char space[FTI_AGENT_SPACE_SIZE], line[FTI_AGENT_SPACE_SIZE + 32];
     fti_agent_pid_space(space, sizeof(space));
     int n = snprintf(line, sizeof(line), "%d\n%s\n", world_rank, space);
-    if (n > 0 && (size_t)n < sizeof(line) && write(fd, line, (size_t)n) != n)
-        FTI_WARN("FTMPI_AGENT_DIR: cannot write %s: %m", path);
+    int ok = n > 0 && (size_t)n < sizeof(line) && write(fd, line, (size_t)n) == n;
+    if (!ok)
+        FTI_WARN("FTMPI_AGENT_DIR: cannot write %s: %m", tmp);
     close(fd);
+    if (ok && rename(tmp, path) != 0)
+        FTI_WARN("FTMPI_AGENT_DIR: cannot rename %s to %s: %m", tmp, path);
+    if (!ok)
+        (void)unlink(tmp);
 }
 
 void fti_agent_unmark(const char *dir)
@@ -93,6 +103,6 @@ void fti_agent_unmark(const char *dir)
     char path[FTI_PATH_SIZE + FTI_AGENT_HOST_SIZE + 32];
     if (dir[0] == '\0')
         return;
-    mark_path(dir, path, sizeof(path));
+    mark_path(dir, path, sizeof(path), 0);
     (void)unlink(path);
 }
