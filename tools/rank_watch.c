@@ -66,6 +66,17 @@ static long remove_mark(const char *name)
 void fti_rank_watch_clear(void)
 {
     (void)each_mark(remove_mark);
+    /* a mark a rank was writing when it died (agent_mark.c writes
+     * .<pid>@<host>.tmp, then renames it) */
+    DIR *d = dir[0] ? opendir(dir) : NULL;
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (e->d_name[0] == '.' && n > 5 && strcmp(e->d_name + n - 4, ".tmp") == 0)
+            (void)remove_mark(e->d_name);
+    }
+    if (d != NULL)
+        closedir(d);
 }
 
 /* Whether pid is gone or a zombie. */
