@@ -83,6 +83,23 @@ struct event_base;
 
 #define FTI_LH_JOB_SIZE 64
 
+struct fti_quorum;
+
+/* Whether this lighthouse leads (several lighthouses of one job, one
+ * elected through etcd: lighthouse/leader.h).  Both calls run on the
+ * loop thread.  leading: true when it may answer groups now, with
+ * *id_floor_p the highest quorum id a former leader may have issued (the
+ * next new id is above it); false with leader set to the leader's
+ * "host:port" ("" = none known).  record: called before a quorum with a
+ * new id is sent; FT_SUCCESS when it was written under this lighthouse's
+ * leadership; else the quorum is not sent (FT_ERR_NOT_LEADER: its waiters
+ * are redirected; another error: they fail with FT_ERR_TIMEOUT). */
+typedef struct fti_lh_gate {
+    bool (*leading)(void *arg, int64_t *id_floor_p, char *leader, size_t len);
+    int (*record)(void *arg, const struct fti_quorum *q);
+    void *arg;
+} fti_lh_gate_t;
+
 typedef struct fti_lighthouse_opts {
     char bind[FTI_ADDRESS_SIZE]; /* "host:port" of the RPC server (default
                                   * FTI_LH_BIND_LOOPBACK) */
@@ -111,6 +128,10 @@ typedef struct fti_lighthouse_opts {
                                   * recoveries, SDC fingerprints (default
                                   * FTI_LH_HISTORY_WINDOW_MS, the history's
                                   * 15 min), >= 1 */
+    const fti_lh_gate_t *gate;   /* NULL (default): this lighthouse always
+                                  * leads; else it serves only while
+                                  * gate->leading says so, and answers
+                                  * FT_ERR_NOT_LEADER naming the leader */
     bool has_key;                /* the job's key (default none): every RPC */
     fti_auth_key_t key;          /* connection, in and out, proves it first */
 } fti_lighthouse_opts_t;

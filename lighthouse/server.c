@@ -325,9 +325,16 @@ static void evaluate(struct fti_lighthouse *lh)
     memset(&is, 0, sizeof(is));
     is.first_ms = is.last_ms = -1;
     sweep_dead(lh);
+    if (!fti_lh_gate_leading(lh))
+        return;
     decide(lh, &is);
     if (is.q == NULL)
         return;
+    if (is.new_id && fti_lh_gate_record(lh, is.q) != FT_SUCCESS) {
+        fti_quorum_free(is.q);
+        free(is.sdc);
+        return;
+    }
     fti_log_ctx.quorum_id = is.q->quorum_id;
     /* changes at info level, the same quorum again (every step) at debug */
     FTI_LOG(is.new_id || is.change[0] ? FTI_LOG_INFO : FTI_LOG_DEBUG,
@@ -492,6 +499,8 @@ static bool claim_refused(struct fti_lighthouse *lh, fti_rpc_call_h call, const 
 static void on_heartbeat(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
 {
     struct fti_lighthouse *lh = arg;
+    if (fti_lh_gate_refuse(lh, call))
+        return;
     Ftmpi__LighthouseHeartbeatRequest *req = (Ftmpi__LighthouseHeartbeatRequest *)unpack_request(
         lh, call, &ftmpi__lighthouse_heartbeat_request__descriptor, "heartbeat", payload, len);
     if (req == NULL)
@@ -629,6 +638,8 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
     fti_qmember_t m;
     char why[FTI_REASON_SIZE];
     int64_t now;
+    if (fti_lh_gate_refuse(lh, call))
+        return;
     Ftmpi__LighthouseQuorumRequest *req = (Ftmpi__LighthouseQuorumRequest *)unpack_request(
         lh, call, &ftmpi__lighthouse_quorum_request__descriptor, "quorum request", payload, len);
     if (req == NULL)
@@ -680,6 +691,8 @@ static void on_quorum(fti_rpc_call_h call, const uint8_t *payload, size_t len, v
 static void on_finalize(fti_rpc_call_h call, const uint8_t *payload, size_t len, void *arg)
 {
     struct fti_lighthouse *lh = arg;
+    if (fti_lh_gate_refuse(lh, call))
+        return;
     Ftmpi__LighthouseFinalizeRequest *req = (Ftmpi__LighthouseFinalizeRequest *)unpack_request(
         lh, call, &ftmpi__lighthouse_finalize_request__descriptor, "finalize", payload, len);
     if (req == NULL)

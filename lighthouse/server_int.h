@@ -1,6 +1,6 @@
 /*
  * lighthouse/server_int.h - the server's state, shared by its files only:
- * server.c (the loop: requests, evaluation, replies), replies.c (the
+ * server_gate.c (leadership: lighthouse/leader.h), server.c (the loop: requests, evaluation, replies), replies.c (the
  * packed quorum replies), server_admin.c (kill, snapshot, defaults),
  * finalized.c (the groups that finalized), server_history.c (the
  * once-a-second bookkeeping, forgetting gone groups).
@@ -71,7 +71,17 @@ struct fti_lighthouse {
     fti_lh_killed_t killed; /* incarnations killed by an operator (killed.h) */
     fti_lh_recov_t recov;   /* recoveries, failed steps, rank counters (recoveries.h) */
     fti_sdc_h sdc;          /* fingerprints waiting, reports (sdc.h) */
+    int64_t gate_floor;     /* the last id floor of opts.gate noted (loop thread) */
 };
+
+/* server_gate.c: leadership (opts.gate; loop thread).  refuse: true when
+ * this lighthouse does not lead and the call was answered
+ * FT_ERR_NOT_LEADER; leading: false when it does not lead (every waiting
+ * call then redirected); record: a new quorum id written under the
+ * leadership before it is sent (FT_SUCCESS), else its waiters ended. */
+bool fti_lh_gate_refuse(struct fti_lighthouse *lh, fti_rpc_call_h call);
+bool fti_lh_gate_leading(struct fti_lighthouse *lh);
+int fti_lh_gate_record(struct fti_lighthouse *lh, const fti_quorum_t *q);
 
 /* The reply to a killed group's calls (killed.h). */
 #define KILLED_MSG "this group was killed from the lighthouse; a restarted group may join again"

@@ -55,6 +55,8 @@ typedef enum {
     FT_ERR_SDC = -29,            /* silent data corruption: the groups' states differ with
                                   * no majority and FTMPI_SDC_ON_TIE=stop: every later
                                   * FT_Quorum returns it; call FT_Finalize and exit */
+    FT_ERR_NOT_LEADER = -30,     /* the lighthouse asked is a standby (etcd failover); its
+                                  * message names the leader; clients move there */
 
     /* -40..-59: local system errors */
     FT_ERR_NO_MEMORY = -40,      /* allocation failed */

@@ -24,6 +24,7 @@ FTMPI_EXPORT const char *FT_Error_string(int code)
     case FT_ERR_GROUP_LOST: return "this rank's replica group lost a member";
     case FT_ERR_KILLED: return "the lighthouse asked this group to stop";
     case FT_ERR_SDC: return "silent data corruption: the groups' states differ with no majority";
+    case FT_ERR_NOT_LEADER: return "the lighthouse is a standby, not the leader";
     case FT_ERR_NO_MEMORY: return "out of memory";
     case FT_ERR_SYSTEM: return "system call failed";
     case FT_ERR_MPI: return "MPI call failed";
@@ -54,6 +55,7 @@ const char *fti_error_name(int code)
     case FT_ERR_GROUP_LOST: return "FT_ERR_GROUP_LOST";
     case FT_ERR_KILLED: return "FT_ERR_KILLED";
     case FT_ERR_SDC: return "FT_ERR_SDC";
+    case FT_ERR_NOT_LEADER: return "FT_ERR_NOT_LEADER";
     case FT_ERR_NO_MEMORY: return "FT_ERR_NO_MEMORY";
     case FT_ERR_SYSTEM: return "FT_ERR_SYSTEM";
     case FT_ERR_MPI: return "FT_ERR_MPI";

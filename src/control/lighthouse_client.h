@@ -21,6 +21,10 @@
 #include "base/auth.h"
 #include "control/proto/ftmpi.pb-c.h"
 
+/* A standby lighthouse answers FT_ERR_NOT_LEADER with this message and the
+ * leader's "host:port" (or "unknown" during an election). */
+#define FTI_LH_NOT_LEADER_MSG "not the leader; the leader is "
+
 typedef struct fti_lighthouse_client *fti_lighthouse_client_h;
 
 /* Does not connect yet; key: the job's (copied; NULL: none).  Release
