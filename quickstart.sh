@@ -136,6 +136,9 @@ libopenmpi-dev openmpi-bin libhwloc-dev libevent-dev libssl-dev \
 protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libxxhash-dev gdb strace g++ gfortran libucx-dev ucx-utils"
 # promtool (Debian's prometheus) tests the shipped alert rules (tests/monitoring)
 [ "$verb" = check ] && packages="$packages prometheus"
+# etcd (Debian's 3.4 server and etcdctl) and what ftmpi-lighthouse --etcd
+# talks to it with (libcurl, json-c): the standby lighthouses' tests
+[ "$verb" = check ] && packages="$packages etcd-server etcd-client libcurl4-openssl-dev libjson-c-dev"
 # MPICH beside Open MPI: Debian registers mpicc and mpirun as alternatives
 # (update-alternatives --display mpi, mpirun), Open MPI's with the higher
 # priority; installing MPICH leaves them Open MPI's, and the build below

@@ -18,13 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "ftmpi_errors.h"
 #include "ftmpi_config.h"
 #include "base/auth.h"
+#include "lighthouse/leader.h"
 #include "lighthouse/lighthouse.h"
 #include "base/log.h"
 #include "base/net.h"
+#include "base/settings.h"
 #include "base/sizes.h"
 #include "base/util.h"
 
@@ -83,11 +86,23 @@ static void usage(const fti_lighthouse_opts_t *d)
            "                            silent or finalized: its /metrics series,\n"
            "                            recoveries and SDC fingerprints (default %" PRId64 ",\n"
            "                            the history window)\n"
+           "  --etcd URL[,URL...]       several lighthouses of one job: one leads, elected\n"
+           "                            through an etcd lease, the others stand by and\n"
+           "                            name it to the groups (FTMPI_LH_ETCD; default off)\n"
+           "  --etcd-prefix PATH        the job's keys in etcd (default " FTI_LH_ETCD_PREFIX ")\n"
+           "  --etcd-ttl S              the leader's lease, at most the heartbeat timeout\n"
+           "                            (default %d)\n"
+           "  --etcd-advertise H:P      what standbys name as the leader (default: --bind's\n"
+           "                            address, the host name for 0.0.0.0)\n"
+           "  --etcd-ca F, --etcd-cert F, --etcd-key F\n"
+           "                            TLS to etcd: CA file, client certificate and key\n"
+           "  --etcd-user U, --etcd-password-file F\n"
+           "                            etcd authentication\n"
            "  --log-level LEVEL         error|warn|info|debug|trace|none (default info)\n"
            "  --help                    this text\n"
            "  --version                 the version\n",
            d->bind, d->join_timeout_ms, d->quorum_tick_ms, d->heartbeat_timeout_ms, d->max_frame,
-           d->summary_interval_ms / 1000, d->forget_after_ms / 1000);
+           d->summary_interval_ms / 1000, d->forget_after_ms / 1000, FTI_LH_ETCD_TTL_S);
 }
 
 static void die_usage(const char *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -151,13 +166,104 @@ struct lh_args {
     int log_level;
     int have_min;                     /* --min-replicas was given */
     int have_bind;                    /* --bind was given */
+    fti_lh_leader_opts_t etcd;        /* endpoints "" = no election */
+    char etcd_password_file[FTI_PATH_SIZE];
 };
 
 static const char *const known_flags[] = {
     "--bind", "--min-replicas", "--join-timeout-ms", "--quorum-tick-ms",
     "--heartbeat-timeout-ms", "--http-bind", "--token-file", "--max-frame-bytes",
     "--initial-quorum-id", "--summary-interval", "--log-level", "--job", "--forget-after",
-    "--exit-when-finalized"};
+    "--exit-when-finalized", "--etcd", "--etcd-prefix", "--etcd-ttl", "--etcd-advertise",
+    "--etcd-ca", "--etcd-cert", "--etcd-key", "--etcd-user", "--etcd-password-file"};
+
+/* A string flag into out (exits 2 when it does not fit). */
+static void copy_flag(const char *flag, const char *v, char *out, size_t len)
+{
+    if (fti_strlcpy(out, v, len) != 0)
+        die_usage(flag, "'%.64s...' is longer than %zu characters", v, len - 1);
+}
+
+/* The --etcd* flags; false when flag is none of them. */
+static bool apply_etcd_flag(struct lh_args *a, const char *flag, const char *v)
+{
+    fti_lh_leader_opts_t *e = &a->etcd;
+    if (strcmp(flag, "--etcd") == 0)
+        copy_flag(flag, v, e->endpoints, sizeof(e->endpoints));
+    else if (strcmp(flag, "--etcd-prefix") == 0)
+        copy_flag(flag, v, e->prefix, sizeof(e->prefix));
+    else if (strcmp(flag, "--etcd-ttl") == 0)
+        e->ttl_s = parse_num(flag, v, false, 1, 3600);
+    else if (strcmp(flag, "--etcd-advertise") == 0)
+        check_addr(flag, v, e->advertise, sizeof(e->advertise));
+    else if (strcmp(flag, "--etcd-ca") == 0)
+        copy_flag(flag, v, e->auth.ca, sizeof(e->auth.ca));
+    else if (strcmp(flag, "--etcd-cert") == 0)
+        copy_flag(flag, v, e->auth.cert, sizeof(e->auth.cert));
+    else if (strcmp(flag, "--etcd-key") == 0)
+        copy_flag(flag, v, e->auth.key, sizeof(e->auth.key));
+    else if (strcmp(flag, "--etcd-user") == 0)
+        copy_flag(flag, v, e->auth.user, sizeof(e->auth.user));
+    else if (strcmp(flag, "--etcd-password-file") == 0)
+        copy_flag(flag, v, a->etcd_password_file, sizeof(a->etcd_password_file));
+    else
+        return false;
+    return true;
+}
+
+/* Only the FTMPI_LH_ETCD* settings of the table are the lighthouse's. */
+static const char *etcd_env(const char *name, void *arg)
+{
+    (void)arg;
+    return strncmp(name, "FTMPI_LH_ETCD", 13) == 0 ? getenv(name) : NULL;
+}
+
+/* The --etcd* defaults from the FTMPI_LH_ETCD* settings (exits 2 on a bad
+ * value, naming it). */
+static void etcd_defaults(struct lh_args *a)
+{
+    fti_config_t cfg;
+    char err[FTI_REASON_SIZE];
+    if (fti_config_load_from(&cfg, etcd_env, NULL, err, sizeof(err)) != FT_SUCCESS)
+        die_usage("FTMPI_LH_ETCD*", "%s", err);
+    fti_lh_leader_opts_t *e = &a->etcd;
+    snprintf(e->endpoints, sizeof(e->endpoints), "%s", cfg.lh_etcd);
+    snprintf(e->prefix, sizeof(e->prefix), "%s", cfg.lh_etcd_prefix);
+    e->ttl_s = cfg.lh_etcd_ttl_s;
+    snprintf(e->advertise, sizeof(e->advertise), "%s", cfg.lh_etcd_advertise);
+    snprintf(e->auth.ca, sizeof(e->auth.ca), "%s", cfg.lh_etcd_ca);
+    snprintf(e->auth.cert, sizeof(e->auth.cert), "%s", cfg.lh_etcd_cert);
+    snprintf(e->auth.key, sizeof(e->auth.key), "%s", cfg.lh_etcd_key);
+    snprintf(e->auth.user, sizeof(e->auth.user), "%s", cfg.lh_etcd_user);
+    snprintf(a->etcd_password_file, sizeof(a->etcd_password_file), "%s",
+             cfg.lh_etcd_password_file);
+}
+
+/* After the flags: the lease within the heartbeat timeout, the password
+ * read (exits 2 naming the flag). */
+static void etcd_check(struct lh_args *a)
+{
+    fti_lh_leader_opts_t *e = &a->etcd;
+    if (e->endpoints[0] == '\0')
+        return;
+    if (e->ttl_s * 1000 > a->o.heartbeat_timeout_ms)
+        die_usage("--etcd-ttl", "%" PRId64 " s is longer than the heartbeat timeout (%" PRId64
+                  " ms): a dead leader must be replaced before the groups count as gone",
+                  e->ttl_s, a->o.heartbeat_timeout_ms);
+    if ((e->auth.cert[0] != '\0') != (e->auth.key[0] != '\0'))
+        die_usage("--etcd-cert", "a client certificate needs its key (--etcd-key), and a key its "
+                  "certificate");
+    if ((e->auth.user[0] != '\0') != (a->etcd_password_file[0] != '\0'))
+        die_usage("--etcd-user", "an etcd user needs --etcd-password-file, and a password its user");
+    if (a->etcd_password_file[0]) {
+        FILE *f = fopen(a->etcd_password_file, "r");
+        if (f == NULL || fgets(e->auth.password, sizeof(e->auth.password), f) == NULL)
+            die_usage("--etcd-password-file", "cannot read '%s': %s", a->etcd_password_file,
+                      f ? "empty" : strerror(errno));
+        fclose(f);
+        e->auth.password[strcspn(e->auth.password, "\r\n")] = '\0';
+    }
+}
 
 /* Applies one known flag with its value (exits 2 on a bad value). */
 static void apply_flag(struct lh_args *a, const char *flag, const char *v)
@@ -189,6 +295,8 @@ static void apply_flag(struct lh_args *a, const char *flag, const char *v)
         o->summary_interval_ms = parse_num(flag, v, false, 0, MAX_TIMEOUT_MS / 1000) * 1000;
     else if (strcmp(flag, "--forget-after") == 0)
         o->forget_after_ms = parse_num(flag, v, false, 1, MAX_TIMEOUT_MS / 1000) * 1000;
+    else if (apply_etcd_flag(a, flag, v))
+        ;
     else if (strcmp(flag, "--job") == 0) {
         if (v[0] == '\0' || fti_strlcpy(o->job, v, sizeof(o->job)) != 0 ||
             strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:") !=
@@ -208,6 +316,7 @@ static int parse_flags(int argc, char **argv, struct lh_args *a)
     memset(a, 0, sizeof(*a));
     a->log_level = FTI_LOG_INFO;
     fti_lighthouse_opts_default(&a->o);
+    etcd_defaults(a);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *v = NULL;
         char flag[FLAG_NAME_SIZE];
@@ -242,6 +351,7 @@ static int parse_flags(int argc, char **argv, struct lh_args *a)
     }
     if (!a->have_min)
         die_usage("--min-replicas", "is required");
+    etcd_check(a);
     if (!a->have_bind && a->token[0])
         snprintf(a->o.bind, sizeof(a->o.bind), "%s", FTI_LH_BIND_ANY);
     return 0;
@@ -259,6 +369,43 @@ static void raise_fd_limit(void)
     }
 }
 
+/* --etcd: the election's handle, its gate put into *o (nothing without
+ * --etcd).  Prints the error naming the flag. */
+static int etcd_start(const struct lh_args *a, fti_lighthouse_opts_t *o, fti_lh_leader_h *l_p)
+{
+    char why[FTI_REASON_SIZE] = "";
+    if (a->etcd.endpoints[0] == '\0')
+        return FT_SUCCESS;
+    int rc = fti_lh_leader_create(&a->etcd, l_p, why, sizeof(why));
+    if (rc != FT_SUCCESS) {
+        fprintf(stderr, "ftmpi-lighthouse: --etcd: %s\n", why[0] ? why : FT_Error_string(rc));
+        return rc;
+    }
+    o->gate = fti_lh_leader_gate(*l_p);
+    return FT_SUCCESS;
+}
+
+/* Starts the election, advertising the RPC address (the host name for a
+ * wildcard bind) unless --etcd-advertise names one. */
+static int etcd_begin(const struct lh_args *a, fti_lh_leader_h l, fti_lighthouse_h lh)
+{
+    char adv[FTI_ADDRESS_SIZE], host[FTI_ADDRESS_SIZE], name[FTI_HOST_SIZE];
+    int port = 0;
+    snprintf(adv, sizeof(adv), "%s", fti_lighthouse_address(lh));
+    if (a->etcd.advertise[0] == '\0' &&
+        fti_addr_split(adv, host, sizeof(host), &port) == FT_SUCCESS &&
+        (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) &&
+        gethostname(name, sizeof(name)) == 0) {
+        name[sizeof(name) - 1] = '\0';
+        snprintf(adv, sizeof(adv), "%s:%d", name, port);
+    }
+    int rc = fti_lh_leader_begin(l, adv);
+    if (rc != FT_SUCCESS)
+        fprintf(stderr, "ftmpi-lighthouse: --etcd: cannot start the election: %s\n",
+                FT_Error_string(rc));
+    return rc;
+}
+
 /* Serves until SIGTERM or SIGINT; returns the exit status. */
 static int serve(const struct lh_args *a)
 {
@@ -269,10 +416,16 @@ static int serve(const struct lh_args *a)
     }
     fti_lighthouse_h lh = NULL;
     fti_lh_http_h http = NULL;
-    int rc = fti_lighthouse_create(base, &a->o, &lh);
-    if (rc != FT_SUCCESS) {
+    fti_lh_leader_h leader = NULL;
+    fti_lighthouse_opts_t o = a->o;
+    int rc = etcd_start(a, &o, &leader);
+    if (rc == FT_SUCCESS && (rc = fti_lighthouse_create(base, &o, &lh)) != FT_SUCCESS)
         fprintf(stderr, "ftmpi-lighthouse: --bind: cannot serve on '%s': %s\n", a->o.bind,
                 FT_Error_string(rc));
+    if (rc == FT_SUCCESS && leader && (rc = etcd_begin(a, leader, lh)) != FT_SUCCESS)
+        fti_lighthouse_destroy(lh);
+    if (rc != FT_SUCCESS) {
+        fti_lh_leader_stop(leader);
         event_base_free(base);
         return EXIT_USAGE;
     }
@@ -281,6 +434,7 @@ static int serve(const struct lh_args *a)
         fprintf(stderr, "ftmpi-lighthouse: --http-bind: cannot serve on '%s': %s\n",
                 a->http_bind, FT_Error_string(rc));
         fti_lighthouse_destroy(lh);
+        fti_lh_leader_stop(leader);
         event_base_free(base);
         return EXIT_USAGE;
     }
@@ -305,6 +459,7 @@ static int serve(const struct lh_args *a)
         event_free(sigint);
     fti_lh_http_destroy(http);
     fti_lighthouse_destroy(lh);
+    fti_lh_leader_stop(leader); /* a leader gives its lease back */
     event_base_free(base);
     FTI_INFO("stopped");
     return rc == FT_SUCCESS ? 0 : 1;

@@ -64,6 +64,15 @@ typedef struct fti_config {
     int modeb_allow_no_recovery; /* bool: mode B starts where a dead rank ends the job */
     int sdc_every;              /* SDC check every N committed steps, 0 = off */
     int sdc_on_tie;             /* enum fti_sdc_on_tie */
+    /* ftmpi-lighthouse's election through etcd (lighthouse/leader.h): the
+     * defaults of its --etcd* flags; FT_Init reads none of them */
+    char lh_etcd[FTI_PATH_SIZE];        /* "URL[,URL...]", "" = no etcd */
+    char lh_etcd_prefix[FTI_PATH_SIZE];
+    int lh_etcd_ttl_s;
+    char lh_etcd_advertise[FTI_ADDRESS_SIZE];
+    char lh_etcd_ca[FTI_PATH_SIZE], lh_etcd_cert[FTI_PATH_SIZE], lh_etcd_key[FTI_PATH_SIZE];
+    char lh_etcd_user[FTI_HOST_SIZE];
+    char lh_etcd_password_file[FTI_PATH_SIZE];
     /* not in the table: the job's key, derived from token_file's secret by
      * fti_config_load (has_key false: none); read it with fti_config_key */
     bool has_key;

@@ -25,9 +25,18 @@
  * leader's "host:port" (or "unknown" during an election). */
 #define FTI_LH_NOT_LEADER_MSG "not the leader; the leader is "
 
+#define FTI_LH_MAX_ADDRS 8
+
 typedef struct fti_lighthouse_client *fti_lighthouse_client_h;
 
-/* Does not connect yet; key: the job's (copied; NULL: none).  Release
+/* addr: "host:port", or "host:port,host:port,..." (at most
+ * FTI_LH_MAX_ADDRS) of a job's lighthouses elected through etcd: a call
+ * goes to the one that answered last; a standby's FT_ERR_NOT_LEADER moves
+ * it to the leader the standby names, and with several lighthouses one
+ * that is gone (FT_ERR_CONNECT, FT_ERR_PROC_FAILED: a call in flight is
+ * asked again of the next) or silent (FT_ERR_TIMEOUT: the next call) is
+ * left for the next of the list, all within the call's timeout.
+ * Does not connect yet; key: the job's (copied; NULL: none).  Release
  * with fti_lighthouse_client_destroy. */
 int fti_lighthouse_client_create(const char *addr, const fti_auth_key_t *key,
                                  int connect_timeout_ms, fti_lighthouse_client_h *client_p);
@@ -41,6 +50,8 @@ void fti_lighthouse_client_want_ids(fti_lighthouse_client_h client, bool want);
 uint64_t fti_lighthouse_client_incarnation(fti_lighthouse_client_h client);
 /* The lighthouse's message of the last error reply ("" if none). */
 void fti_lighthouse_client_last_error(fti_lighthouse_client_h client, char *buf, size_t len);
+/* The lighthouse the client talks to now. */
+void fti_lighthouse_client_address(fti_lighthouse_client_h client, char *buf, size_t len);
 
 /* The highest quorum id received by any client of this process, 0 if none.
  * Any thread. */
