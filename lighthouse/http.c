@@ -103,6 +103,19 @@ static const char *member_state(const fti_lh_member_view_t *m)
     return m->healthy ? "healthy" : "unhealthy";
 }
 
+/* Leader or standby (etcd), when this lighthouse is one of several. */
+static void page_role(struct evbuffer *b, const fti_lh_snapshot_t *s)
+{
+    if (s->role == FTI_LH_ROLE_ALONE)
+        return;
+    evbuffer_add_printf(b, "<p>Lighthouse <b id=\"role\">%s</b> (etcd)%s",
+                        s->role == FTI_LH_ROLE_LEADER ? "leader" : "standby",
+                        s->role == FTI_LH_ROLE_LEADER ? "" : "; the leader is ");
+    if (s->role == FTI_LH_ROLE_STANDBY)
+        fti_lh_html_escape(b, s->leader[0] ? s->leader : "not known (an election runs)");
+    evbuffer_add_printf(b, ".</p>\n");
+}
+
 /* has_addr[i]: member i had an address before hide_addresses (its kill
  * button is shown); NULL = look at the addresses. */
 static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const bool *has_addr)
@@ -133,6 +146,7 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const
                             (int)(s->quorum_created_ms % 1000));
     } else
         evbuffer_add_printf(b, "<p>No quorum yet (min replicas %d).</p>\n", s->min_replicas);
+    page_role(b, s);
     evbuffer_add_printf(b, "<p>Next quorum: <span class=\"reason\">");
     fti_lh_html_escape(b, s->waiting_reason);
     evbuffer_add_printf(b, "</span></p>\n<table>\n<tr><th>replica</th><th>in quorum</th>"
@@ -195,6 +209,11 @@ static void page_status_json(struct evbuffer *b, const fti_lh_snapshot_t *s, boo
                         s->quorum_id, s->quorum_created_ms, s->max_step, s->min_replicas);
     fti_lh_json_string(b, s->waiting_reason);
     evbuffer_add_printf(b, ",\"addresses_hidden\":%s", hidden ? "true" : "false");
+    evbuffer_add_printf(b, ",\"role\":\"%s\",\"leader\":",
+                        s->role == FTI_LH_ROLE_ALONE    ? "alone"
+                        : s->role == FTI_LH_ROLE_LEADER ? "leader"
+                                                        : "standby");
+    fti_lh_json_string(b, s->leader);
     evbuffer_add_printf(b,
                         ",\"counters\":{\"quorums_issued\":%" PRIu64 ",\"quorum_requests\":%" PRIu64
                         ",\"heartbeats\":%" PRIu64 ",\"rejected_frames\":%" PRIu64 "}",
@@ -240,6 +259,17 @@ static void page_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
     metric_head(b, "ftmpi_lighthouse_quorum_id", "gauge",
                 "Id of the current quorum (-1 before the first).");
     evbuffer_add_printf(b, "ftmpi_lighthouse_quorum_id %" PRId64 "\n", s->quorum_id);
+    metric_head(b, "ftmpi_lighthouse_leader", "gauge",
+                "1 when this lighthouse leads (or is the job's only one), 0 for a standby.");
+    evbuffer_add_printf(b, "ftmpi_lighthouse_leader %d\n", s->role != FTI_LH_ROLE_STANDBY);
+    if (s->role == FTI_LH_ROLE_STANDBY && s->leader[0]) {
+        metric_head(b, "ftmpi_lighthouse_leader_info", "gauge",
+                    "The leader a standby names to the groups (etcd election).");
+        evbuffer_add_printf(b, "ftmpi_lighthouse_leader_info{leader=\"");
+        for (const char *c = s->leader; *c; c++) /* a label value: \\ \" \n escaped */
+            evbuffer_add_printf(b, *c == '\\' || *c == '"' ? "\\%c" : *c == '\n' ? "\\n" : "%c", *c);
+        evbuffer_add_printf(b, "\"} 1\n");
+    }
     metric_head(b, "ftmpi_lighthouse_members", "gauge", "Replica groups in the current quorum.");
     evbuffer_add_printf(b, "ftmpi_lighthouse_members %zu\n", members);
     metric_head(b, "ftmpi_lighthouse_groups_healthy", "gauge",

@@ -86,8 +86,8 @@ struct event_base;
 struct fti_quorum;
 
 /* Whether this lighthouse leads (several lighthouses of one job, one
- * elected through etcd: lighthouse/leader.h).  Both calls run on the
- * loop thread.  leading: true when it may answer groups now, with
+ * elected through etcd: lighthouse/leader.h).  record runs on the loop
+ * thread, leading on any (the snapshot asks it too).  leading: true when it may answer groups now, with
  * *id_floor_p the highest quorum id a former leader may have issued (the
  * next new id is above it); false with leader set to the leader's
  * "host:port" ("" = none known).  record: called before a quorum with a
@@ -203,6 +203,13 @@ typedef struct fti_lh_member_view {
 struct fti_lh_history;
 struct fti_lh_recov;
 
+/* What a lighthouse is among its job's lighthouses (opts.gate). */
+typedef enum {
+    FTI_LH_ROLE_ALONE,   /* no gate: the job's one lighthouse */
+    FTI_LH_ROLE_LEADER,  /* elected (etcd) */
+    FTI_LH_ROLE_STANDBY  /* not the leader: names it to the groups */
+} fti_lh_role_t;
+
 typedef struct fti_lh_snapshot {
     int64_t quorum_id;         /* -1 before the first quorum */
     int64_t quorum_created_ms; /* wall clock */
@@ -226,6 +233,8 @@ typedef struct fti_lh_snapshot {
     struct fti_lh_history *history; /* a copy (history.h); NULL on no memory */
     struct fti_lh_recov *recov; /* a copy (recoveries.h); NULL on no memory */
     char job[FTI_LH_JOB_SIZE];  /* opts.job */
+    int role;                  /* fti_lh_role_t */
+    char leader[FTI_ADDRESS_SIZE]; /* a standby's leader ("" = none known) */
     uint64_t sdc_checks;       /* SDC comparisons made (lighthouse/sdc.h) */
     size_t sdc_groups;         /* groups whose fingerprints or verdict are kept */
     size_t n_sdc_reports;      /* the last reports, oldest first */

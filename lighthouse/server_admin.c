@@ -223,6 +223,7 @@ int fti_lighthouse_snapshot(fti_lighthouse_h lh, fti_lh_snapshot_t **snap_p)
             s->max_step = prev->members[i].step;
     s->min_replicas = lh->opts.min_replicas;
     fti_strlcpy(s->waiting_reason, lh->reason, sizeof(s->waiting_reason));
+    fti_lh_gate_snapshot(lh, s);
 
     /* quorum members first (their details as in the quorum) */
     for (size_t i = 0; i < np; i++) {

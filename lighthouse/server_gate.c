@@ -41,6 +41,16 @@ static bool gate_leading(struct fti_lighthouse *lh, char *leader, size_t len)
     return true;
 }
 
+void fti_lh_gate_snapshot(const struct fti_lighthouse *lh, fti_lh_snapshot_t *s)
+{
+    const fti_lh_gate_t *g = lh->opts.gate;
+    int64_t floor;
+    s->role = FTI_LH_ROLE_ALONE;
+    if (g)
+        s->role = g->leading(g->arg, &floor, s->leader, sizeof(s->leader)) ? FTI_LH_ROLE_LEADER
+                                                                            : FTI_LH_ROLE_STANDBY;
+}
+
 bool fti_lh_gate_refuse(struct fti_lighthouse *lh, fti_rpc_call_h call)
 {
     char leader[FTI_ADDRESS_SIZE], msg[FTI_ADDRESS_SIZE + 64];

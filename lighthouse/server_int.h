@@ -82,6 +82,8 @@ struct fti_lighthouse {
 bool fti_lh_gate_refuse(struct fti_lighthouse *lh, fti_rpc_call_h call);
 bool fti_lh_gate_leading(struct fti_lighthouse *lh);
 int fti_lh_gate_record(struct fti_lighthouse *lh, const fti_quorum_t *q);
+/* The snapshot's role and leader (any thread). */
+void fti_lh_gate_snapshot(const struct fti_lighthouse *lh, fti_lh_snapshot_t *s);
 
 /* The reply to a killed group's calls (killed.h). */
 #define KILLED_MSG "this group was killed from the lighthouse; a restarted group may join again"

@@ -134,6 +134,7 @@ static void print_build(void)
            fti_nccl_can_revoke() ? "yes" : "no");
 #endif
     printf("  %-14s %s\n", "UCX", FTMPI_UCX_SUMMARY);
+    printf("  %-14s %s\n", "etcd", FTMPI_ETCD_SUMMARY); /* ftmpi-lighthouse --etcd */
 #ifdef FTMPI_HAVE_UCX
     char ver[256], tls[1024];
     if (fti_ucx_describe(ver, sizeof(ver), tls, sizeof(tls)) == FT_SUCCESS)
@@ -173,6 +174,7 @@ static int print_parsable(void)
     printf("dep:cuda:%s\n", FTMPI_CUDA_SUMMARY);
     printf("dep:nccl:%s\n", FTMPI_NCCL_SUMMARY);
     printf("dep:ucx:%s\n", FTMPI_UCX_SUMMARY);
+    printf("dep:etcd:%s\n", FTMPI_ETCD_SUMMARY);
 #ifdef FTMPI_HAVE_UCX
     char uver[256], utls[1024];
     if (fti_ucx_describe(uver, sizeof(uver), utls, sizeof(utls)) == FT_SUCCESS) {

@@ -17,8 +17,8 @@ start_etcd e1
 for n in a b c; do
     start_lighthouse "lh_$n" --min-replicas 1 --join-timeout-ms 0 --initial-quorum-id 0 \
         --heartbeat-timeout-ms 5000 --etcd "$ETCD_URL" --etcd-prefix "$P" --etcd-ttl 2 \
-        --log-level info
-    eval "PID_$n=\$LH_PID ADDR_$n=\$LH_ADDR"
+        --log-level info --http-bind 127.0.0.1:0
+    eval "PID_$n=\$LH_PID ADDR_$n=\$LH_ADDR HTTP_$n=\$LH_HTTP"
 done
 ALL=$ADDR_a,$ADDR_b,$ADDR_c
 
@@ -35,6 +35,17 @@ eval "LADDR=\$ADDR_$L LPID=\$PID_$L"
 [ "$(etcd_get "$P/leader")" = "$LADDR" ] || die "etcd names '$(etcd_get "$P/leader")' the leader, not $LADDR"
 S=$(for n in a b c; do [ "$n" = "$L" ] || echo "$n"; done | head -1)
 eval "SADDR=\$ADDR_$S"
+
+# /metrics and /status.json name the roles and the leader
+eval "LH_HTTP=\$HTTP_$L"
+[ "$(metric ftmpi_lighthouse_leader)" = 1 ] || die "the leader's ftmpi_lighthouse_leader is not 1"
+eval "LH_HTTP=\$HTTP_$S"
+leader_named() { [ "$(metric "ftmpi_lighthouse_leader_info{leader=\"$LADDR\"}")" = 1 ]; }
+wait_until 30 leader_named || die "the standby's /metrics does not name $LADDR: $(grep leader "$HTTP_BODY")"
+[ "$(metric ftmpi_lighthouse_leader)" = 0 ] || die "a standby's ftmpi_lighthouse_leader is not 0"
+http GET /status.json
+grep -q "\"role\":\"standby\",\"leader\":\"$LADDR\"" "$HTTP_BODY" ||
+    die "the standby's status.json: $(head -c 300 "$HTTP_BODY")"
 
 # a standby names the leader; the client follows it
 timeout 30 "$PROBE" quorum "$SADDR" g1 0 10000 >"$T/q1.out" 2>&1 ||
