@@ -12,6 +12,8 @@
 #                              ports (random, tried again when taken) and its
 #                              own data dir under $TEST_TMPDIR; waits for it to
 #                              serve (60 s); sets ETCD_PID and ETCD_URL
+#   start_etcd_cluster NAME    the same with three members; sets ETCD_URLS,
+#                              ETCD_URL1..3, ETCD_PID1..3 (and ETCD_URL=$ETCD_URL1)
 #   etcd_get KEY               KEY's value on stdout; false when absent
 
 ETCD_PROBE=$top_builddir/tests/integration/etcd_probe
@@ -58,4 +60,50 @@ start_etcd() {
 
 etcd_get() {
     "$ETCD_PROBE" get "$ETCD_URL" "$1"
+}
+
+# start_etcd_cluster NAME: a three-member etcd on 127.0.0.1 (free ports,
+# tried again when one is taken); sets ETCD_URLS (the three client URLs,
+# comma-separated), ETCD_URL1..3 and ETCD_PID1..3.
+start_etcd_cluster() {
+    _en=$1
+    for _try in 1 2 3 4 5 6; do
+        _cl= _urls=
+        for _m in 1 2 3; do
+            eval "_cp$_m=$(_etcd_port) _pp$_m=$(_etcd_port)"
+            eval "_cl=\${_cl:+\$_cl,}$_en$_m=http://127.0.0.1:\$_pp$_m"
+            eval "_urls=\${_urls:+\$_urls,}http://127.0.0.1:\$_cp$_m"
+        done
+        for _m in 1 2 3; do
+            eval "_c=\$_cp$_m _p=\$_pp$_m"
+            etcd --name "$_en$_m" --data-dir "$TEST_TMPDIR/$_en$_m.etcd.$_try" \
+                --listen-client-urls "http://127.0.0.1:$_c" --advertise-client-urls "http://127.0.0.1:$_c" \
+                --listen-peer-urls "http://127.0.0.1:$_p" --initial-advertise-peer-urls "http://127.0.0.1:$_p" \
+                --initial-cluster "$_cl" --initial-cluster-token "$_en-$_try" \
+                --initial-cluster-state new >"$TEST_TMPDIR/$_en$_m.etcd.log" 2>&1 </dev/null &
+            eval "ETCD_PID$_m=$! ETCD_URL$_m=http://127.0.0.1:$_c"
+            register_pid $!
+        done
+        ETCD_URLS=$_urls
+        ETCD_URL=$ETCD_URL1
+        _all_up() {
+            for _m in 1 2 3; do
+                eval "_pid=\$ETCD_PID$_m"
+                kill -0 "$_pid" 2>/dev/null || return 0 # one died: stop waiting
+            done
+            "$ETCD_PROBE" get "$ETCD_URLS" /ftmpi-test/ready >/dev/null 2>&1
+            [ $? -ne 2 ]
+        }
+        wait_until 90 _all_up || die "etcd cluster $_en did not serve within 90 s"
+        _dead=0
+        for _m in 1 2 3; do
+            eval "_pid=\$ETCD_PID$_m"
+            kill -0 "$_pid" 2>/dev/null || _dead=1
+        done
+        [ $_dead = 0 ] && return 0
+        grep -q 'address already in use' "$TEST_TMPDIR/$_en"?.etcd.log ||
+            die "etcd cluster $_en: a member ended: $(tail -3 "$TEST_TMPDIR/$_en"?.etcd.log)"
+        for _m in 1 2 3; do eval "kill -KILL \$ETCD_PID$_m 2>/dev/null"; done
+    done
+    die "etcd cluster $_en: no free ports in 6 tries"
 }
