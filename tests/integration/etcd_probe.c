@@ -6,13 +6,24 @@
  *   etcd_probe built                 exit 0 when the build has etcd support
  *   etcd_probe client URLS           the client's checks; exit 0 when all pass
  *   etcd_probe get URLS KEY          print KEY's value (exit 3 when absent)
+ *   etcd_probe relay HOST:PORT       a TCP relay to HOST:PORT on 127.0.0.1:0
+ *                                    (prints "relay listening on 127.0.0.1:N"; a
+ *                                    process per connection, in the relay's
+ *                                    process group): SIGSTOP of the group cuts
+ *                                    whoever talks to etcd through it
  */
 #include "ftmpi_config.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "ftmpi_errors.h"
 #include "base/util.h"
@@ -203,8 +214,63 @@ static int run_get(const char *urls, const char *key)
     return rc == FT_SUCCESS ? 0 : rc == FT_ERR_NOT_FOUND ? 3 : 2;
 }
 
+/* Copies bytes both ways between a and b until one side closes. */
+static void pump(int a, int b)
+{
+    char buf[16384];
+    struct pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    for (;;) {
+        if (poll(p, 2, -1) < 0)
+            return;
+        for (int i = 0; i < 2; i++) {
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ssize_t n = read(p[i].fd, buf, sizeof(buf));
+            if (n <= 0 || write(p[1 - i].fd, buf, (size_t)n) != n)
+                return;
+        }
+    }
+}
+
+static int run_relay(const char *target)
+{
+    char host[64];
+    int port = 0;
+    if (sscanf(target, "%63[^:]:%d", host, &port) != 2)
+        return 2;
+    struct sockaddr_in to = {0}, me = {0};
+    to.sin_family = me.sin_family = AF_INET;
+    to.sin_port = htons((uint16_t)port);
+    inet_pton(AF_INET, host, &to.sin_addr);
+    inet_pton(AF_INET, "127.0.0.1", &me.sin_addr);
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    socklen_t ml = sizeof(me);
+    if (ls < 0 || bind(ls, (struct sockaddr *)&me, sizeof(me)) != 0 || listen(ls, 64) != 0 ||
+        getsockname(ls, (struct sockaddr *)&me, &ml) != 0) {
+        perror("etcd_probe relay");
+        return 2;
+    }
+    signal(SIGCHLD, SIG_IGN); /* no zombies */
+    printf("relay listening on 127.0.0.1:%d\n", ntohs(me.sin_port));
+    fflush(stdout);
+    for (;;) {
+        int c = accept(ls, NULL, NULL);
+        if (c < 0)
+            continue;
+        if (fork() == 0) {
+            int t = socket(AF_INET, SOCK_STREAM, 0);
+            if (t >= 0 && connect(t, (struct sockaddr *)&to, sizeof(to)) == 0)
+                pump(c, t);
+            _exit(0);
+        }
+        close(c);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "relay") == 0)
+        return run_relay(argv[2]);
     if (argc == 2 && strcmp(argv[1], "built") == 0)
         return 0;
     if (argc == 3 && strcmp(argv[1], "client") == 0)
