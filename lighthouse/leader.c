@@ -85,11 +85,12 @@ struct fti_lh_leader {
 
 /* ---- the gate (loop thread) --------------------------------------------- */
 
-static bool gate_leading(void *arg, int64_t *floor_p, char *leader, size_t len)
+static bool gate_leading(void *arg, int64_t *term_p, int64_t *floor_p, char *leader, size_t len)
 {
     struct fti_lh_leader *l = arg;
     pthread_mutex_lock(&l->mu);
     bool lead = l->leading && fti_now_ms() < l->deadline_ms;
+    *term_p = l->fence_rev;
     *floor_p = l->id_floor;
     /* a leader past its lease deadline knows no leader (not itself) */
     snprintf(leader, len, "%s", l->leading ? "" : l->leader);
@@ -162,6 +163,48 @@ static int gate_record(void *arg, const struct fti_quorum *q)
         return FT_ERR_NOT_LEADER;
     }
     return FT_SUCCESS;
+}
+
+/* PREFIX/name written in a txn guarded by our election key. */
+static int gate_save(void *arg, const char *name, const char *val)
+{
+    struct fti_lh_leader *l = arg;
+    char key[KEY_SIZE + 64], err[FTI_REASON_SIZE];
+    pthread_mutex_lock(&l->mu);
+    bool lead = l->leading && fti_now_ms() < l->deadline_ms;
+    int64_t rev = l->fence_rev;
+    pthread_mutex_unlock(&l->mu);
+    if (!lead)
+        return FT_ERR_NOT_LEADER;
+    snprintf(key, sizeof(key), "%s/%s", l->o.prefix, name);
+    fti_etcd_cmp_t cmp = {l->key_leader, FTI_ETCD_CREATE_REV, rev};
+    fti_etcd_put_t put = {key, val, strlen(val), 0};
+    bool ok = false;
+    int rc = fti_etcd_txn(l->fence, &cmp, 1, &put, 1, &ok, NULL);
+    if (rc != FT_SUCCESS) {
+        fti_etcd_last_error(l->fence, err, sizeof(err));
+        FTI_WARN("etcd: %s not written: %s", key, err);
+        return rc;
+    }
+    if (!ok) {
+        pthread_mutex_lock(&l->mu);
+        step_down(l, "etcd refused its write: another lighthouse was elected (fenced)");
+        pthread_mutex_unlock(&l->mu);
+        return FT_ERR_NOT_LEADER;
+    }
+    return FT_SUCCESS;
+}
+
+static int gate_load(void *arg, const char *name, char **val_p)
+{
+    struct fti_lh_leader *l = arg;
+    char key[KEY_SIZE + 64];
+    fti_etcd_kv_t kv = {0};
+    snprintf(key, sizeof(key), "%s/%s", l->o.prefix, name);
+    int rc = fti_etcd_get(l->fence, key, &kv);
+    if (rc == FT_SUCCESS)
+        *val_p = kv.value; /* handed over */
+    return rc;
 }
 
 /* ---- the election thread ------------------------------------------------ */
@@ -336,6 +379,8 @@ int fti_lh_leader_create(const fti_lh_leader_opts_t *o, fti_lh_leader_h *l_p, ch
     pthread_cond_init(&l->cv, NULL);
     l->gate.leading = gate_leading;
     l->gate.record = gate_record;
+    l->gate.save = gate_save;
+    l->gate.load = gate_load;
     l->gate.arg = l;
     *l_p = l;
     return FT_SUCCESS;

@@ -22,7 +22,10 @@
  * only while PREFIX/leader still has the create revision of its own
  * election: a deposed or frozen leader's write fails, it steps down and
  * sends nothing.  A new leader reads PREFIX/quorum_id first and issues
- * ids above it (the gate's id floor): ids only grow, none twice.
+ * ids above it (the gate's id floor): ids only grow, none twice.  The
+ * groups killed from the dashboard go to PREFIX/killed the same way
+ * (gate save/load, server_gate.c: "INCARNATION ID" lines), written at the
+ * leader's next call after a change, read by a new leader.
  *
  * Threads: a thread of its own runs the election; the gate's calls
  * (fti_lh_leader_gate) run on the lighthouse's loop thread.

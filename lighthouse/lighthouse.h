@@ -86,17 +86,25 @@ struct event_base;
 struct fti_quorum;
 
 /* Whether this lighthouse leads (several lighthouses of one job, one
- * elected through etcd: lighthouse/leader.h).  record runs on the loop
- * thread, leading on any (the snapshot asks it too).  leading: true when it may answer groups now, with
- * *id_floor_p the highest quorum id a former leader may have issued (the
- * next new id is above it); false with leader set to the leader's
- * "host:port" ("" = none known).  record: called before a quorum with a
- * new id is sent; FT_SUCCESS when it was written under this lighthouse's
- * leadership; else the quorum is not sent (FT_ERR_NOT_LEADER: its waiters
- * are redirected; another error: they fail with FT_ERR_TIMEOUT). */
+ * elected through etcd: lighthouse/leader.h).  leading runs on any thread
+ * (the snapshot asks it too), the others on the loop thread.
+ *   leading: true when it may answer groups now, with *term_p naming this
+ *     leadership (another value after each election) and *id_floor_p the
+ *     highest quorum id a former leader may have issued (the next new id
+ *     is above it); false with leader set to the leader's "host:port" (""
+ *     = none known).
+ *   record: called before a quorum with a new id is sent; FT_SUCCESS when
+ *     it was written under this lighthouse's leadership; else the quorum
+ *     is not sent (FT_ERR_NOT_LEADER: its waiters are redirected; another
+ *     error: they fail with FT_ERR_TIMEOUT).
+ *   save, load: a named piece of state (the killed groups) written under
+ *     the leadership, and read back by a new leader (*val_p malloc'ed,
+ *     NUL-terminated; FT_ERR_NOT_FOUND when none was saved). */
 typedef struct fti_lh_gate {
-    bool (*leading)(void *arg, int64_t *id_floor_p, char *leader, size_t len);
+    bool (*leading)(void *arg, int64_t *term_p, int64_t *id_floor_p, char *leader, size_t len);
     int (*record)(void *arg, const struct fti_quorum *q);
+    int (*save)(void *arg, const char *name, const char *val);
+    int (*load)(void *arg, const char *name, char **val_p);
     void *arg;
 } fti_lh_gate_t;
 

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ftmpi_errors.h"
 #include "base/log.h"
@@ -21,34 +22,95 @@ static void redirect_msg(const char *leader, char *msg, size_t len)
     snprintf(msg, len, "%s%s", FTI_LH_NOT_LEADER_MSG, leader[0] ? leader : "unknown");
 }
 
-/* Whether the gate says this lighthouse leads; the floor noted in the
- * state; leader gets the leader otherwise. */
+/* The killed records as text: "INCARNATION ID" lines (malloc'ed). */
+static char *killed_text(const fti_lh_killed_t *k)
+{
+    size_t cap = k->n * (FTI_REPLICA_ID_SIZE + 24) + 1, used = 0;
+    char *t = malloc(cap);
+    if (t == NULL)
+        return NULL;
+    t[0] = '\0';
+    for (size_t i = 0; i < k->n; i++)
+        used += (size_t)snprintf(t + used, cap - used, "%" PRIu64 " %s\n", k->e[i].incarnation,
+                                 k->e[i].id);
+    return t;
+}
+
+/* A new leadership: what a former leader left (the killed groups) into the
+ * state.  Loop thread. */
+static void take_over(struct fti_lighthouse *lh, const fti_lh_gate_t *g)
+{
+    char *t = NULL;
+    int rc = g->load(g->arg, "killed", &t);
+    if (rc != FT_SUCCESS) {
+        if (rc != FT_ERR_NOT_FOUND)
+            FTI_WARN("the killed groups a former leader left could not be read: %s",
+                     FT_Error_string(rc));
+        return;
+    }
+    size_t n = 0;
+    pthread_mutex_lock(&lh->mu);
+    char *save = NULL;
+    for (char *line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *sp = strchr(line, ' ');
+        if (sp == NULL || sp[1] == '\0' || strlen(sp + 1) >= FTI_REPLICA_ID_SIZE)
+            continue;
+        fti_lh_killed_add(&lh->killed, sp + 1, strtoull(line, NULL, 10));
+        n++;
+    }
+    lh->gate_killed = lh->killed;
+    pthread_mutex_unlock(&lh->mu);
+    free(t);
+    if (n)
+        FTI_INFO("%zu killed groups taken over from a former leader", n);
+}
+
+/* Writes the killed records when they changed since the last write. */
+static void save_killed(struct fti_lighthouse *lh, const fti_lh_gate_t *g)
+{
+    pthread_mutex_lock(&lh->mu);
+    bool changed = memcmp(&lh->killed, &lh->gate_killed, sizeof(lh->killed)) != 0;
+    fti_lh_killed_t now = lh->killed;
+    pthread_mutex_unlock(&lh->mu);
+    if (!changed)
+        return;
+    char *t = killed_text(&now);
+    if (t && g->save(g->arg, "killed", t) == FT_SUCCESS)
+        lh->gate_killed = now;
+    free(t);
+}
+
+/* Whether the gate says this lighthouse leads; a new leadership takes
+ * over the floor and the killed groups; leader gets the leader otherwise. */
 static bool gate_leading(struct fti_lighthouse *lh, char *leader, size_t len)
 {
     const fti_lh_gate_t *g = lh->opts.gate;
-    int64_t floor = 0;
+    int64_t floor = 0, term = 0;
     leader[0] = '\0';
     if (g == NULL)
         return true;
-    if (!g->leading(g->arg, &floor, leader, len))
+    if (!g->leading(g->arg, &term, &floor, leader, len))
         return false;
-    if (floor > lh->gate_floor) { /* a new leadership: ids above what was issued */
+    if (term != lh->gate_term) { /* a new leadership: ids above what was issued */
         pthread_mutex_lock(&lh->mu);
         fti_quorum_note_seen(lh->st, floor);
         pthread_mutex_unlock(&lh->mu);
-        lh->gate_floor = floor;
+        lh->gate_term = term;
+        take_over(lh, g);
     }
+    save_killed(lh, g);
     return true;
 }
 
 void fti_lh_gate_snapshot(const struct fti_lighthouse *lh, fti_lh_snapshot_t *s)
 {
     const fti_lh_gate_t *g = lh->opts.gate;
-    int64_t floor;
+    int64_t floor, term;
     s->role = FTI_LH_ROLE_ALONE;
     if (g)
-        s->role = g->leading(g->arg, &floor, s->leader, sizeof(s->leader)) ? FTI_LH_ROLE_LEADER
-                                                                            : FTI_LH_ROLE_STANDBY;
+        s->role = g->leading(g->arg, &term, &floor, s->leader, sizeof(s->leader))
+                      ? FTI_LH_ROLE_LEADER
+                      : FTI_LH_ROLE_STANDBY;
 }
 
 bool fti_lh_gate_refuse(struct fti_lighthouse *lh, fti_rpc_call_h call)

@@ -71,7 +71,8 @@ struct fti_lighthouse {
     fti_lh_killed_t killed; /* incarnations killed by an operator (killed.h) */
     fti_lh_recov_t recov;   /* recoveries, failed steps, rank counters (recoveries.h) */
     fti_sdc_h sdc;          /* fingerprints waiting, reports (sdc.h) */
-    int64_t gate_floor;     /* the last id floor of opts.gate noted (loop thread) */
+    int64_t gate_term;      /* the leadership of opts.gate taken over (loop thread) */
+    fti_lh_killed_t gate_killed; /* killed as last saved through opts.gate (loop thread) */
 };
 
 /* server_gate.c: leadership (opts.gate; loop thread).  refuse: true when

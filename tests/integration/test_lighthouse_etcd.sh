@@ -2,7 +2,8 @@
 # test_lighthouse_etcd.sh - three ftmpi-lighthouses of one job elected
 # through a real etcd (lighthouse/leader.h): one leads, the standbys
 # redirect (FT_ERR_NOT_LEADER naming it) and a client given the three
-# follows; the leader records every new quorum id in etcd; SIGKILLed, a
+# follows; the leader records every new quorum id and the groups killed
+# from its dashboard in etcd; SIGKILLed, a
 # standby leads and issues ids above the stored one (every lighthouse
 # starts its ids at 1 here and the clients report none: without the
 # stored counter the new leader would issue id 1 again); SIGSTOPped beyond
@@ -16,7 +17,7 @@ P=/ftmpi/test-$$
 start_etcd e1
 for n in a b c; do
     start_lighthouse "lh_$n" --min-replicas 1 --join-timeout-ms 0 --initial-quorum-id 0 \
-        --heartbeat-timeout-ms 5000 --etcd "$ETCD_URL" --etcd-prefix "$P" --etcd-ttl 2 \
+        --heartbeat-timeout-ms 2000 --etcd "$ETCD_URL" --etcd-prefix "$P" --etcd-ttl 2 \
         --log-level info --http-bind 127.0.0.1:0
     eval "PID_$n=\$LH_PID ADDR_$n=\$LH_ADDR HTTP_$n=\$LH_HTTP"
 done
@@ -48,7 +49,7 @@ grep -q "\"role\":\"standby\",\"leader\":\"$LADDR\"" "$HTTP_BODY" ||
     die "the standby's status.json: $(head -c 300 "$HTTP_BODY")"
 
 # a standby names the leader; the client follows it
-timeout 30 "$PROBE" quorum "$SADDR" g1 0 10000 >"$T/q1.out" 2>&1 ||
+timeout 30 "$PROBE" quorum "$SADDR" g1 0 10000 77 >"$T/q1.out" 2>&1 ||
     die "a quorum through the standby $SADDR: $(cat "$T/q1.out")"
 Q1=$(sed -n 's/^quorum \([0-9]*\) .*/\1/p' "$T/q1.out")
 [ "$Q1" = 1 ] || die "first quorum: want id 1, got: $(cat "$T/q1.out")"
@@ -57,6 +58,14 @@ etcd_get "$P/last_quorum" | grep -q '"replica_id":"g1"' ||
     die "etcd's last quorum: $(etcd_get "$P/last_quorum")"
 file_has "$T/lh_$S.err" 'quorum 1:' && die "the standby issued a quorum: $(cat "$T/lh_$S.err")"
 
+# g1 (incarnation 77) killed from the leader's dashboard stays killed under
+# the next leader (the killed groups are in etcd)
+eval "LH_HTTP=\$HTTP_$L"
+http POST /replica/g1/kill
+[ "$HTTP_CODE" = 200 ] || die "kill g1: HTTP $HTTP_CODE $(cat "$HTTP_BODY")"
+saved() { etcd_get "$P/killed" | grep -q '^77 g1$'; }
+wait_until 30 saved || die "the kill of g1 is not in etcd: '$(etcd_get "$P/killed")'"
+
 # the leader SIGKILLed: a standby leads, above the stored id
 kill -KILL "$LPID"
 OLD=$L
@@ -64,6 +73,10 @@ wait_until 60 leader "$(for n in a b c; do [ "$n" = "$OLD" ] || echo "$n"; done)
     die "no standby was elected within 60 s of the leader's SIGKILL"
 L=$(leader "$(for n in a b c; do [ "$n" = "$OLD" ] || echo "$n"; done)")
 eval "LADDR=\$ADDR_$L LPID=\$PID_$L"
+timeout 30 "$PROBE" quorum "$ALL" g1 1 20000 77 >"$T/k2.out" 2>&1 &&
+    die "the killed g1 was let in by the new leader: $(cat "$T/k2.out")"
+grep -q 'asked this group to stop' "$T/k2.out" || die "the killed g1 under the new leader: $(cat "$T/k2.out")"
+# a new incarnation of g1 (a restart) is an ordinary group again
 timeout 30 "$PROBE" quorum "$ALL" g1 1 20000 >"$T/q2.out" 2>&1 ||
     die "a quorum after the failover: $(cat "$T/q2.out")"
 Q2=$(sed -n 's/^quorum \([0-9]*\) .*/\1/p' "$T/q2.out")
