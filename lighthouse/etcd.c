@@ -27,6 +27,7 @@
 #define GRPC_NOT_FOUND 5
 #define GRPC_UNAUTHENTICATED 16
 #define GRPC_INVALID_ARGUMENT 3
+#define GRPC_PERMISSION_DENIED 7
 
 struct fti_etcd {
     pthread_mutex_t mu;
@@ -315,8 +316,12 @@ static int post_once(struct fti_etcd *e, const char *path, const char *body, jso
             *reauth_p = true;
             return FT_ERR_AUTH;
         }
-        if (code == GRPC_INVALID_ARGUMENT)
-            return strstr(e->err, "authentication failed") ? FT_ERR_AUTH : FT_ERR_ARG;
+        if (code == GRPC_PERMISSION_DENIED)
+            return FT_ERR_AUTH;
+        if (code == GRPC_INVALID_ARGUMENT) /* etcd's auth errors come as this too */
+            return strstr(e->err, "authentication failed") || strstr(e->err, "user name is empty")
+                       ? FT_ERR_AUTH
+                       : FT_ERR_ARG;
         rc = FT_ERR_CONNECT; /* unavailable (no etcd leader): the next endpoint */
     }
     return rc;

@@ -6,6 +6,10 @@
  *   etcd_probe built                 exit 0 when the build has etcd support
  *   etcd_probe client URLS           the client's checks; exit 0 when all pass
  *   etcd_probe get URLS KEY          print KEY's value (exit 3 when absent)
+ *   etcd_probe auth URLS USER PASSWORD
+ *                                    with etcd's authentication on: USER
+ *                                    (read-write on /ftmpi/) works, no user
+ *                                    and a wrong password get FT_ERR_AUTH
  *   etcd_probe relay HOST:PORT       a TCP relay to HOST:PORT on 127.0.0.1:0
  *                                    (prints "relay listening on 127.0.0.1:N"; a
  *                                    process per connection, in the relay's
@@ -195,6 +199,46 @@ static int run_client(const char *urls)
     return failures ? 1 : 0;
 }
 
+/* One lease and one guarded write as user/password; FT_SUCCESS or why not. */
+static int auth_try(const char *urls, const char *user, const char *pw)
+{
+    fti_etcd_auth_t a;
+    fti_etcd_h e = NULL;
+    int64_t lease = 0, ttl = 0;
+    bool ok = false;
+    memset(&a, 0, sizeof(a));
+    snprintf(a.user, sizeof(a.user), "%s", user);
+    snprintf(a.password, sizeof(a.password), "%s", pw);
+    int rc = fti_etcd_create(urls, user[0] ? &a : NULL, 5000, &e, NULL, 0);
+    if (rc == FT_SUCCESS)
+        rc = fti_etcd_lease_grant(e, 2, &lease, &ttl);
+    if (rc == FT_SUCCESS) {
+        fti_etcd_cmp_t c = {"/ftmpi/auth", FTI_ETCD_CREATE_REV, 0};
+        fti_etcd_put_t p = {"/ftmpi/auth", "x", 1, lease};
+        rc = fti_etcd_txn(e, &c, 1, &p, 1, &ok, NULL);
+        if (rc == FT_SUCCESS && !ok)
+            rc = FT_ERR_INTERNAL;
+        (void)fti_etcd_lease_revoke(e, lease);
+    }
+    if (rc != FT_SUCCESS && e)
+        fprintf(stderr, "etcd_probe: as '%s': %s (%s)\n", user, FT_Error_string(rc), err_of(e));
+    fti_etcd_destroy(e);
+    return rc;
+}
+
+static int run_auth(const char *urls, const char *user, const char *pw)
+{
+    int rc = auth_try(urls, user, pw);
+    CHECK(rc == FT_SUCCESS, "as %s: %s", user, FT_Error_string(rc));
+    rc = auth_try(urls, "", "");
+    CHECK(rc == FT_ERR_AUTH, "without a user: %s", FT_Error_string(rc));
+    rc = auth_try(urls, user, "wrong-password");
+    CHECK(rc == FT_ERR_AUTH, "a wrong password: %s", FT_Error_string(rc));
+    if (failures == 0)
+        printf("etcd client with authentication: all checks passed\n");
+    return failures ? 1 : 0;
+}
+
 static int run_get(const char *urls, const char *key)
 {
     fti_etcd_h e = NULL;
@@ -275,6 +319,8 @@ int main(int argc, char **argv)
         return 0;
     if (argc == 3 && strcmp(argv[1], "client") == 0)
         return run_client(argv[2]);
+    if (argc == 5 && strcmp(argv[1], "auth") == 0)
+        return run_auth(argv[2], argv[3], argv[4]);
     if (argc == 4 && strcmp(argv[1], "get") == 0)
         return run_get(argv[2], argv[3]);
     fprintf(stderr, "usage: etcd_probe built | client URLS | get URLS KEY\n");
