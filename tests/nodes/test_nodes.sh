@@ -61,15 +61,6 @@ done
 e2e_log "mpirun --hostfile: $(tr '\n' ';' <"$T/where.out")"
 
 # ---- helpers of the mode A scenarios ------------------------------------
-# node_ranks K ID: the machine's pids of group ID's ranks on node K
-node_ranks() {
-    for _p in $(node_procs "$1"); do
-        tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null | grep -qx "FTMPI_REPLICA_ID=$2" &&
-            tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null | grep -q '^OMPI_COMM_WORLD_RANK=' &&
-            echo "$_p"
-    done
-    return 0
-}
 # node_group K ID HOSTS [ft_sgd flags...]: group ID, one rank on each of
 # HOSTS (node names, comma-separated), under its agent on node K; mpirun
 # passes the FTMPI_* settings to the other nodes with -x (the agent's three
