@@ -119,6 +119,13 @@ int fti_qmember_copy(fti_qmember_t *dst, const fti_qmember_t *src);
 /* Frees m->data and sets it to NULL, data_len 0.  NULL-safe. */
 void fti_qmember_clear(fti_qmember_t *m);
 
+/* Deep copy of n members; NULL on allocation failure.  Release with
+ * fti_qmembers_free. */
+fti_qmember_t *fti_qmembers_dup(const fti_qmember_t *src, size_t n);
+
+/* Clears n members and frees the array.  NULL-safe. */
+void fti_qmembers_free(fti_qmember_t *members, size_t n);
+
 /* ---- issued quorums -------------------------------------------------- */
 
 typedef struct fti_quorum {
