@@ -1,6 +1,7 @@
-/* quorum_members.c - the members and issued quorums of quorum.h: copies,
- * releases, look-up by replica id.  No state: the rules are quorum.c. */
-#include "lighthouse/quorum.h"
+/* quorum_members.c - the members and issued quorums (quorum_members.h):
+ * copies, releases, look-up by replica id.  No state: the rules are
+ * quorum.c. */
+#include "lighthouse/quorum_members.h"
 
 #include "ftmpi_errors.h"
 
