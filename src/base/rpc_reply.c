@@ -6,7 +6,6 @@
 #include "base/rpc_int.h"
 #include "base/rpc_server_int.h"
 
-#include <event2/buffer.h>
 #include <stdlib.h>
 #include <string.h>
 

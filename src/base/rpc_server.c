@@ -6,23 +6,18 @@
 #include "base/rpc.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/listener.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include "base/error.h"
 #include "ftmpi_errors.h"
 #include "base/log.h"
 #include "base/net.h"
