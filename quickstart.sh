@@ -144,6 +144,8 @@ protobuf-c-compiler libprotobuf-c-dev libcmocka-dev libxxhash-dev gdb strace g++
 # priority; installing MPICH leaves them Open MPI's, and the build below
 # names MPICH's wrapper and launcher explicitly (configure --with-mpi=mpich).
 [ "$mpi" = mpich ] && packages="$packages libmpich-dev mpich"
+# the nodes (tests/nodes): sshd in each node, and Slurm across them
+[ -n "$nodes" ] && packages="$packages openssh-server slurm-wlm munge"
 missing=""
 for p in $packages; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -36,82 +36,6 @@ struct fti_quorum_state {
 /* At most this many names in a reason's list, then "+N more". */
 #define NAMES_SHOWN 4
 
-/* ---- members and quorums -------------------------------------------- */
-
-int fti_qmember_copy(fti_qmember_t *dst, const fti_qmember_t *src)
-{
-    *dst = *src;
-    dst->data = NULL;
-    dst->data_len = 0;
-    if (src->data_len > 0) {
-        dst->data = malloc(src->data_len);
-        if (!dst->data)
-            return FT_ERR_NO_MEMORY;
-        memcpy(dst->data, src->data, src->data_len);
-        dst->data_len = src->data_len;
-    }
-    return FT_SUCCESS;
-}
-
-void fti_qmember_clear(fti_qmember_t *m)
-{
-    if (!m)
-        return;
-    free(m->data);
-    m->data = NULL;
-    m->data_len = 0;
-}
-
-static void members_free(fti_qmember_t *members, size_t n)
-{
-    if (!members)
-        return;
-    for (size_t i = 0; i < n; i++)
-        fti_qmember_clear(&members[i]);
-    free(members);
-}
-
-void fti_quorum_free(fti_quorum_t *q)
-{
-    if (!q)
-        return;
-    members_free(q->members, q->n_members);
-    free(q);
-}
-
-long fti_quorum_member_index(const fti_quorum_t *q, const char *replica_id)
-{
-    if (!q || !replica_id)
-        return -1;
-    size_t lo = 0, hi = q->n_members;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(q->members[mid].replica_id, replica_id);
-        if (c == 0)
-            return (long)mid;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return -1;
-}
-
-/* Deep copy of n members; NULL on allocation failure. */
-static fti_qmember_t *members_dup(const fti_qmember_t *src, size_t n)
-{
-    fti_qmember_t *out = calloc(n ? n : 1, sizeof(*out));
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (fti_qmember_copy(&out[i], &src[i]) != FT_SUCCESS) {
-            members_free(out, i);
-            return NULL;
-        }
-    }
-    return out;
-}
-
 /* ---- state ------------------------------------------------------------ */
 
 void fti_quorum_opts_default(fti_quorum_opts_t *o)
@@ -451,7 +375,7 @@ static int decision_fill_members(const struct fti_quorum_state *st, int64_t now_
         if (!name_matches(st, g, now_ms, NK_CANDIDATE, shrink))
             continue;
         if (fti_qmember_copy(&m[k], &g->member) != FT_SUCCESS) {
-            members_free(m, k);
+            fti_qmembers_free(m, k);
             return FT_ERR_NO_MEMORY;
         }
         k++;
@@ -579,7 +503,7 @@ void fti_qdecision_clear(fti_qdecision_t *d)
 {
     if (!d)
         return;
-    members_free(d->members, d->n_members);
+    fti_qmembers_free(d->members, d->n_members);
     memset(d, 0, sizeof(*d));
     d->join_wait_ms = -1;
 }
@@ -621,11 +545,11 @@ int fti_quorum_commit(fti_quorum_state_h st, fti_qdecision_t *d, int64_t now_ms,
     /* allocate everything first: on failure nothing changes */
     fti_quorum_t *q = calloc(1, sizeof(*q));
     fti_quorum_t *mine = calloc(1, sizeof(*mine));
-    fti_qmember_t *copy = members_dup(d->members, d->n_members);
+    fti_qmember_t *copy = fti_qmembers_dup(d->members, d->n_members);
     if (!q || !mine || !copy) {
         free(q);
         free(mine);
-        members_free(copy, d->n_members);
+        fti_qmembers_free(copy, d->n_members);
         return FT_ERR_NO_MEMORY;
     }
     mine->quorum_id = id;

@@ -1,6 +1,8 @@
 /*
  * lighthouse/server_int.h - the server's state, shared by its files only:
- * server_gate.c (leadership: lighthouse/leader.h), server.c (the loop: requests, evaluation, replies), replies.c (the
+ * server.c (the loop: requests, ticks, create and destroy), server_eval.c
+ * (the evaluation: issuing a quorum, answering its waiters),
+ * server_gate.c (leadership: lighthouse/leader.h), replies.c (the
  * packed quorum replies), server_admin.c (kill, snapshot, defaults),
  * finalized.c (the groups that finalized), server_history.c (the
  * once-a-second bookkeeping, forgetting gone groups).
@@ -92,6 +94,19 @@ void fti_lh_gate_snapshot(const struct fti_lighthouse *lh, fti_lh_snapshot_t *s)
 /* killed.h's rules 2 and 3 for a call of (id, incarnation), under lh->mu:
  * FT_ERR_KILLED to refuse it (server_admin.c). */
 int fti_lh_killed_call(struct fti_lighthouse *lh, const char *id, uint64_t incarnation);
+
+/* ---- the evaluation (server_eval.c; loop thread) ---- */
+
+/* Whether replica_id is a member of the current quorum (no lock: the loop
+ * thread is the only writer of the state). */
+bool fti_lh_in_quorum(struct fti_lighthouse *lh, const char *replica_id);
+/* Whether a request-triggered evaluation could issue now; when not, the
+ * next tick evaluates. */
+bool fti_lh_worth_evaluating(struct fti_lighthouse *lh, int64_t now);
+/* Applies the rules; issues and answers a quorum if they say so. */
+void fti_lh_evaluate(struct fti_lighthouse *lh);
+/* Ends the waiting calls of groups that fti_quorum_expire forgot. */
+void fti_lh_sweep_forgotten(struct fti_lighthouse *lh);
 
 /* Ends every waiting quorum call of id with rc and msg (loop thread). */
 void fti_lh_waiters_end(struct fti_lighthouse *lh, const char *id, int rc, const char *msg);

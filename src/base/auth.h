@@ -10,7 +10,7 @@
  * on the wire is HMAC-SHA256(label, secret), never the secret itself.
  *
  * Handshake, before any frame, on every control-plane connection (base/rpc_client.c and
- * base/rpc_server.c run it on connect and accept) and on the data plane's ring sockets
+ * base/rpc_conn.c run it on connect and accept) and on the data plane's ring sockets
  * (fti_auth_connect_fd / fti_auth_accept_fd):
  *   client -> server  HELLO     "FTA3" | Nc (32 random bytes)
  *   server -> client  CHALLENGE "FTA3" | Ns (32 random bytes)
@@ -109,7 +109,7 @@ int fti_auth_load_key(const char *path, fti_auth_key_t *key_p, char *err, size_t
  * without a secret (servers and clients call it when they start keyless). */
 void fti_auth_warn_unauthenticated(void);
 
-/* ---- the handshake as pure steps (base/rpc_server.c's event-driven server) ---------- */
+/* ---- the handshake as pure steps (base/rpc_conn.c, the event-driven server) ---------- */
 
 /* Client: draws Nc, writes HELLO. */
 int fti_auth_client_hello(fti_auth_state_t *st, uint8_t hello[FTI_AUTH_HELLO_LEN]);

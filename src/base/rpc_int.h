@@ -1,5 +1,5 @@
 /* base/rpc_int.h - what the two sides of the framed RPC share, internal to
- * base/rpc_server.c and base/rpc_client.c. */
+ * the server (base/rpc_reply.c) and base/rpc_client.c. */
 #ifndef FTI_BASE_RPC_INT_H
 #define FTI_BASE_RPC_INT_H
 

@@ -1,6 +1,6 @@
 /*
- * heal_int.h - the registry of heal/serve.c as its fetching side
- * (heal/fetch.c) sees it.  Internal to those two files.
+ * heal_int.h - the registry of heal/serve.c as the rest of src/heal sees
+ * it (fetch.c, source.c, stage.c, fingerprint.c).  Internal to src/heal.
  */
 #ifndef FTI_HEAL_INT_H
 #define FTI_HEAL_INT_H

@@ -1,8 +1,9 @@
 /*
  * heal/stripe.h - a striped fetch's state, internal to heal/fetch.c (the
- * fetching threads, the frontier, the rounds), heal/stage.c (the staging
- * memory and its install) and heal/verify.c (checking every piece against
- * the source that sent it, fetching again what fails).
+ * fetching threads, the frontier, the rounds), heal/source.c (opening a
+ * source, checking its metadata and checksums, dropping it), heal/stage.c
+ * (the staging memory and its install) and heal/verify.c (checking every
+ * piece against the source that sent it, fetching again what fails).
  * Threads: the fields say which mutex guards them.
  */
 #ifndef FTI_HEAL_STRIPE_H
@@ -143,15 +144,23 @@ int fti_heal_stripe_verify(struct stripe *sp, bool chain_ok, int *bad_p);
  * first dead one's); whether every range is in. */
 int fti_heal_stripe_code(const struct stripe *sp);
 bool fti_heal_stripe_all_done(const struct stripe *sp);
-/* fetch.c: a source's metadata against this rank's registrations; drops a
- * source (logged by the caller); a source's failure as heal reports it. */
+/* source.c: a source's metadata against this rank's registrations; drops a
+ * source (logged by the caller; _locked: the stripe's mutex held); a
+ * source's failure as heal reports it. */
 int fti_heal_check(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, const char *src);
-/* fetch.c: a source's checksums of step (metadata or the checksum reply)
+/* source.c: a source's checksums of step (metadata or the checksum reply)
  * as they arrive: the step, the buffers as fti_heal_check wants them, the
  * piece sums' count and last one; logs what was wrong.  h's mutex held. */
 int fti_heal_check_sums(struct fti_heal *h, const Ftmpi__HealMetadataResponse *m, int64_t step,
                         const char *src);
 void fti_heal_src_dead(struct stripe_src *w, int rc);
+void fti_heal_src_dead_locked(struct stripe_src *w, int rc);
 int fti_heal_code(int rc);
+/* source.c: opens source w (heal address, client, metadata of the step
+ * checked; logs its failure); asks it for the checksums it deferred
+ * (*resp_p freed with ftmpi__heal_metadata_response__free_unpacked). */
+int fti_heal_src_open(struct stripe *sp, struct stripe_src *w);
+int fti_heal_src_sums(fti_rpc_client_h c, int64_t step, int64_t deadline_ms,
+                      Ftmpi__HealMetadataResponse **resp_p);
 
 #endif

@@ -82,7 +82,7 @@ static void src_drop_ranges(struct stripe *sp, int a, int rc)
 }
 
 /* The reference checksums: of the live sources that sent theirs (each
- * checked on arrival, fetch.c's fti_heal_check_sums), those that more sources
+ * checked on arrival, source.c's fti_heal_check_sums), those that more sources
  * agree with than with any other; the others are dropped, their ranges to
  * do again.  A disagreement nobody decides (two sources, or a tie) fails
  * the heal with FT_ERR_CHECKSUM: no source's word counts more for being

@@ -3,7 +3,7 @@
  * peer that does not hold the secret.
  *
  * Input byte 0 picks the side, the rest is what the peer sends:
- *   0  a real RPC server with a key (base/rpc_server.c's event-driven handshake) gets
+ *   0  a real RPC server with a key (base/rpc_conn.c's event-driven handshake) gets
  *      the bytes on a fresh connection: no request may reach a handler
  *   1  the same after a correct handshake (the harness holds the key): the
  *      bytes are frames of an authenticated peer, served as usual

@@ -6,7 +6,7 @@
  *
  * The real code it runs on the fuzzed bytes: protobuf decoding of every
  * metadata and checksum reply, fti_heal_check and fti_heal_check_sums
- * (src/heal/fetch.c: each source's metadata and sums checked as they
+ * (src/heal/source.c: each source's metadata and sums checked as they
  * arrive) and fti_heal_stripe_verify / _code / _all_done (src/heal/verify.c:
  * the sources' vote on the checksums, each piece against the reference,
  * sources dropped, pieces put back and pinned).  This harness plays the
@@ -40,11 +40,12 @@
 #include "fuzz_common.h"
 
 #ifdef FUZZ_HEAL_INLINE
-/* The libFuzzer build: fetch.c, stage.c and verify.c compiled here, with checksum
+/* The libFuzzer build: fetch.c, source.c, stage.c and verify.c compiled here, with checksum
  * pieces of FTI_HEAL_SUM_BYTES = 16 bytes (both set on its command line,
  * Makefile.inc), so that the small buffers have several pieces; the
  * archive's copies of them are not linked. */
 #include "heal/fetch.c"
+#include "heal/source.c"
 #include "heal/stage.c"
 #include "heal/verify.c"
 #endif

@@ -54,10 +54,16 @@
 # lib_test_env turn leaks off unless the caller set ASAN_OPTIONS).  ASan's
 # and UBSan's errors always fail.  A build without the sanitizers ignores
 # all three.
+# FTI_ASAN_DEFAULT carries "these options are common.sh's own" into a test
+# that a test runs (test_e2e_ucx_scenarios runs test_e2e_sigstop): without
+# it the inner test took the outer's default for the user's choice and kept
+# the leak check on in its MPI ranks, whose plugins' leaks then failed them
 _fti_asan_default=
-if [ -z "${ASAN_OPTIONS+set}" ]; then
+if [ -z "${ASAN_OPTIONS+set}" ] || [ "${FTI_ASAN_DEFAULT:-}" = 1 ]; then
     ASAN_OPTIONS=detect_leaks=1
     _fti_asan_default=1
+    FTI_ASAN_DEFAULT=1
+    export FTI_ASAN_DEFAULT
 fi
 : "${UBSAN_OPTIONS:=print_stacktrace=1}"
 : "${LSAN_OPTIONS:=suppressions=$top_srcdir/tests/lsan.supp:print_suppressions=0}"

@@ -8,6 +8,7 @@
 #     nodes_up 2 RATE            the same with a second, slow network (below)
 #     on_node 0 CMD...           CMD inside node 0 (its namespaces), cwd kept
 #     node_procs 1               the machine's pids of node 1's processes
+#     node_ranks 1 g0            those of them that are MPI ranks of group g0
 #     node_kill 1                SIGKILL to node 1's init: the node is lost
 #     nodes_down                 every node and namespace ended (register it
 #                                with at_cleanup before nodes_init)
@@ -242,6 +243,16 @@ node_procs() {
     return 0
 }
 
+# node_ranks K ID: the machine's pids of group ID's ranks on node K (started by
+# mpirun or by srun's pmix plugin, which set one of the two)
+node_ranks() {
+    for _p in $(node_procs "$1"); do
+        tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null | grep -qx "FTMPI_REPLICA_ID=$2" &&
+            tr '\0' '\n' <"/proc/$_p/environ" 2>/dev/null | grep -Eq '^(OMPI_COMM_WORLD_RANK|PMIX_RANK)=' &&
+            echo "$_p"
+    done
+    return 0
+}
 # node_kill K: the loss of node K (every process of its pid namespace at once)
 node_kill() {
     _i=$(node_pid "$1")

@@ -1,6 +1,6 @@
 /*
  * test_auth.c - the job secret and the challenge-response (src/base/auth.c)
- * and its use by the RPC layer (src/base/rpc_server.c, rpc_client.c): token files that must be
+ * and its use by the RPC layer (src/base/rpc_conn.c, rpc_client.c): token files that must be
  * refused, the handshake's steps against forged, replayed and reflected
  * answers, the blocking form on a socket pair (the tcp ring's), and real
  * RPC servers and clients on 127.0.0.1 with the right, a wrong and no key.
