@@ -158,8 +158,10 @@ static bool fail_over(struct fti_lighthouse_client *c, int rc, int round)
     }
     if (next == c->cur)
         return rc == FT_ERR_NOT_LEADER;
-    FTI_INFO("lighthouse %s: %s; asking %s", c->addrs[c->cur], FT_Error_string(rc),
-             c->addrs[next]);
+    /* a standby that knows no leader yet is asked round after round: quiet */
+    FTI_LOG(rc == FT_ERR_NOT_LEADER && round > 1 ? FTI_LOG_DEBUG : FTI_LOG_INFO,
+            "lighthouse %s: %s; asking %s", c->addrs[c->cur], FT_Error_string(rc),
+            c->addrs[next]);
     return use_addr(c, next) == FT_SUCCESS && rc != FT_ERR_TIMEOUT;
 }
 
