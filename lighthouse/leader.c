@@ -281,7 +281,9 @@ static bool watch_leader(struct fti_lh_leader *l)
     fti_etcd_kv_t kv = {0};
     int rc = fti_etcd_get(l->etcd, l->key_leader, &kv);
     pthread_mutex_lock(&l->mu);
-    if (rc == FT_SUCCESS) {
+    if (rc == FT_SUCCESS && strcmp(kv.value, l->o.advertise) == 0) {
+        l->leader[0] = '\0'; /* our own key of a lease we lost: gone within its TTL */
+    } else if (rc == FT_SUCCESS) {
         if (strcmp(l->leader, kv.value) != 0)
             FTI_INFO("etcd: standby; the leader is %s", kv.value);
         fti_strlcpy(l->leader, kv.value, sizeof(l->leader));
