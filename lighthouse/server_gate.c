@@ -36,11 +36,37 @@ static char *killed_text(const fti_lh_killed_t *k)
     return t;
 }
 
+/* The job's name and the settings the quorum rules use, as one line. */
+static void settings_text(const struct fti_lighthouse *lh, char *buf, size_t len)
+{
+    const fti_lighthouse_opts_t *o = &lh->opts;
+    snprintf(buf, len,
+             "job=%s min_replicas=%d join_timeout_ms=%" PRId64 " heartbeat_timeout_ms=%" PRId64
+             " quorum_tick_ms=%" PRId64,
+             o->job, o->min_replicas, o->join_timeout_ms, o->heartbeat_timeout_ms,
+             o->quorum_tick_ms);
+}
+
+/* The job's settings: a former leader's that differ are named (lighthouses
+ * of one job should share them), then ours are written. */
+static void check_settings(struct fti_lighthouse *lh, const fti_lh_gate_t *g)
+{
+    char mine[FTI_REASON_SIZE], *theirs = NULL;
+    settings_text(lh, mine, sizeof(mine));
+    if (g->load(g->arg, "settings", &theirs) == FT_SUCCESS && strcmp(theirs, mine) != 0)
+        FTI_WARN("this lighthouse's settings differ from the former leader's: '%s' here, '%s' "
+                 "there (give every lighthouse of a job the same flags)",
+                 mine, theirs);
+    free(theirs);
+    (void)g->save(g->arg, "settings", mine);
+}
+
 /* A new leadership: what a former leader left (the killed groups) into the
  * state.  Loop thread. */
 static void take_over(struct fti_lighthouse *lh, const fti_lh_gate_t *g)
 {
     char *t = NULL;
+    check_settings(lh, g);
     int rc = g->load(g->arg, "killed", &t);
     if (rc != FT_SUCCESS) {
         if (rc != FT_ERR_NOT_FOUND)

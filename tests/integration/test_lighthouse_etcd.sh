@@ -56,6 +56,8 @@ Q1=$(sed -n 's/^quorum \([0-9]*\) .*/\1/p' "$T/q1.out")
 [ "$(etcd_get "$P/quorum_id")" = 1 ] || die "etcd's quorum id: '$(etcd_get "$P/quorum_id")', want 1"
 etcd_get "$P/last_quorum" | grep -q '"replica_id":"g1"' ||
     die "etcd's last quorum: $(etcd_get "$P/last_quorum")"
+etcd_get "$P/settings" | grep -q '^job=ftmpi min_replicas=1 join_timeout_ms=0 heartbeat_timeout_ms=2000 ' ||
+    die "etcd's settings: $(etcd_get "$P/settings")"
 file_has "$T/lh_$S.err" 'quorum 1:' && die "the standby issued a quorum: $(cat "$T/lh_$S.err")"
 
 # g1 (incarnation 77) killed from the leader's dashboard stays killed under
