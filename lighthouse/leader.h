@@ -25,7 +25,9 @@
  * ids above it (the gate's id floor): ids only grow, none twice.  The
  * groups killed from the dashboard go to PREFIX/killed the same way
  * (gate save/load, server_gate.c: "INCARNATION ID" lines), written at the
- * leader's next call after a change, read by a new leader.
+ * leader's next call after a change, read by a new leader; and the job's
+ * name and quorum settings (PREFIX/settings), which a new leader compares
+ * with its own.
  *
  * Threads: a thread of its own runs the election; the gate's calls
  * (fti_lh_leader_gate) run on the lighthouse's loop thread.
