@@ -4,7 +4,8 @@
 # the lighthouses reach etcd through the others and quorums go on being
 # issued and recorded (the leader keeps its lease unless etcd's own
 # election outlasts it); then the leader is killed and a standby leads,
-# with ids above the recorded one.
+# with ids above the recorded one.  The job has a secret: redirects and
+# failovers go over authenticated connections, as every call.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/integration/common.sh"
 . "$top_srcdir/tests/integration/lh_common.sh"
 . "$top_srcdir/tests/integration/etcd_lib.sh"
@@ -12,10 +13,14 @@ T=$TEST_TMPDIR
 P=/ftmpi/member-$$
 
 start_etcd_cluster e
+"$LH" --make-token "$T/token" >/dev/null || die "cannot make a job secret"
+FTMPI_TOKEN_FILE=$T/token
+export FTMPI_TOKEN_FILE
 ETCD_URL=$ETCD_URL2 # etcd_get asks a member that stays
 for n in a b c; do
     start_lighthouse "lh_$n" --min-replicas 1 --join-timeout-ms 0 --initial-quorum-id 0 \
-        --heartbeat-timeout-ms 5000 --etcd "$ETCD_URLS" --etcd-prefix "$P" --log-level info
+        --heartbeat-timeout-ms 5000 --etcd "$ETCD_URLS" --etcd-prefix "$P" --log-level info \
+        --token-file "$T/token"
     eval "PID_$n=\$LH_PID ADDR_$n=\$LH_ADDR"
     ALL=${ALL:+$ALL,}$LH_ADDR
 done
@@ -37,6 +42,10 @@ quorum() { # quorum N: a quorum of a new incarnation of g1; its id in Q
 }
 quorum 1
 Q1=$Q
+# without the secret every lighthouse refuses, standbys included
+FTMPI_TOKEN_FILE= timeout 60 "$PROBE" quorum "$ALL" intruder 0 5000 >"$T/intruder.out" 2>&1 &&
+    die "a client without the job secret got a quorum: $(cat "$T/intruder.out")"
+grep -q 'authentication failed' "$T/intruder.out" || die "the intruder: $(cat "$T/intruder.out")"
 kill -KILL "$ETCD_PID1"
 # longer than the lease (2 s): the leader kept it through the other members
 n=0
