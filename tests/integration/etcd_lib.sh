@@ -11,7 +11,10 @@
 #   start_etcd NAME            starts a one-member etcd on 127.0.0.1 with free
 #                              ports (random, tried again when taken) and its
 #                              own data dir under $TEST_TMPDIR; waits for it to
-#                              serve (60 s); sets ETCD_PID and ETCD_URL
+#                              serve (60 s); sets ETCD_PID and ETCD_URL.
+#                              ETCD_SCHEME=https and ETCD_ARGS (etcd's TLS
+#                              flags) for TLS, with ETCD_PROBE_CA/_CERT/_KEY
+#                              exported for etcd_probe
 #   start_etcd_cluster NAME    the same with three members; sets ETCD_URLS,
 #                              ETCD_URL1..3, ETCD_PID1..3 (and ETCD_URL=$ETCD_URL1)
 #   etcd_get KEY               KEY's value on stdout; false when absent
@@ -38,9 +41,10 @@ start_etcd() {
         _cp=$(_etcd_port)
         _pp=$(_etcd_port)
         [ "$_cp" = "$_pp" ] && continue
-        ETCD_URL=http://127.0.0.1:$_cp
+        ETCD_URL=${ETCD_SCHEME:-http}://127.0.0.1:$_cp
         _dir=$TEST_TMPDIR/$_en.etcd.$_try
-        etcd --name "$_en" --data-dir "$_dir" \
+        # shellcheck disable=SC2086 # ETCD_ARGS: words on purpose
+        etcd --name "$_en" --data-dir "$_dir" $ETCD_ARGS \
             --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
             --listen-peer-urls "http://127.0.0.1:$_pp" \
             --initial-advertise-peer-urls "http://127.0.0.1:$_pp" \

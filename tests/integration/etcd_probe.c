@@ -5,7 +5,9 @@
  *
  *   etcd_probe built                 exit 0 when the build has etcd support
  *   etcd_probe client URLS           the client's checks; exit 0 when all pass
- *   etcd_probe get URLS KEY          print KEY's value (exit 3 when absent)
+ *   etcd_probe get URLS KEY          print KEY's value (exit 3 when absent);
+ *                                    https with ETCD_PROBE_CA, _CERT and _KEY
+ *                                    (files) from the environment
  *   etcd_probe auth URLS USER PASSWORD
  *                                    with etcd's authentication on: USER
  *                                    (read-write on /ftmpi/) works, no user
@@ -243,8 +245,15 @@ static int run_get(const char *urls, const char *key)
 {
     fti_etcd_h e = NULL;
     fti_etcd_kv_t kv = {0};
+    fti_etcd_auth_t a;
     char why[FTI_REASON_SIZE] = "";
-    if (fti_etcd_create(urls, NULL, 5000, &e, why, sizeof(why)) != FT_SUCCESS) {
+    const char *ca = getenv("ETCD_PROBE_CA"), *cert = getenv("ETCD_PROBE_CERT"),
+               *key_file = getenv("ETCD_PROBE_KEY");
+    memset(&a, 0, sizeof(a));
+    snprintf(a.ca, sizeof(a.ca), "%s", ca ? ca : "");
+    snprintf(a.cert, sizeof(a.cert), "%s", cert ? cert : "");
+    snprintf(a.key, sizeof(a.key), "%s", key_file ? key_file : "");
+    if (fti_etcd_create(urls, &a, 5000, &e, why, sizeof(why)) != FT_SUCCESS) {
         fprintf(stderr, "etcd_probe: %s\n", why);
         return 2;
     }
