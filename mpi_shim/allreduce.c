@@ -72,7 +72,6 @@
 #include "dtype.h"
 #include "ftmpi.h"
 #include "base/log.h"
-#include "mode/dropin.h"
 
 /* Re-forming after a failure is tried this many times (each a quorum and
  * one small allreduce) before the call gives up. */

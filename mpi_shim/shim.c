@@ -31,6 +31,7 @@
 #include "base/net.h"
 #include "base/settings.h"
 #include "base/util.h"
+#include "ft_init.h"
 #include "mode/dropin.h"
 
 /* With an external lighthouse (FTMPI_LIGHTHOUSE), the first quorum waits
@@ -131,13 +132,11 @@ static int setup(void)
     int rc = shim_table_rc;
     snprintf(err, sizeof(err), "%s", shim_table_err);
     if (rc == FT_SUCCESS)
-        rc = fti_shim_on_failure_parse(cfg->shim_on_failure, &fti_shim_cfg.on_failure, err,
-                                       sizeof(err));
+        rc = fti_shim_settings(cfg, &fti_shim_cfg, err, sizeof(err));
     if (rc == FT_SUCCESS) {
-        fti_shim_cfg.rescale = cfg->shim_rescale;
-        fti_shim_cfg.timeout_ms = cfg->timeout_ms;
-        fti_shim_select();
-        rc = FT_Init(NULL, NULL); /* collective; logs its failures */
+        /* FT_Init in the drop-in's mode, with the table read above: one
+         * load per process; collective, logs its failures */
+        rc = fti_init(&fti_mode_dropin, cfg);
         announce(cfg, rc);
     } else {
         /* FT_Init, which would log it, is not reached: every rank still

@@ -214,8 +214,16 @@ static const char *env_get(const char *name, void *arg)
     return getenv(name);
 }
 
+static atomic_int loads;
+
+int fti_config_load_count(void)
+{
+    return atomic_load(&loads);
+}
+
 int fti_config_load(fti_config_t *cfg, char *err, size_t errlen)
 {
+    atomic_fetch_add(&loads, 1);
     fti_config_t tmp;
     int rc = fti_config_load_from(&tmp, env_get, NULL, err, errlen);
     tmp.has_key = false;

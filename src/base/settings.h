@@ -56,8 +56,8 @@ typedef struct fti_config {
     char ckpt_load[FTI_PATH_SIZE]; /* auto, never, or a folder */
     int affinity;               /* bool: bind the baby child near its GPU */
     char baby_path[FTI_PATH_SIZE];      /* ftmpi-baby, "" = installed one */
-    char shim_on_failure[FTI_CFG_NAME_SIZE]; /* a failure mode of the drop-in's table
-                                              * (mode/dropin.h, libftmpi_pmpi) */
+    char shim_on_failure[FTI_CFG_NAME_SIZE]; /* a failure mode of the drop-in
+                                              * (mpi_shim/shim.h parses it) */
     int shim_rescale;           /* bool: libftmpi_pmpi's continue scales sums */
     int modeb_zero_copy;        /* bool: mode B's MPI writes ftmpi_mem_alloc buffers itself */
     int flight_records;         /* flight recorder entries per rank, 0 = off (flight.h) */
@@ -100,6 +100,11 @@ extern const fti_config_field_t fti_config_table[];
  * writes a message naming the variable (or the file) into err (size
  * errlen); *cfg is then left untouched. */
 int fti_config_load(fti_config_t *cfg, char *err, size_t errlen);
+
+/* How many times this process loaded the table from the environment
+ * (fti_config_load): one in a process that runs FT_Init or the
+ * drop-in (the drop-in hands its table to FT_Init). */
+int fti_config_load_count(void);
 
 /* Same, but values come from get(name, arg) instead of getenv (tests). */
 int fti_config_load_from(fti_config_t *cfg, const char *(*get)(const char *, void *), void *arg,
