@@ -1,14 +1,16 @@
 /*
- * shim.c - libftmpi_pmpi's hand-written wrappers: MPI_Init,
- * MPI_Init_thread and MPI_Finalize (see shim.h; DESIGN section 10).
+ * shim.c - the drop-in's hand-written wrappers: MPI_Init,
+ * MPI_Init_thread and MPI_Finalize (see shim.h; DESIGN section 10.1).
  *
- * MPI_Init sets the fault-tolerant layer up after PMPI_Init: the library's
- * FT_Init in drop-in mode (every world rank a group of one, src/mode/dropin.c)
- * and the first quorum.  Every world rank agrees on the outcome; a layer
+ * MPI_Init sets the fault-tolerant layer up after PMPI_Init: the drop-in's
+ * settings (settings.c), then FT_Init in the drop-in's mode with the table
+ * read before PMPI_Init (fti_init, ft_init.h; the mode: every world rank a
+ * group of one, src/mode/dropin.c) and the first quorum.  Every world rank agrees on the outcome; a layer
  * that did not start ends the job with a message (a user who preloads the
  * shim asked for protection, and a bad FTMPI_* value is refused).
  *
- * Before PMPI_Init (before_init) the FTMPI_* table is read, and under
+ * Before PMPI_Init (before_init) the FTMPI_* table is read, the one load
+ * of this process, and under
  * ftmpi-run (FTMPI_AGENT_DIR) the rank's mark is made (base/agent_mark.h):
  * a rank lost inside MPI's own start-up leaves the others waiting there
  * for good (Open MPI 4.1 under --enable-recovery: PMIx_Get in its start-up

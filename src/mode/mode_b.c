@@ -337,10 +337,7 @@ int fti_modeb_init(const fti_config_t *cfg, const char *bind_host, fti_modeb_t *
     if (is_lh) {
         serve(cfg, mb, base, lh);
         fti_modeb_release(mb, 0);
-        /* PMPI_: the library ends MPI on a rank where the application
-         * never runs; an interposer's MPI_Finalize (a profiler's) is for
-         * the application's own calls */
-        PMPI_Finalize();
+        PMPI_Finalize(); /* the library's own, not the application's: no interposer's */
         exit(0);
     }
     fti_strlcpy(mb->lighthouse, hello.addr, sizeof(mb->lighthouse));
