@@ -3,9 +3,10 @@
  * protocol (DESIGN section 4).  It checks arguments and the step's state,
  * latches a step's first error until FT_Commit (FT_Allreduce /
  * FT_Iallreduce argument checks included), and calls the step's parts
- * (step.h): set-up and teardown (step_init.c), the quorum round, slice and
- * heal (step_quorum.c), the backends through their table (comm/comm.h),
- * the group's operations (group.h), the progress thread (progress.h).
+ * (step/step.h): set-up and teardown (step_init.c), the quorum round
+ * (step_round.c: the exchange, slice and heal of step_quorum.c), the
+ * backends through their table (comm/comm.h), the group's operations
+ * (group.h), the progress thread (step/progress.h).
  * Errors are logged once, where first seen; the calls here pass codes up.
  * Threads: every FT_ call runs on the application's thread; step.h says
  * which part of `st` the progress thread owns when, so `st` needs no lock.
@@ -19,11 +20,11 @@
 #include "ftmpi.h"
 #include "comm/baby.h"
 #include "comm/mpi_backend.h"
-#include "device.h"
+#include "step/device.h"
 #include "dtype.h"
 #include "ft_init.h"
 #include "base/log.h"
-#include "step.h"
+#include "step/step.h"
 #include "base/util.h"
 
 FTMPI_EXPORT MPI_Op ftmpi_op_avg = MPI_OP_NULL;
@@ -50,8 +51,7 @@ static uint64_t obs_begin(int op, uint64_t bytes)
 
 static void log_ctx_update(void)
 {
-    fti_log_ctx.step = st.step;
-    fti_log_ctx.quorum_id = st.have_quorum ? st.res.quorum_id : -1;
+    fti_step_log_ctx(&st);
 }
 
 /* ---- FT_Init / FT_Finalize --------------------------------------------- */
@@ -163,121 +163,14 @@ FTMPI_EXPORT int FT_Finalize(void)
 
 /* ---- FT_Quorum --------------------------------------------------------- */
 
-/* The event of this step's quorum (group rank 0 only); compact replies
- * carry no member list (the size says how many). */
-static void quorum_event(const Ftmpi__LighthouseQuorumResponse *resp, int64_t qms, bool changed,
-                         int rc)
-{
-    const Ftmpi__Quorum *q = resp ? resp->quorum : NULL;
-    if (st.group_rank != 0)
-        return;
-    if (q == NULL) {
-        fti_event_quorum(st.elog, st.step, -1, NULL, 0, -1, 0, qms, false, false, rc);
-        return;
-    }
-    /* compact replies name the members in member_ids (up to 64) */
-    size_t n = q->n_participants ? q->n_participants : resp->n_member_ids;
-    const char **ids = calloc(n ? n : 1, sizeof(*ids));
-    for (size_t i = 0; ids != NULL && i < n; i++)
-        ids[i] = q->n_participants ? q->participants[i]->replica_id : resp->member_ids[i];
-    fti_event_quorum(st.elog, st.step, st.res.quorum_id, ids, ids ? n : 0,
-                     st.res.replica_rank, st.res.replica_world_size, qms, changed, st.res.heal, rc);
-    free(ids);
-}
-
-/* Takes the quorum's results: failure counting, the slice, healing. */
-static int quorum_apply(const Ftmpi__LighthouseQuorumResponse *resp,
-                        const fti_quorum_result_t *res, bool *changed_p)
-{
-    bool changed = !st.have_quorum || res->quorum_id != st.res.quorum_id;
-    if (fti_step_count_failure(&st, resp, res))
-        failures_survived++;
-    st.res = *res;
-    st.have_quorum = true;
-    st.quorum_ok = true;
-    st.commit_failures = 0;
-    /* a fresh start (no group past step 0): the newest durable checkpoint */
-    if (fti_ckpt_load_at_start(st.ckpt, res->max_step, st.step, &st.step) == FT_SUCCESS) {
-        st.replaced++;
-        st.res.heal = false;
-        st.res.n_recover_dst = 0;
-        st.res.n_stripe_dst = 0;
-        fti_heal_set_step(st.heal, st.step, true);
-    }
-    if (st.res.n_stripe_dst > 0) /* healers come: copy device state out now (heal.h) */
-        (void)fti_heal_refresh(st.heal);
-    log_ctx_update();
-    int src = fti_step_sdc_verdict(&st.sdc, st.cfg, st.group_rank, res); /* a minority heals below */
-    if (src != FT_SUCCESS) {
-        *changed_p = changed;
-        return src;
-    }
-    if (changed)
-        FTI_INFO("quorum %" PRId64 ": %d groups (%d participate), replica rank %d%s, max step "
-                 "%" PRId64 "%s",
-                 res->quorum_id, res->replica_world_size, res->participants, res->replica_rank,
-                 res->spare ? " (spare)" : "", res->max_step, st.res.heal ? ", healing" : "");
-    int rc = FT_SUCCESS;
-    int64_t t0 = fti_now_ms();
-    if (st.slice == NULL || st.slice_quorum_id != res->quorum_id) {
-        rc = fti_step_rebuild_slice(&st, resp->quorum);
-        fti_obs_slice(&st.obs, fti_now_ms() - t0);
-    }
-    if (st.res.heal) {
-        /* also when the slice failed: every rank of the group takes part
-         * in the group's decision on the heal */
-        int64_t h0 = fti_now_ms(), b0 = st.heal_bytes;
-        int hrc = fti_step_heal(&st);
-        fti_obs_heal(&st.obs, fti_now_ms() - h0, st.heal_bytes - b0);
-        rc = rc != FT_SUCCESS && hrc != FT_ERR_GROUP_LOST ? rc : hrc;
-    }
-    *changed_p = changed;
-    return rc;
-}
-
-/* The quorum round and everything it brings (slice, heal): on the progress
- * thread for FT_QUORUM_ASYNC, which owns `st` until quorum_sync. */
-static int quorum_round(int flags)
-{
-    int64_t t0 = fti_now_ms();
-    Ftmpi__LighthouseQuorumResponse *resp = NULL;
-    /* every rank runs the same group operations in every FT_Quorum (their
-     * messages are matched by sequence), also once killed: rank 0 keeps
-     * broadcasting FT_ERR_KILLED */
-    int rc = fti_step_exchange(&st, flags, &resp);
-    int64_t qms = fti_now_ms() - t0;
-    fti_obs_quorum(&st.obs, qms);
-    if (rc != FT_SUCCESS) {
-        if (rc == FT_ERR_KILLED && !st.killed) {
-            st.killed = true;
-            FTI_WARN("FT_Quorum: this group was asked to stop");
-        }
-        latch(rc);
-        quorum_event(NULL, qms, false, rc);
-        return rc;
-    }
-    fti_quorum_result_t res;
-    rc = fti_step_results(&st, resp, &res);
-    if (rc != FT_SUCCESS) {
-        ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
-        latch(rc);
-        return rc;
-    }
-    bool changed = false;
-    rc = quorum_apply(resp, &res, &changed);
-    latch(rc);
-    log_ctx_update();
-    quorum_event(resp, qms, changed, rc);
-    ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
-    return rc;
-}
-
 /* quorum_round in the flight recorder and the counters. */
 static int quorum_run(int flags)
 {
     uint64_t seq = obs_begin(FTI_FLIGHT_QUORUM, 0);
     int64_t t0 = fti_now_us();
-    int rc = quorum_round(flags);
+    bool survived = false;
+    int rc = fti_step_quorum_round(&st, flags, &survived);
+    failures_survived += survived;
     fti_obs_call_end(&st.obs, FTI_FLIGHT_QUORUM, seq, rc, fti_now_us() - t0, 0, st.epoch);
     return rc;
 }

@@ -18,9 +18,9 @@
 /* A name setting (FTI_CFG_NAME) holds at most this many characters - 1. */
 #define FTI_CFG_NAME_SIZE 32
 enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
-/* FTMPI_HEAL_INSTALL (src/step_quorum.c, fti_step_heal) */
+/* FTMPI_HEAL_INSTALL (src/step/step_quorum.c, fti_step_heal) */
 enum fti_heal_install { FTI_HEAL_INSTALL_AUTO, FTI_HEAL_INSTALL_STAGED, FTI_HEAL_INSTALL_DIRECT };
-/* FTMPI_SDC_ON_TIE (src/step_sdc.c) */
+/* FTMPI_SDC_ON_TIE (src/step/step_sdc.c) */
 enum fti_sdc_on_tie { FTI_SDC_TIE_CONTINUE, FTI_SDC_TIE_STOP };
 
 typedef struct fti_config {

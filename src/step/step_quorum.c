@@ -4,7 +4,7 @@
  * results, failure counting, the slice through the backend table and
  * healing.
  */
-#include "step.h"
+#include "step/step.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* device.c - device buffers of FT_Allreduce (see device.h). */
-#include "device.h"
+#include "step/device.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * on the quorum ask every FTMPI_SDC_EVERY committed steps, and what the
  * lighthouse's verdict in the quorum's results means for this group.
  */
-#include "step_sdc.h"
+#include "step/step_sdc.h"
 
 #include <inttypes.h>
 

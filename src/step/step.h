@@ -1,8 +1,8 @@
 /*
  * step.h - the process-global state behind the FT_ calls (DESIGN sections
  * 2 and 4-8) and the step's parts that ft.c, the API facade, calls:
- * setting up and tearing down (step_init.c), the quorum round, the slice
- * and healing (step_quorum.c).
+ * setting up and tearing down (step_init.c), the quorum round
+ * (step_round.c) and its parts, the slice and healing (step_quorum.c).
  *
  * One replica group = the ranks of the group communicator (mode A:
  * MPI_COMM_WORLD; mode B: its split into groups of FTMPI_GROUP_SIZE ranks;
@@ -27,15 +27,15 @@
 #include <stdint.h>
 
 #include "comm/comm.h"
-#include "event_log.h"
+#include "obs/event_log.h"
 #include "group.h"
 #include "heal/heal.h"
 #include "control/manager.h"
 #include "state/ckpt_step.h"
 #include "mode/mode.h"
-#include "obs_step.h"
-#include "step_sdc.h"
-#include "progress.h"
+#include "obs/obs_step.h"
+#include "step/step_sdc.h"
+#include "step/progress.h"
 #include "control/rank_server.h"
 #include "control/results.h"
 #include "base/settings.h"
@@ -119,6 +119,18 @@ void fti_step_leave(struct fti_step *s);
  * the first call logs why, marks the group lost and leaves.  Returns
  * FT_ERR_GROUP_LOST. */
 int fti_step_group_lost(struct fti_step *s, int why);
+
+/* ---- step_round.c --------------------------------------------------------- */
+
+/* FT_Quorum's round and everything it brings (the quorum's results, a
+ * durable checkpoint at a fresh start, the SDC verdict, the slice, the
+ * heal); its error is latched for the step.  *survived_p: whether the
+ * quorum counts as a failure the job survived.  On the progress thread for
+ * FT_QUORUM_ASYNC, which then owns s until the application waits for it. */
+int fti_step_quorum_round(struct fti_step *s, int flags, bool *survived_p);
+
+/* The log lines' step and quorum (base/log.h) from s. */
+void fti_step_log_ctx(const struct fti_step *s);
 
 /* ---- step_quorum.c -------------------------------------------------------- */
 

@@ -3,7 +3,7 @@
  * at FT_Finalize (see step.h).  The blocking MPI collectives here run only
  * while every rank of the job is alive.
  */
-#include "step.h"
+#include "step/step.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 #include "base/agent_mark.h"
 #include "base/auth.h"
-#include "device.h"
+#include "step/device.h"
 #include "ftmpi.h"
 #include "control/lighthouse_client.h"
 #include "mode/launcher.h"

@@ -20,9 +20,9 @@
 #include "base/settings.h"
 #include "control/manager.h"
 #include "control/obs_report.h"
-#include "event_log.h"
-#include "flight.h"
-#include "recovery.h"
+#include "obs/event_log.h"
+#include "obs/flight.h"
+#include "obs/recovery.h"
 
 typedef struct fti_obs_step {
     fti_rank_metrics_t metrics;

@@ -1,11 +1,11 @@
 /* obs_step.c - the rank's counters, recoveries and flight recorder (see
  * obs_step.h). */
-#include "obs_step.h"
+#include "obs/obs_step.h"
 
 #include <inttypes.h>
 #include <string.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/util.h"
