@@ -15,7 +15,7 @@
 #include "base/util.h"
 #include "comm/ulfm.h"
 #include "control/results.h"
-#include "mode/launcher.h"
+#include "comm/launcher.h"
 
 #if defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 4
 /* Open MPI 4.x's and 5.x's switch behind the MCA parameter

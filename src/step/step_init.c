@@ -16,7 +16,7 @@
 #include "step/device.h"
 #include "ftmpi.h"
 #include "control/lighthouse_client.h"
-#include "mode/launcher.h"
+#include "comm/launcher.h"
 #include "base/log.h"
 #include "base/net.h"
 #include "base/util.h"
