@@ -111,7 +111,7 @@ static void announce(const fti_config_t *cfg, int rc)
     PMPI_Barrier(MPI_COMM_WORLD); /* on every rank, whatever its outcome so far */
 }
 
-/* Runs inside the shim (fti_shim_busy set): the library's own MPI calls
+/* Runs inside the drop-in (fti_shim_busy set): the library's own MPI calls
  * go to PMPI_. */
 static int sh_rank(void)
 {

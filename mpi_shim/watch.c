@@ -28,7 +28,7 @@
 #include "base/sizes.h"
 #include "base/util.h"
 
-/* The status of every rank the shim ends (plain mpirun returns it). */
+/* The status of every rank the drop-in ends (plain mpirun returns it). */
 #define FTI_SHIM_EXIT_STATUS 70
 #define SHIM_REDO_FACTOR 3
 #define SHIM_REDO_MARGIN_MS 5000

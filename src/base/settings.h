@@ -58,7 +58,7 @@ typedef struct fti_config {
     char baby_path[FTI_PATH_SIZE];      /* ftmpi-baby, "" = installed one */
     char shim_on_failure[FTI_CFG_NAME_SIZE]; /* a failure mode of the drop-in
                                               * (mpi_shim/shim.h parses it) */
-    int shim_rescale;           /* bool: libftmpi_pmpi's continue scales sums */
+    int shim_rescale;           /* bool: the drop-in's continue scales sums */
     int modeb_zero_copy;        /* bool: mode B's MPI writes ftmpi_mem_alloc buffers itself */
     int flight_records;         /* flight recorder entries per rank, 0 = off (flight.h) */
     int modeb_allow_no_recovery; /* bool: mode B starts where a dead rank ends the job */
