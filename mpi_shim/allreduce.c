@@ -1,67 +1,9 @@
 /*
- * allreduce.c - MPI_Allreduce under libftmpi_pmpi (DESIGN section 10; see
- * shim.h).
- *
- * Protected: MPI_Allreduce on MPI_COMM_WORLD or a duplicate of it, of a
- * datatype and op the data plane reduces (MPI_FLOAT, MPI_DOUBLE, MPI_INT,
- * MPI_LONG, MPI_INT32_T, MPI_INT64_T, MPI_UINT64_T with MPI_SUM, MPI_PROD,
- * MPI_MAX, MPI_MIN).  Anything else goes straight to MPI; world rank 0
- * says once per (datatype, op) that it is not protected.
- *
- * Two paths.  Until the first failure a call takes the fast one (fast.c)
- * on a duplicate of the world made in MPI_Init.  Under abort the blocking
- * MPI_Allreduce straight between the caller's buffers (no copy: a failed
- * call aborts the job anyway).  Under return and continue the input must
- * survive a failed call and every survivor must end with the same results:
- * - above FTI_SHIM_P2P_MAX_BYTES (at 4 ranks and more, from segments of
- *   256 KiB) the held allreduce (held_call): the ring reduces from the
- *   caller's input straight into recvbuf and no member returns before
- *   every member holds the result, so nothing is copied or kept; a member
- *   that sees a loss after it held the result says so at the re-form
- *   (holds) and hands it over from recvbuf to the members that did not;
- * - the others (small ones as fast.c's point-to-point allreduce, the rest
- *   as MPI_Iallreduce) reduce from the caller's input into a library
- *   buffer (spare), copy that to recvbuf on success and keep it as the
- *   last result (last and spare swap: a failed call never touches the
- *   last good result), for a member behind after a member returned.  A call that misses its
- * deadline gives its request up to MPI (which may still write the spare:
- * it is leaked, counted) and closes the fast path for good: from then on
- * every call runs as FT_Allreduce over the `mpi` backend's slice of the
- * survivors (point-to-point messages polled against FTMPI_TIMEOUT_MS).
- * MPI may also still read a failed fast call's input (the held allreduce's
- * output too: its ring sends on from recvbuf) for a while: an
- * abandoned request goes on whenever its peers' messages come, which
- * after a death stops at the dead rank's round, but after a deadline
- * missed with every rank alive (a loaded machine) can run to its end
- * during later calls.  A caller (return, continue) that unmaps its input
- * right after such a call could then see MPI fault on it: not handled.
- *
- * One step stays open across calls: MPI_Init asks the first quorum, and a
- * failure-free call is one fast call, no quorum, no commit.  After a
- * failure the survivors close the step (FT_Commit: it fails when the
- * failed call was an FT_Allreduce; after a failed fast call the step has
- * seen no error and commits, on every survivor alike since every
- * survivor's failed call is a fast one, so their steps stay equal), ask a new
- * quorum (FT_Quorum: the lighthouse dropped the dead rank when its
- * connection closed) and agree on one small allreduce over the new slice:
- * who is alive (so the lost world ranks can be named) and how many
- * protected calls each member completed (a held result counts: reform).
- * A member can have completed the call the others failed (the dead rank's
- * data reached it before the rank died): such members are one call ahead
- * (or hold its result inside it), and they hand their saved copy (or
- * recvbuf) to the members behind, whose call then succeeds with it, so
- * that every survivor makes the same calls with the same results.  A
- * member ahead of one that held its call's result (it returned after the
- * zero-byte round, the other lost a rank in it) redoes its own call under
- * return too: the holder's next call is that redo.  Then, per FTMPI_SHIM_ON_FAILURE: abort names the lost ranks
- * and aborts the job; return gives the error (a code of class
- * MPI_ERR_OTHER) and later calls run over the survivors; continue redoes
- * the call over the survivors.  The redo uses the caller's buffers: the
- * `mpi` backend reduces in its own staging memory and copies out only on
- * success, and the fast path into the spare, so a failed call leaves its
- * input where it was.  The copy of each result (its cost) is kept only
- * when the failure mode is not abort.  Members are counted alike on both
- * paths (done), so a member one fast call ahead hands its result over.
+ * allreduce.c - MPI_Allreduce under the drop-in (see shim.h): which calls
+ * are protected, the failure-free path and the fault-tolerant one, the
+ * survivors' agreement after a failure (who is alive, who is a call ahead)
+ * and what FTMPI_SHIM_ON_FAILURE makes of it.  The design and its
+ * reasons: DESIGN section 10.2.
  */
 #include "mpi_shim/shim.h"
 
@@ -72,7 +14,6 @@
 #include "dtype.h"
 #include "ftmpi.h"
 #include "base/log.h"
-#include "mode/dropin.h"
 
 /* Re-forming after a failure is tried this many times (each a quorum and
  * one small allreduce) before the call gives up. */

@@ -1,52 +1,11 @@
 /*
- * fast.c - libftmpi_pmpi's failure-free path (DESIGN section 10; see
- * shim.h and allreduce.c): each protected collective runs on a duplicate
- * of the world made in MPI_Init (every rank alive then), errors returned.
- *
- * Two forms.  Under abort the blocking MPI call itself (MPI_Allreduce,
- * MPI_Barrier ...): MPI's own algorithm, so the bits and the cost are
- * native; if a rank is lost meanwhile, the watchdog ends the job as soon
- * as it knows (allreduce.c marks the call FTI_CALL_LOSS_ENDS; watch.c),
- * which is what abort does anyway.  Under return and continue the call must be left when a
- * rank is lost, so it runs as its non-blocking form (MPI_Iallreduce ...)
- * polled until it completes or the detector knows a rank lost; such a
- * call abandons its request: the request is neither waited for nor freed
- * (Open MPI 4.1's libnbc refuses MPI_Request_free on an active collective
- * request and raises the error on MPI_COMM_WORLD, fatal by default), so
- * MPI keeps it and may still read the call's input and write its output
- * buffer.  The output buffer is the caller's problem (allreduce.c leaks
- * its own, counted here); from then on the fast communicator is closed
- * for good and every later call takes the fault-tolerant path.
- *
- * Small calls under return and continue (an MPI_Allreduce of a datatype
- * and op the data plane reduces, at most FTI_SHIM_P2P_MAX_BYTES, and the
- * barrier made of one): libnbc's schedule costs about 2-3x a blocking
- * call at 8-256 B, so they run as recursive doubling over point-to-point
- * messages of ours on the same communicator (p2p_allreduce below): one
- * message each way per round and peer, a fold for the ranks beyond the
- * largest power of two.  The data plane's ops are commutative, so the
- * two ends of a round reduce the same two values into the same bits:
- * every rank holds the same result (not always MPI_Allreduce's bits, as
- * with MPI_Iallreduce).  A lost rank leaves its requests and receive
- * buffer to MPI, like an abandoned collective request.
- *
- * Larger allreduces of the data plane's under return and continue: the
- * held allreduce (fti_shim_fast_held, shim.h): the windowed ring of
- * src/comm/mpi_ring.c (receives only into a stage of one segment, every
- * element reduced once, the same bits on every rank) from the caller's
- * input into its output, then the point-to-point barrier: a member that
- * returns knows that every member holds the result, so allreduce.c keeps
- * no copy of it.  Its waits are wait_reqs (the detector, no deadline).
- *
- * Polling: FAST_QUIET_TRIES tests with no clock read and no yield (a
- * small call is done by then, and Open MPI's own progress already yields
- * when the node is oversubscribed, mpi_yield_when_idle; a sched_yield of
- * ours on top of it made an 8-byte call about 1.2-1.8x slower in a probe
- * on this VM, and with 64 tries a 2-4 KiB call on 2 ranks at load 15-25
- * yielded and took 150-300x native), then the `mpi` backend's
- * fti_mpi_poll (src/comm/mpi.c): sched_yield between tries, then short
- * naps, so that a rank waiting for a dead peer leaves the cores to the
- * living.
+ * fast.c - the drop-in's failure-free path (see shim.h and allreduce.c):
+ * each protected collective on a duplicate of the world made in MPI_Init;
+ * under abort the blocking MPI call, under return and continue its
+ * non-blocking form polled against the detector, the small allreduces as
+ * our own recursive doubling (p2p_allreduce), the larger ones as the held
+ * allreduce.  The design, the measurements behind it and the polling:
+ * DESIGN section 10.3.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "mpi_shim/shim.h"

@@ -50,8 +50,8 @@ static void *c_buffer(void *p)
 }
 
 /* Runs call (an int expression of the C handles) as the C wrapper would:
- * straight to PMPI_ (plain) while the shim is off or busy, otherwise
- * through the shim, marked as a blocking call named name; *ierr gets the
+ * straight to PMPI_ (plain) while the drop-in is off or busy, otherwise
+ * through the drop-in, marked as a blocking call named name; *ierr gets the
  * code (optional in mpi_f08). */
 #define FTI_SHIMF_RUN(name, plain, call)                                                     \
     do {                                                                                     \

@@ -1,4 +1,4 @@
-# gen_wrappers.awk - makes the C source of libftmpi_pmpi's wrappers from
+# gen_wrappers.awk - makes the C source of the drop-in's wrappers from
 # wrappers.txt (C prototypes) and fortran.txt (Fortran entry points); see
 # those files.  Usage: awk -f gen_wrappers.awk wrappers.txt fortran.txt > wrappers.c
 # POSIX awk.

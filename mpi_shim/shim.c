@@ -1,14 +1,16 @@
 /*
- * shim.c - libftmpi_pmpi's hand-written wrappers: MPI_Init,
- * MPI_Init_thread and MPI_Finalize (see shim.h; DESIGN section 10).
+ * shim.c - the drop-in's hand-written wrappers: MPI_Init,
+ * MPI_Init_thread and MPI_Finalize (see shim.h; DESIGN section 10.1).
  *
- * MPI_Init sets the fault-tolerant layer up after PMPI_Init: the library's
- * FT_Init in drop-in mode (every world rank a group of one, src/mode/dropin.c)
- * and the first quorum.  Every world rank agrees on the outcome; a layer
+ * MPI_Init sets the fault-tolerant layer up after PMPI_Init: the drop-in's
+ * settings (settings.c), then FT_Init in the drop-in's mode with the table
+ * read before PMPI_Init (fti_init, ft_init.h; the mode: every world rank a
+ * group of one, src/mode/dropin.c) and the first quorum.  Every world rank agrees on the outcome; a layer
  * that did not start ends the job with a message (a user who preloads the
  * shim asked for protection, and a bad FTMPI_* value is refused).
  *
- * Before PMPI_Init (before_init) the FTMPI_* table is read, and under
+ * Before PMPI_Init (before_init) the FTMPI_* table is read, the one load
+ * of this process, and under
  * ftmpi-run (FTMPI_AGENT_DIR) the rank's mark is made (base/agent_mark.h):
  * a rank lost inside MPI's own start-up leaves the others waiting there
  * for good (Open MPI 4.1 under --enable-recovery: PMIx_Get in its start-up
@@ -31,6 +33,7 @@
 #include "base/net.h"
 #include "base/settings.h"
 #include "base/util.h"
+#include "ft_init.h"
 #include "mode/dropin.h"
 
 /* With an external lighthouse (FTMPI_LIGHTHOUSE), the first quorum waits
@@ -108,7 +111,7 @@ static void announce(const fti_config_t *cfg, int rc)
     PMPI_Barrier(MPI_COMM_WORLD); /* on every rank, whatever its outcome so far */
 }
 
-/* Runs inside the shim (fti_shim_busy set): the library's own MPI calls
+/* Runs inside the drop-in (fti_shim_busy set): the library's own MPI calls
  * go to PMPI_. */
 static int sh_rank(void)
 {
@@ -131,13 +134,11 @@ static int setup(void)
     int rc = shim_table_rc;
     snprintf(err, sizeof(err), "%s", shim_table_err);
     if (rc == FT_SUCCESS)
-        rc = fti_shim_on_failure_parse(cfg->shim_on_failure, &fti_shim_cfg.on_failure, err,
-                                       sizeof(err));
+        rc = fti_shim_settings(cfg, &fti_shim_cfg, err, sizeof(err));
     if (rc == FT_SUCCESS) {
-        fti_shim_cfg.rescale = cfg->shim_rescale;
-        fti_shim_cfg.timeout_ms = cfg->timeout_ms;
-        fti_shim_select();
-        rc = FT_Init(NULL, NULL); /* collective; logs its failures */
+        /* FT_Init in the drop-in's mode, with the table read above: one
+         * load per process; collective, logs its failures */
+        rc = fti_init(&fti_mode_dropin, cfg);
         announce(cfg, rc);
     } else {
         /* FT_Init, which would log it, is not reached: every rank still

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/settings.h"
 #include "comm/reduce.h"
 #include "mpi_shim/watch.h"
 
@@ -29,13 +30,31 @@
 extern int fti_shim_on;
 extern __thread int fti_shim_busy;
 
-/* What a protected call does after a failure (FTMPI_SHIM_ON_FAILURE). */
+/* FTMPI_SHIM_ON_FAILURE: what a protected call does when a rank is lost
+ * (DESIGN section 10); auto: abort under MPI_ERRORS_ARE_FATAL, return
+ * otherwise.  Values index fti_shim_on_failure_names. */
+enum fti_shim_on_failure { FTI_SHIM_AUTO, FTI_SHIM_ABORT, FTI_SHIM_RETURN, FTI_SHIM_CONTINUE };
+/* The names of the failure modes, in enum order, NULL-terminated. */
+extern const char *const fti_shim_on_failure_names[];
+
+/* The drop-in's settings (settings.c), from the FTMPI_* table it loaded. */
 struct fti_shim_cfg {
-    int on_failure;   /* enum fti_shim_on_failure (mode/dropin.h) */
-    int rescale;
-    int timeout_ms;
+    int on_failure;   /* enum fti_shim_on_failure */
+    int rescale;      /* FTMPI_SHIM_RESCALE */
+    int timeout_ms;   /* FTMPI_TIMEOUT_MS */
 };
 extern struct fti_shim_cfg fti_shim_cfg;
+
+/* The failure mode that name (FTMPI_SHIM_ON_FAILURE's value) names into
+ * *mode_p.  FT_ERR_CONFIG with a message naming the setting and the known
+ * names in err (not logged) when there is none; *mode_p set only on
+ * success.  Pure. */
+int fti_shim_on_failure_parse(const char *name, int *mode_p, char *err, size_t errlen);
+
+/* The drop-in's settings of cfg into *out_p (only on success);
+ * FT_ERR_CONFIG with a message in err as fti_shim_on_failure_parse. */
+int fti_shim_settings(const fti_config_t *cfg, struct fti_shim_cfg *out_p, char *err,
+                      size_t errlen);
 
 /* The implementations behind the generated wrappers (allreduce.c, comms.c). */
 int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,

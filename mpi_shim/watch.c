@@ -1,56 +1,9 @@
 /*
- * watch.c - libftmpi_pmpi's watchdog (see watch.h; DESIGN section 10, "No
- * hang anywhere"; issue 28).
- *
- * The detector.  World rank 0 runs a hub (hub.c, its rules in hub.h) on
- * the watchdog thread; every other rank's watchdog thread holds one TCP
- * connection to it (the address is broadcast in MPI_Init, bound on the
- * host the ranks' servers bind and advertise, FTMPI_BIND_HOST, like the
- * lighthouse).  With a job secret each rank proves it to the hub and the
- * hub to the rank (auth.h's handshake, as on every control-plane
- * connection) before the rank claims its world rank; a connection that
- * does not is refused and closed, and no loss.  Both ends send an 8-byte
- * ping every FTMPI_HEARTBEAT_MS
- * from their thread, so a rank computing for hours between MPI calls still
- * pings.  The hub knows a rank lost when its connection closes without a
- * goodbye (the process died: at once) or when it sent nothing for
- * FTMPI_TIMEOUT_MS (stopped, or its node lost), and tells every other
- * rank; a rank knows rank 0 lost the same way from the hub's side.  A
- * rank that reached MPI_Finalize says goodbye first: its leaving is no
- * loss.  The lighthouse's own liveness (connection close, heartbeats)
- * works the same way but answers nothing back to the ranks; this hub is
- * the part of it every rank can hear, and it runs with an external
- * lighthouse too (rank 0 is then still its hub: a loss after rank 0's is
- * not seen).
- *
- * The rules.  Nothing happens while every rank lives.  Once a rank is
- * known lost, a rank whose program is inside a marked MPI call (or keeps
- * polling, watch.h) that has not returned for FTMPI_TIMEOUT_MS since it
- * was entered ends the job (fti_shim_end_job); a protected call that the
- * shim redoes over the survivors (return, continue) gets
- * SHIM_REDO_FACTOR times that plus SHIM_REDO_MARGIN_MS, unless rank 0 with
- * the job's own lighthouse is lost (nothing can redo it then); a protected
- * collective over every rank under abort (fast.c: the blocking MPI call
- * itself) ends the job at once, as a failed protected call does under
- * abort.
- *
- * Ending the job: one error line naming the lost world ranks and the call,
- * then _exit(FTI_SHIM_EXIT_STATUS) from the watchdog thread (MPI is not
- * called: the application thread is inside it).  Under plain mpirun the
- * first non-zero exit makes mpirun end every rank (a stopped one
- * included) and return that status.  Under `mpirun --enable-recovery`
- * (Open MPI sets OMPI_MCA_orte_enable_recovery in the ranks' environment)
- * mpirun ignores the ranks' exits and returns 0 once they all ended, or
- * waits forever for a stopped rank; MPI_Abort under that flag returns 0
- * too.  The rank then sends SIGTERM to its parent when the parent is Open
- * MPI's launcher (mpirun, orterun, mpiexec or an orted, by its
- * /proc/PID/comm): mpirun then ends every rank and returns 1.
- *
- * Survivors that finish (return, continue: every call they made after the
- * loss was protected) while a lost rank was unresponsive, not dead: that
- * rank may still be there, stopped, and mpirun would wait for it forever.
- * MPI_Finalize then makes the process end the job the same way at its
- * exit (atexit, after the program's output), status 70.
+ * watch.c - the drop-in's watchdog (see watch.h; issue 28): the detector
+ * (a hub on world rank 0, hub.c, one connection per rank, pings from a
+ * thread), the rules that end the job when a rank is lost and a call
+ * cannot be redone, and how the job is ended under plain mpirun and under
+ * --enable-recovery.  The design: DESIGN section 10.4.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "mpi_shim/watch.h"
@@ -75,7 +28,7 @@
 #include "base/sizes.h"
 #include "base/util.h"
 
-/* The status of every rank the shim ends (plain mpirun returns it). */
+/* The status of every rank the drop-in ends (plain mpirun returns it). */
 #define FTI_SHIM_EXIT_STATUS 70
 #define SHIM_REDO_FACTOR 3
 #define SHIM_REDO_MARGIN_MS 5000

@@ -1,5 +1,5 @@
 /*
- * watch.h - libftmpi_pmpi's watchdog: no hang anywhere (DESIGN section 10;
+ * watch.h - the drop-in's watchdog: no hang anywhere (DESIGN section 10;
  * issue 28).  See watch.c for the detector and the rules that end a job.
  *
  * The generated wrappers (wrappers.txt: `watch` and `poll` lines) and the
@@ -24,7 +24,7 @@
 enum fti_shim_call_kind {
     FTI_CALL_BLOCKING,  /* ends the job once a rank is lost and it blocks */
     FTI_CALL_POLL,      /* MPI_Test*, MPI_Iprobe: polling counts as blocked */
-    FTI_CALL_REDOABLE,  /* a protected call the shim redoes (return, continue) */
+    FTI_CALL_REDOABLE,  /* a protected call the drop-in redoes (return, continue) */
     FTI_CALL_LOSS_ENDS  /* a protected collective over every rank under abort:
                            ends the job as soon as a rank is known lost */
 };
@@ -73,7 +73,7 @@ static inline void fti_shim_call_kind(int kind)
     atomic_store_explicit(&fti_shim_calls.kind, kind, memory_order_relaxed);
 }
 
-/* In MPI_Init (collective, every rank, the shim busy): the detector's
+/* In MPI_Init (collective, every rank, the drop-in busy): the detector's
  * connections and the watchdog thread.  Rank 0's hub listens on bind_host
  * (the host the ranks' servers bind and advertise); key is the job's
  * secret (NULL: none), which every connection to the hub must prove.  FT_

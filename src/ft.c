@@ -3,9 +3,10 @@
  * protocol (DESIGN section 4).  It checks arguments and the step's state,
  * latches a step's first error until FT_Commit (FT_Allreduce /
  * FT_Iallreduce argument checks included), and calls the step's parts
- * (step.h): set-up and teardown (step_init.c), the quorum round, slice and
- * heal (step_quorum.c), the backends through their table (comm/comm.h),
- * the group's operations (group.h), the progress thread (progress.h).
+ * (step/step.h): set-up and teardown (step_init.c), the quorum round
+ * (step_round.c: the exchange, slice and heal of step_quorum.c), the
+ * backends through their table (comm/comm.h), the group's operations
+ * (group.h), the progress thread (step/progress.h).
  * Errors are logged once, where first seen; the calls here pass codes up.
  * Threads: every FT_ call runs on the application's thread; step.h says
  * which part of `st` the progress thread owns when, so `st` needs no lock.
@@ -19,10 +20,11 @@
 #include "ftmpi.h"
 #include "comm/baby.h"
 #include "comm/mpi_backend.h"
-#include "device.h"
+#include "step/device.h"
 #include "dtype.h"
+#include "ft_init.h"
 #include "base/log.h"
-#include "step.h"
+#include "step/step.h"
 #include "base/util.h"
 
 FTMPI_EXPORT MPI_Op ftmpi_op_avg = MPI_OP_NULL;
@@ -40,10 +42,16 @@ static void latch(int rc)
         st.latched = rc;
 }
 
+/* A call of op starts (obs_step.h) in this quorum and step. */
+static uint64_t obs_begin(int op, uint64_t bytes)
+{
+    int64_t qid = st.have_quorum ? st.res.quorum_id : -1;
+    return fti_obs_call_begin(&st.obs, op, bytes, qid, st.step);
+}
+
 static void log_ctx_update(void)
 {
-    fti_log_ctx.step = st.step;
-    fti_log_ctx.quorum_id = st.have_quorum ? st.res.quorum_id : -1;
+    fti_step_log_ctx(&st);
 }
 
 /* ---- FT_Init / FT_Finalize --------------------------------------------- */
@@ -60,7 +68,7 @@ static int progress_start(void)
     if (MPI_Query_thread(&provided) != MPI_SUCCESS)
         provided = MPI_THREAD_SINGLE;
     bool multiple = provided >= MPI_THREAD_MULTIPLE;
-    bool backend_mpi = (st.backend->needs & FTI_COMM_NEEDS_WORLD) != 0;
+    bool backend_mpi = (st.world.backend->needs & FTI_COMM_NEEDS_WORLD) != 0;
     st.async_allreduce = !backend_mpi || multiple;
     st.async_quorum = st.async_allreduce && (st.group_size == 1 || multiple);
     FTI_DEBUG("FT_Init: asynchronous reductions %s, asynchronous quorum %s",
@@ -72,18 +80,23 @@ static int progress_start(void)
 static void log_init(void)
 {
     if (st.mode->log_start != NULL)
-        st.mode->log_start(&st);
+        st.mode->log_start(&st.world, st.group_rank, st.group_size, st.my_addr);
     else
         FTI_INFO("FT_Init: replica %s, group rank %d of %d, server %s, lighthouse %s, backend %s",
-                 st.replica_id, st.group_rank, st.group_size, st.my_addr, st.cfg.lighthouse,
-                 st.backend->name);
+                 st.world.replica_id, st.group_rank, st.group_size, st.my_addr, st.world.lighthouse,
+                 st.world.backend->name);
 }
 
 FTMPI_EXPORT int FT_Init(int *argc, char ***argv)
 {
-    int mpi_init = 0, mpi_fin = 0;
     (void)argc;
     (void)argv;
+    return fti_init(NULL, NULL);
+}
+
+int fti_init(const struct fti_mode *mode, const fti_config_t *cfg)
+{
+    int mpi_init = 0, mpi_fin = 0;
 
     MPI_Initialized(&mpi_init);
     MPI_Finalized(&mpi_fin);
@@ -97,14 +110,14 @@ FTMPI_EXPORT int FT_Init(int *argc, char ***argv)
     }
     memset(&st, 0, sizeof(st));
     st.slice_quorum_id = -1;
-    st.app_comm = MPI_COMM_NULL;
-    st.mb.split = MPI_COMM_NULL;
+    st.world.app_comm = MPI_COMM_NULL;
+    st.world.mb.split = MPI_COMM_NULL;
 
-    int rc = fti_step_setup(&st);
+    int rc = fti_step_setup(&st, mode, cfg);
     if (rc == FT_SUCCESS)
         rc = progress_start();
     if (rc == FT_SUCCESS)
-        rc = fti_obs_start(&st);
+        rc = fti_obs_start(&st.obs, st.cfg, st.group_rank, st.manager, st.elog);
     if (rc != FT_SUCCESS) {
         fti_step_teardown(&st);
         return rc;
@@ -126,13 +139,13 @@ FTMPI_EXPORT int FT_Finalize(void)
     /* every job run; requests not waited for keep their results */
     fti_progress_destroy(st.progress);
     st.progress = NULL;
-    FTI_DEBUG("FT_Finalize at step %" PRId64 "%s", st.step, st.lost ? " (group lost)" : "");
+    FTI_DEBUG("FT_Finalize at step %" PRId64 "%s", st.step, st.world.lost ? " (group lost)" : "");
     /* the other groups need not wait for this one (LIGHTHOUSE_FINALIZE);
      * in mode B every rank says so, as the manager may be the rank that
      * died (the application may have noticed before the library did) */
-    if (!st.lost) {
+    if (!st.world.lost) {
         if (st.mode->every_rank_leaves)
-            FTI_INFO("FT_Finalize: %s leaves at step %" PRId64, st.replica_id, st.step);
+            FTI_INFO("FT_Finalize: %s leaves at step %" PRId64, st.world.replica_id, st.step);
         fti_ckpt_finish(st.ckpt); /* publishes the last checkpoint */
         fti_step_leave(&st);
     }
@@ -143,129 +156,22 @@ FTMPI_EXPORT int FT_Finalize(void)
                  " bytes kept alive)",
                  n, bytes);
     fti_device_release();
-    fti_obs_stop(&st);
+    fti_obs_stop(&st.obs);
     fti_step_teardown(&st);
     return FT_SUCCESS;
 }
 
 /* ---- FT_Quorum --------------------------------------------------------- */
 
-/* The event of this step's quorum (group rank 0 only); compact replies
- * carry no member list (the size says how many). */
-static void quorum_event(const Ftmpi__LighthouseQuorumResponse *resp, int64_t qms, bool changed,
-                         int rc)
-{
-    const Ftmpi__Quorum *q = resp ? resp->quorum : NULL;
-    if (st.group_rank != 0)
-        return;
-    if (q == NULL) {
-        fti_event_quorum(st.elog, st.step, -1, NULL, 0, -1, 0, qms, false, false, rc);
-        return;
-    }
-    /* compact replies name the members in member_ids (up to 64) */
-    size_t n = q->n_participants ? q->n_participants : resp->n_member_ids;
-    const char **ids = calloc(n ? n : 1, sizeof(*ids));
-    for (size_t i = 0; ids != NULL && i < n; i++)
-        ids[i] = q->n_participants ? q->participants[i]->replica_id : resp->member_ids[i];
-    fti_event_quorum(st.elog, st.step, st.res.quorum_id, ids, ids ? n : 0,
-                     st.res.replica_rank, st.res.replica_world_size, qms, changed, st.res.heal, rc);
-    free(ids);
-}
-
-/* Takes the quorum's results: failure counting, the slice, healing. */
-static int quorum_apply(const Ftmpi__LighthouseQuorumResponse *resp,
-                        const fti_quorum_result_t *res, bool *changed_p)
-{
-    bool changed = !st.have_quorum || res->quorum_id != st.res.quorum_id;
-    if (fti_step_count_failure(&st, resp, res))
-        failures_survived++;
-    st.res = *res;
-    st.have_quorum = true;
-    st.quorum_ok = true;
-    st.commit_failures = 0;
-    /* a fresh start (no group past step 0): the newest durable checkpoint */
-    if (fti_ckpt_load_at_start(st.ckpt, res->max_step, st.step, &st.step) == FT_SUCCESS) {
-        st.replaced++;
-        st.res.heal = false;
-        st.res.n_recover_dst = 0;
-        st.res.n_stripe_dst = 0;
-        fti_heal_set_step(st.heal, st.step, true);
-    }
-    if (st.res.n_stripe_dst > 0) /* healers come: copy device state out now (heal.h) */
-        (void)fti_heal_refresh(st.heal);
-    log_ctx_update();
-    int src = fti_step_sdc_verdict(&st, res); /* a minority heals below */
-    if (src != FT_SUCCESS) {
-        *changed_p = changed;
-        return src;
-    }
-    if (changed)
-        FTI_INFO("quorum %" PRId64 ": %d groups (%d participate), replica rank %d%s, max step "
-                 "%" PRId64 "%s",
-                 res->quorum_id, res->replica_world_size, res->participants, res->replica_rank,
-                 res->spare ? " (spare)" : "", res->max_step, st.res.heal ? ", healing" : "");
-    int rc = FT_SUCCESS;
-    int64_t t0 = fti_now_ms();
-    if (st.slice == NULL || st.slice_quorum_id != res->quorum_id) {
-        rc = fti_step_rebuild_slice(&st, resp->quorum);
-        fti_obs_slice(&st, fti_now_ms() - t0);
-    }
-    if (st.res.heal) {
-        /* also when the slice failed: every rank of the group takes part
-         * in the group's decision on the heal */
-        int64_t h0 = fti_now_ms(), b0 = st.heal_bytes;
-        int hrc = fti_step_heal(&st);
-        fti_obs_heal(&st, fti_now_ms() - h0, st.heal_bytes - b0);
-        rc = rc != FT_SUCCESS && hrc != FT_ERR_GROUP_LOST ? rc : hrc;
-    }
-    *changed_p = changed;
-    return rc;
-}
-
-/* The quorum round and everything it brings (slice, heal): on the progress
- * thread for FT_QUORUM_ASYNC, which owns `st` until quorum_sync. */
-static int quorum_round(int flags)
-{
-    int64_t t0 = fti_now_ms();
-    Ftmpi__LighthouseQuorumResponse *resp = NULL;
-    /* every rank runs the same group operations in every FT_Quorum (their
-     * messages are matched by sequence), also once killed: rank 0 keeps
-     * broadcasting FT_ERR_KILLED */
-    int rc = fti_step_exchange(&st, flags, &resp);
-    int64_t qms = fti_now_ms() - t0;
-    fti_obs_quorum(&st, qms);
-    if (rc != FT_SUCCESS) {
-        if (rc == FT_ERR_KILLED && !st.killed) {
-            st.killed = true;
-            FTI_WARN("FT_Quorum: this group was asked to stop");
-        }
-        latch(rc);
-        quorum_event(NULL, qms, false, rc);
-        return rc;
-    }
-    fti_quorum_result_t res;
-    rc = fti_step_results(&st, resp, &res);
-    if (rc != FT_SUCCESS) {
-        ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
-        latch(rc);
-        return rc;
-    }
-    bool changed = false;
-    rc = quorum_apply(resp, &res, &changed);
-    latch(rc);
-    log_ctx_update();
-    quorum_event(resp, qms, changed, rc);
-    ftmpi__lighthouse_quorum_response__free_unpacked(resp, NULL);
-    return rc;
-}
-
 /* quorum_round in the flight recorder and the counters. */
 static int quorum_run(int flags)
 {
-    uint64_t seq = fti_obs_call_begin(&st, FTI_FLIGHT_QUORUM, 0);
+    uint64_t seq = obs_begin(FTI_FLIGHT_QUORUM, 0);
     int64_t t0 = fti_now_us();
-    int rc = quorum_round(flags);
-    fti_obs_call_end(&st, FTI_FLIGHT_QUORUM, seq, rc, fti_now_us() - t0, 0);
+    bool survived = false;
+    int rc = fti_step_quorum_round(&st, flags, &survived);
+    failures_survived += survived;
+    fti_obs_call_end(&st.obs, FTI_FLIGHT_QUORUM, seq, rc, fti_now_us() - t0, 0, st.epoch);
     return rc;
 }
 
@@ -300,9 +206,9 @@ FTMPI_EXPORT int FT_Quorum(int flags)
     if (flags & ~(FT_QUORUM_SHRINK_ONLY | FT_QUORUM_ASYNC))
         return FT_ERR_ARG;
     quorum_sync();
-    if (st.lost)
+    if (st.world.lost)
         return FT_ERR_GROUP_LOST;
-    if (st.sdc_stopped)
+    if (st.sdc.stopped)
         return FT_ERR_SDC;
     if (st.in_step) {
         FTI_ERROR("FT_Quorum: the step started by the last FT_Quorum has not been committed");
@@ -363,17 +269,28 @@ static int allreduce_run(struct ftmpi_request *r);
 static int allreduce_job(void *arg)
 {
     struct ftmpi_request *r = arg;
-    uint64_t seq = fti_obs_call_begin(&st, FTI_FLIGHT_ALLREDUCE, r->bytes);
+    uint64_t seq = obs_begin(FTI_FLIGHT_ALLREDUCE, r->bytes);
     int64_t t0 = fti_now_us();
     int rc = allreduce_run(r);
-    fti_obs_call_end(&st, FTI_FLIGHT_ALLREDUCE, seq, rc, fti_now_us() - t0, r->bytes);
+    fti_obs_call_end(&st.obs, FTI_FLIGHT_ALLREDUCE, seq, rc, fti_now_us() - t0, r->bytes,
+                     st.epoch);
     return rc;
 }
 
 static int allreduce_run(struct ftmpi_request *r)
 {
     if (r->device) { /* a CUDA buffer (device.h): its own slice or staging */
-        int rc = fti_device_allreduce(&st, r->sendbuf, r->recvbuf, r->count, r->dt, r->op);
+        fti_device_step_t d = {
+            .cfg = st.cfg,
+            .bind_host = st.world.bind_host,
+            .backend = st.world.backend,
+            .auto_device = st.mode->auto_device,
+            .slice = st.slice,
+            .slice_quorum_id = st.slice_quorum_id,
+            .res = &st.res,
+            .group_rank = st.group_rank,
+        };
+        int rc = fti_device_allreduce(&d, r->sendbuf, r->recvbuf, r->count, r->dt, r->op);
         if (rc != FT_SUCCESS)
             allreduce_failed(rc);
         return rc;
@@ -407,7 +324,7 @@ static int check_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Da
     if (comm != FT_COMM_REPLICAS || count < 0 ||
         (count > 0 && (recvbuf == NULL || sendbuf == NULL)))
         return FT_ERR_ARG;
-    if (st.cfg.modeb_zero_copy && count > 0 && fti_mem_given_up(recvbuf)) {
+    if (st.cfg->modeb_zero_copy && count > 0 && fti_mem_given_up(recvbuf)) {
         FTI_ERROR("FT_Allreduce: the buffer at %p was given to MPI by a zero-copy allreduce that "
                   "failed (FTMPI_MODEB_ZERO_COPY): MPI may still write it; free it with "
                   "ftmpi_mem_free and allocate another",
@@ -432,7 +349,7 @@ static int prepare_allreduce(const char *what, const void *sendbuf, void *recvbu
     if (rc != FT_SUCCESS)
         return rc;
     quorum_sync();
-    if (st.lost)
+    if (st.world.lost)
         return FT_ERR_GROUP_LOST;
     if (!st.in_step) {
         FTI_ERROR("%s: outside a step (call FT_Quorum first)", what);
@@ -456,7 +373,7 @@ static int prepare_allreduce(const char *what, const void *sendbuf, void *recvbu
         .spare = st.res.spare,
         .scale = fop == FTI_OP_AVG && st.res.participants != st.res.replica_world_size,
         .participants = st.res.participants,
-        .timeout_ms = st.cfg.timeout_ms,
+        .timeout_ms = st.cfg->timeout_ms,
         .epoch = st.epoch,
         .device = fti_device_ptr(recvbuf),
     };
@@ -535,9 +452,9 @@ FTMPI_EXPORT int FT_Wait(FT_Request *request)
  * the reason (a late vote: FT_ERR_TIMEOUT; rank 0's own error). */
 static int group_decide(int vote, int *decision_p)
 {
-    int64_t win = st.cfg.timeout_ms, now = fti_now_ms();
+    int64_t win = st.cfg->timeout_ms, now = fti_now_ms();
     if (st.mode->vote_waits_for_heal && st.quorum_ok && st.res.heal)
-        win += st.cfg.heal_timeout_ms;
+        win += st.cfg->heal_timeout_ms;
     /* a partner still in a cross-group operation that began with rank 0's
      * reaches its deadline about when rank 0's window ends, and votes after
      * its clean-up: the slack keeps that vote from reading as a dead rank */
@@ -553,7 +470,7 @@ static void wait_healers(void)
     if (st.latched != FT_SUCCESS || !st.quorum_ok || st.res.heal || st.res.n_stripe_dst <= 0)
         return;
     int w = fti_heal_wait_served(st.heal, st.res.n_stripe_dst,
-                                 fti_now_ms() + st.cfg.timeout_ms / 2);
+                                 fti_now_ms() + st.cfg->timeout_ms / 2);
     if (w != FT_SUCCESS)
         FTI_INFO("FT_Commit: %d healer(s) of this step did not finish copying in time",
                  st.res.n_stripe_dst);
@@ -576,10 +493,10 @@ static int commit_run(int *committed);
 
 FTMPI_EXPORT int FT_Commit(int *committed)
 {
-    uint64_t seq = fti_obs_call_begin(&st, FTI_FLIGHT_COMMIT, 0);
+    uint64_t seq = obs_begin(FTI_FLIGHT_COMMIT, 0);
     int64_t t0 = fti_now_us();
     int rc = commit_run(committed);
-    fti_obs_call_end(&st, FTI_FLIGHT_COMMIT, seq, rc, fti_now_us() - t0, 0);
+    fti_obs_call_end(&st.obs, FTI_FLIGHT_COMMIT, seq, rc, fti_now_us() - t0, 0, st.epoch);
     return rc;
 }
 
@@ -595,7 +512,7 @@ static int commit_run(int *committed)
      * or not, fails the step */
     fti_progress_drain(st.progress);
     latch(fti_progress_failed(st.progress));
-    if (st.lost) {
+    if (st.world.lost) {
         st.in_step = false;
         return FT_ERR_GROUP_LOST;
     }
@@ -605,7 +522,7 @@ static int commit_run(int *committed)
     }
     int participants = st.quorum_ok ? st.res.participants : 0;
     wait_healers();
-    int vote = fti_commit_vote(st.latched, participants, st.cfg.min_replicas);
+    int vote = fti_commit_vote(st.latched, participants, st.cfg->min_replicas);
     int decision = FT_ERR_ABORTED;
     int rc = group_decide(vote, &decision);
     /* no decision here: rank 0 may have committed, so this rank cannot go
@@ -619,7 +536,7 @@ static int commit_run(int *committed)
         st.latched = FT_SUCCESS;
         if (st.group_rank == 0)
             fti_event_commit(st.elog, st.step, false, participants, FT_ERR_GROUP_LOST);
-        fti_obs_commit(&st, st.step, false, FT_ERR_GROUP_LOST);
+        fti_obs_commit(&st.obs, st.step, st.step, false, FT_ERR_GROUP_LOST);
         return fti_step_group_lost(&st, rc != FT_SUCCESS ? rc : decision);
     }
     int all = decision == FT_SUCCESS;
@@ -637,7 +554,7 @@ static int commit_run(int *committed)
         st.commit_failures++;
         if (st.latched != FT_SUCCESS)
             rc = st.latched;
-        else if (participants < st.cfg.min_replicas)
+        else if (participants < st.cfg->min_replicas)
             rc = FT_ERR_QUORUM;
         else
             rc = FT_ERR_ABORTED; /* another rank of the group voted no */
@@ -648,7 +565,7 @@ static int commit_run(int *committed)
     }
     if (st.group_rank == 0)
         fti_event_commit(st.elog, step, all != 0, participants, rc);
-    fti_obs_commit(&st, step, all != 0, rc);
+    fti_obs_commit(&st.obs, step, st.step, all != 0, rc);
     *committed = all;
     st.in_step = false;
     st.latched = FT_SUCCESS;
@@ -708,7 +625,7 @@ FTMPI_EXPORT int FT_State_register(const char *name, void *buf, size_t bytes)
         return FT_ERR_NOT_INITIALIZED;
     /* device memory: healed through a pinned host mirror (device.h) */
     bool dev = fti_device_ptr(buf);
-    if (dev && st.cfg.ckpt_dir[0] != '\0') {
+    if (dev && st.cfg->ckpt_dir[0] != '\0') {
         FTI_ERROR("FT_State_register: '%s' is device memory: checkpoints of device state are not "
                   "supported (FTMPI_CKPT_DIR is set); register a host copy instead",
                   name);
@@ -751,7 +668,7 @@ FTMPI_EXPORT int FT_Checkpoint(int flags)
         return FT_ERR_NOT_INITIALIZED;
     if (flags != 0)
         return FT_ERR_ARG;
-    if (st.lost)
+    if (st.world.lost)
         return FT_ERR_GROUP_LOST;
     if (st.in_step || !st.have_quorum)
         return FT_ERR_STATE;
@@ -773,9 +690,9 @@ FTMPI_EXPORT int ftmpi_replica_id(char *buf, size_t len)
 {
     if (!st.initialized)
         return FT_ERR_NOT_INITIALIZED;
-    if (buf == NULL || len <= strlen(st.replica_id))
+    if (buf == NULL || len <= strlen(st.world.replica_id))
         return FT_ERR_ARG;
-    fti_strlcpy(buf, st.replica_id, len);
+    fti_strlcpy(buf, st.world.replica_id, len);
     return FT_SUCCESS;
 }
 
@@ -791,7 +708,7 @@ FTMPI_EXPORT int ftmpi_group_comm(MPI_Comm *comm_p)
         return FT_ERR_NOT_INITIALIZED;
     if (comm_p == NULL)
         return FT_ERR_ARG;
-    *comm_p = st.app_comm;
+    *comm_p = st.world.app_comm;
     return FT_SUCCESS;
 }
 

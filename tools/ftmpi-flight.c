@@ -1,6 +1,6 @@
 /*
  * ftmpi-flight - one job's flight recorders side by side (issue 26; the
- * recorder: src/flight.h).  Reads event logs (FTMPI_EVENT_LOG files, any
+ * recorder: src/obs/flight.h).  Reads event logs (FTMPI_EVENT_LOG files, any
  * number, the ranks and groups of a job may share one), takes each
  * process's last dump ("flight" lines with the same replica id, group rank
  * and dump number; a restarted process starts its dumps again) and prints

@@ -65,7 +65,7 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_INT, OFF(lh_heartbeat_timeout_ms), 1, 3600000, NULL},
     {"FTMPI_LH_QUORUM_TICK_MS", "100", "mode B: the lighthouse rank re-evaluates the quorum this often",
      FTI_CFG_INT, OFF(lh_tick_ms), 1, 60000, NULL},
-    {"FTMPI_TIMEOUT_MS", "10000", "deadline of a collective and of every intra-group wait; libftmpi_pmpi: also how long a silent rank counts as alive and a call may block once a rank is lost",
+    {"FTMPI_TIMEOUT_MS", "10000", "deadline of a collective and of every intra-group wait; the drop-in (libftmpi_pmpi): also how long a silent rank counts as alive and a call may block once a rank is lost",
      FTI_CFG_INT, OFF(timeout_ms), 1, 3600000, NULL},
     {"FTMPI_QUORUM_TIMEOUT_MS", "60000", "how long FT_Quorum waits for a quorum",
      FTI_CFG_INT, OFF(quorum_timeout_ms), 1, 3600000, NULL},
@@ -107,9 +107,9 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_BOOL, OFF(affinity), 0, 1, bool_choices},
     {"FTMPI_BABY_PATH", "", "the ftmpi-baby program the baby-<backend> data planes start (empty = the installed one)",
      FTI_CFG_STRING, OFF(baby_path), 0, 0, NULL},
-    {"FTMPI_SHIM_ON_FAILURE", "auto", "libftmpi_pmpi: what a protected call (MPI_Allreduce, MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allgather on a communicator spanning the world) does when a rank is lost: abort (the job, naming the lost ranks; non-zero exit status), return (an error; later calls run over the survivors), continue (redone over the survivors where it can be); auto = abort under MPI_ERRORS_ARE_FATAL, return otherwise; a rank blocked in any other call ends the job in every mode",
+    {"FTMPI_SHIM_ON_FAILURE", "auto", "the drop-in (libftmpi_pmpi): what a protected call (MPI_Allreduce, MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allgather on a communicator spanning the world) does when a rank is lost: abort (the job, naming the lost ranks; non-zero exit status), return (an error; later calls run over the survivors), continue (redone over the survivors where it can be); auto = abort under MPI_ERRORS_ARE_FATAL, return otherwise; a rank blocked in any other call ends the job in every mode",
      FTI_CFG_NAME, OFF(shim_on_failure), 0, 0, NULL},
-    {"FTMPI_SHIM_RESCALE", "0", "libftmpi_pmpi, continue: 1 scales sums by world size / survivors, so that a code that averages keeps averaging",
+    {"FTMPI_SHIM_RESCALE", "0", "the drop-in, continue: 1 scales sums by world size / survivors, so that a code that averages keeps averaging",
      FTI_CFG_BOOL, OFF(shim_rescale), 0, 1, bool_choices},
     {"FTMPI_MODEB_ZERO_COPY", "0", "mode B, mpi backend: 1 lets MPI write an FT_Allreduce buffer from ftmpi_mem_alloc itself (MPI_Iallreduce's or the ring's all-gather receives: no staging copy); "
      "after such a reduction failed, MPI may still write that buffer: FT_Allreduce refuses it (FT_ERR_STATE) and ftmpi_mem_free leaves it mapped; allocate another",
@@ -232,8 +232,16 @@ static const char *env_get(const char *name, void *arg)
     return getenv(name);
 }
 
+static atomic_int loads;
+
+int fti_config_load_count(void)
+{
+    return atomic_load(&loads);
+}
+
 int fti_config_load(fti_config_t *cfg, char *err, size_t errlen)
 {
+    atomic_fetch_add(&loads, 1);
     fti_config_t tmp;
     int rc = fti_config_load_from(&tmp, env_get, NULL, err, errlen);
     tmp.has_key = false;

@@ -18,9 +18,9 @@
 /* A name setting (FTI_CFG_NAME) holds at most this many characters - 1. */
 #define FTI_CFG_NAME_SIZE 32
 enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
-/* FTMPI_HEAL_INSTALL (src/step_quorum.c, fti_step_heal) */
+/* FTMPI_HEAL_INSTALL (src/step/step_quorum.c, fti_step_heal) */
 enum fti_heal_install { FTI_HEAL_INSTALL_AUTO, FTI_HEAL_INSTALL_STAGED, FTI_HEAL_INSTALL_DIRECT };
-/* FTMPI_SDC_ON_TIE (src/step_sdc.c) */
+/* FTMPI_SDC_ON_TIE (src/step/step_sdc.c) */
 enum fti_sdc_on_tie { FTI_SDC_TIE_CONTINUE, FTI_SDC_TIE_STOP };
 
 typedef struct fti_config {
@@ -56,9 +56,9 @@ typedef struct fti_config {
     char ckpt_load[FTI_PATH_SIZE]; /* auto, never, or a folder */
     int affinity;               /* bool: bind the baby child near its GPU */
     char baby_path[FTI_PATH_SIZE];      /* ftmpi-baby, "" = installed one */
-    char shim_on_failure[FTI_CFG_NAME_SIZE]; /* a failure mode of the drop-in's table
-                                              * (mode/dropin.h, libftmpi_pmpi) */
-    int shim_rescale;           /* bool: libftmpi_pmpi's continue scales sums */
+    char shim_on_failure[FTI_CFG_NAME_SIZE]; /* a failure mode of the drop-in
+                                              * (mpi_shim/shim.h parses it) */
+    int shim_rescale;           /* bool: the drop-in's continue scales sums */
     int modeb_zero_copy;        /* bool: mode B's MPI writes ftmpi_mem_alloc buffers itself */
     int flight_records;         /* flight recorder entries per rank, 0 = off (flight.h) */
     int modeb_allow_no_recovery; /* bool: mode B starts where a dead rank ends the job */
@@ -109,6 +109,11 @@ extern const fti_config_field_t fti_config_table[];
  * writes a message naming the variable (or the file) into err (size
  * errlen); *cfg is then left untouched. */
 int fti_config_load(fti_config_t *cfg, char *err, size_t errlen);
+
+/* How many times this process loaded the table from the environment
+ * (fti_config_load): one in a process that runs FT_Init or the
+ * drop-in (the drop-in hands its table to FT_Init). */
+int fti_config_load_count(void);
 
 /* Same, but values come from get(name, arg) instead of getenv (tests). */
 int fti_config_load_from(fti_config_t *cfg, const char *(*get)(const char *, void *), void *arg,

@@ -8,9 +8,7 @@
  * MPI_Init / MPI_Finalize); the lighthouse has its own thread and event
  * loop, which only its check timer touches after start.
  */
-#include "step.h"
 #include "mode/dropin.h"
-#include "mode/mode_b.h"
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -19,12 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "ftmpi.h"
 #include "lighthouse/lighthouse.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "control/results.h"
 
 /* How often the lighthouse thread looks at its stop flag and counts the
  * groups that left. */
@@ -39,8 +37,6 @@
  * closed connections drop it from the table at once (lighthouse/liveness.c). */
 #define SHIM_JOIN_MARGIN_MS 2000
 
-static bool selected;
-
 /* Rank 0's in-process lighthouse. */
 static struct {
     struct event_base *base;
@@ -54,32 +50,6 @@ static struct {
     unsigned char *seen;   /* per group: heard of once (lighthouse thread only) */
 } lh;
 
-void fti_shim_select(void)
-{
-    selected = true;
-}
-
-bool fti_shim_selected(void)
-{
-    return selected;
-}
-
-const char *const fti_shim_on_failure_names[] = {"auto", "abort", "return", "continue", NULL};
-
-int fti_shim_on_failure_parse(const char *name, int *mode, char *err, size_t errlen)
-{
-    for (int i = 0; fti_shim_on_failure_names[i]; i++) {
-        if (strcasecmp(name, fti_shim_on_failure_names[i]) == 0) {
-            *mode = i;
-            return FT_SUCCESS;
-        }
-    }
-    int n = snprintf(err, errlen, "FTMPI_SHIM_ON_FAILURE='%s': expected one of", name);
-    for (int i = 0; fti_shim_on_failure_names[i] && n > 0 && (size_t)n < errlen; i++)
-        n += snprintf(err + n, errlen - n, " %s", fti_shim_on_failure_names[i]);
-    return FT_ERR_CONFIG;
-}
-
 /* The replica id of world rank r of n: "r<r>", zero-padded so ids sort
  * by rank.  Pure. */
 static void shim_replica_id(int r, int n, char *buf, size_t len)
@@ -90,20 +60,26 @@ static void shim_replica_id(int r, int n, char *buf, size_t len)
     snprintf(buf, len, "r%0*d", width & 15, r);
 }
 
-/* The backend: mpi. */
-static int shim_resolve(struct fti_step *s)
+/* The backend: mpi (auto or mpi; any other name, known or not, is an
+ * error naming it). */
+static int shim_resolve(const fti_config_t *cfg, fti_world_t *w)
 {
-    if (fti_comm_backend_find(s->cfg.backend) == &fti_backend_tcp) {
-        FTI_ERROR("FTMPI_BACKEND=tcp: the drop-in (libftmpi_pmpi) runs on the mpi backend "
-                  "(unset FTMPI_BACKEND)");
+    const struct fti_comm_backend *b = NULL;
+    int rc = fti_mode_backend(cfg, true, &b); /* names an unknown value */
+    if (rc != FT_SUCCESS)
+        return rc;
+    if (b != &fti_backend_mpi) {
+        FTI_ERROR("FTMPI_BACKEND=%s: the drop-in (libftmpi_pmpi) runs on the mpi backend "
+                  "(unset FTMPI_BACKEND, or set it to auto or mpi)",
+                  cfg->backend);
         return FT_ERR_CONFIG;
     }
-    if (s->cfg.group_size > 0)
+    if (cfg->group_size > 0)
         FTI_WARN("FTMPI_GROUP_SIZE=%d is ignored by the drop-in: every rank is a group of one",
-                 s->cfg.group_size);
-    s->backend = &fti_backend_mpi;
+                 cfg->group_size);
+    w->backend = b;
     /* no state is registered: a quorum at step 0 must not heal */
-    s->cfg.init_sync = 0;
+    w->init_sync = false;
     return FT_SUCCESS;
 }
 
@@ -150,10 +126,11 @@ static void lh_free(void)
 }
 
 /* Starts the lighthouse for n groups on a thread; its address into addr. */
-static int lh_start(const fti_config_t *cfg, int n, char *addr, size_t addr_len)
+static int lh_start(const fti_config_t *cfg, const char *bind_host, int n, char *addr,
+                    size_t addr_len)
 {
     fti_lighthouse_opts_t o;
-    fti_modeb_lighthouse_opts(cfg, &o);
+    fti_mode_lighthouse_opts(cfg, bind_host, &o);
     if (o.join_timeout_ms < (int64_t)cfg->timeout_ms + SHIM_JOIN_MARGIN_MS) {
         o.join_timeout_ms = (int64_t)cfg->timeout_ms + SHIM_JOIN_MARGIN_MS;
         FTI_INFO("drop-in: the lighthouse's join timeout is FTMPI_TIMEOUT_MS + %d ms = %lld ms "
@@ -204,21 +181,22 @@ struct lh_hello {
 
 /* Collective over MPI_COMM_WORLD: the slices' context, rank 0's
  * lighthouse and its address. */
-static int shim_world(struct fti_step *s)
+static int shim_world(const fti_config_t *cfg, fti_world_t *w)
 {
-    MPI_Comm_rank(MPI_COMM_WORLD, &s->mb.world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &s->mb.world_size);
-    s->mb.first_world_rank = s->mb.world_rank;
-    s->mb.split = MPI_COMM_NULL;
-    s->app_comm = MPI_COMM_NULL;
+    fti_modeb_t *mb = &w->mb;
+    MPI_Comm_rank(MPI_COMM_WORLD, &mb->world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mb->world_size);
+    mb->first_world_rank = mb->world_rank;
+    mb->split = MPI_COMM_NULL;
+    w->app_comm = MPI_COMM_NULL;
     /* every rank makes the same collectives, whatever happens */
-    int rc = fti_mpi_ctx_create(MPI_COMM_WORLD, &s->mb.mpi);
+    int rc = fti_mpi_ctx_create(MPI_COMM_WORLD, &mb->mpi);
     struct lh_hello hello;
     memset(&hello, 0, sizeof(hello));
-    bool own_lh = s->cfg.lighthouse[0] == '\0';
-    if (own_lh && s->mb.world_rank == 0)
+    bool own_lh = cfg->lighthouse[0] == '\0';
+    if (own_lh && mb->world_rank == 0)
         hello.status = rc != FT_SUCCESS ? rc
-                                        : lh_start(&s->cfg, s->mb.world_size, hello.addr,
+                                        : lh_start(cfg, w->bind_host, mb->world_size, hello.addr,
                                                    sizeof(hello.addr));
     if (own_lh && MPI_Bcast(&hello, (int)sizeof(hello), MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
         hello.status = FT_ERR_MPI;
@@ -226,23 +204,23 @@ static int shim_world(struct fti_step *s)
     if (rc == FT_SUCCESS)
         rc = hello.status;
     if (rc == FT_SUCCESS && own_lh)
-        fti_strlcpy(s->cfg.lighthouse, hello.addr, sizeof(s->cfg.lighthouse));
-    s->member_data_len = fti_results_world_rank_data(s->mb.world_rank, s->member_data,
-                                                     sizeof(s->member_data));
+        fti_strlcpy(w->lighthouse, hello.addr, sizeof(w->lighthouse));
+    w->member_data_len = fti_results_world_rank_data(mb->world_rank, w->member_data,
+                                                     sizeof(w->member_data));
     return rc;
 }
 
 /* Frees what shim_world made; rank 0 stops its lighthouse once every
  * group left (or after FTMPI_CONNECT_TIMEOUT_MS). */
-static void shim_release(struct fti_step *s, bool finalized)
+static void shim_release(const fti_config_t *cfg, fti_world_t *w, bool finalized)
 {
     (void)finalized;
-    fti_mpi_ctx_destroy(s->mb.mpi);
-    s->mb.mpi = NULL;
+    fti_mpi_ctx_destroy(w->mb.mpi);
+    w->mb.mpi = NULL;
     if (!lh.running)
         return;
     /* the other ranks may still be leaving: serve them a while */
-    int64_t until = fti_now_ms() + s->cfg.connect_timeout_ms;
+    int64_t until = fti_now_ms() + cfg->connect_timeout_ms;
     while (atomic_load(&lh.left) < lh.n && fti_now_ms() < until)
         fti_sleep_ms(SHIM_CHECK_MS);
     atomic_store(&lh.stop, 1);
@@ -251,15 +229,17 @@ static void shim_release(struct fti_step *s, bool finalized)
     lh_free();
 }
 
-static MPI_Comm shim_group_comm(const struct fti_step *s)
+static MPI_Comm shim_group_comm(const fti_world_t *w)
 {
-    (void)s;
+    (void)w;
     return MPI_COMM_SELF;
 }
 
-static void shim_replica_id_of(const struct fti_step *s, char *buf, size_t len)
+static void shim_replica_id_of(const fti_config_t *cfg, const fti_world_t *w, char *buf,
+                               size_t len)
 {
-    shim_replica_id(s->mb.world_rank, s->mb.world_size, buf, len);
+    (void)cfg;
+    shim_replica_id(w->mb.world_rank, w->mb.world_size, buf, len);
 }
 
 /* A lost rank is the call's failure, as in mode A: the drop-in's wrappers

@@ -3,34 +3,34 @@
  * FTMPI_LIGHTHOUSE (see mode/mode.h). */
 #include "mode/mode.h"
 
-#include "step.h"
 #include "ftmpi.h"
 #include "base/log.h"
 
-static int a_resolve(struct fti_step *s)
+static int a_resolve(const fti_config_t *cfg, fti_world_t *w)
 {
-    if (s->cfg.lighthouse[0] == '\0') {
+    if (cfg->lighthouse[0] == '\0') {
         FTI_ERROR("FTMPI_LIGHTHOUSE is not set: mode A needs the lighthouse address host:port "
                   "(mode B, one mpirun with a lighthouse rank, needs FTMPI_GROUP_SIZE instead)");
         return FT_ERR_CONFIG;
     }
-    return fti_mode_backend(&s->cfg, false, &s->backend);
+    return fti_mode_backend(cfg, false, &w->backend);
 }
 
 /* The application's communicator: a duplicate of the world. */
-static int a_world(struct fti_step *s)
+static int a_world(const fti_config_t *cfg, fti_world_t *w)
 {
-    if (MPI_Comm_dup(MPI_COMM_WORLD, &s->app_comm) != MPI_SUCCESS) {
+    (void)cfg;
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &w->app_comm) != MPI_SUCCESS) {
         FTI_ERROR("FT_Init: MPI_Comm_dup of the world failed");
-        s->app_comm = MPI_COMM_NULL;
+        w->app_comm = MPI_COMM_NULL;
         return FT_ERR_MPI;
     }
     return FT_SUCCESS;
 }
 
-static MPI_Comm a_group_comm(const struct fti_step *s)
+static MPI_Comm a_group_comm(const fti_world_t *w)
 {
-    (void)s;
+    (void)w;
     return MPI_COMM_WORLD;
 }
 
@@ -40,10 +40,11 @@ static int a_group_failure(int rc)
     return rc;
 }
 
-static void a_release(struct fti_step *s, bool finalized)
+static void a_release(const fti_config_t *cfg, fti_world_t *w, bool finalized)
 {
-    if (s->app_comm != MPI_COMM_NULL && !finalized)
-        MPI_Comm_free(&s->app_comm);
+    (void)cfg;
+    if (w->app_comm != MPI_COMM_NULL && !finalized)
+        MPI_Comm_free(&w->app_comm);
 }
 
 const struct fti_mode fti_mode_a = {

@@ -12,12 +12,10 @@
 #include "ftmpi.h"
 #include "lighthouse/lighthouse.h"
 #include "base/log.h"
-#include "base/net.h"
 #include "base/util.h"
 #include "comm/ulfm.h"
 #include "control/results.h"
-#include "mode/launcher.h"
-#include "step.h"
+#include "comm/launcher.h"
 
 #if defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 4
 /* Open MPI 4.x's and 5.x's switch behind the MCA parameter
@@ -193,26 +191,12 @@ static void serve(const fti_config_t *cfg, const fti_modeb_t *mb, struct event_b
     event_base_free(base);
 }
 
-void fti_modeb_lighthouse_opts(const fti_config_t *cfg, fti_lighthouse_opts_t *o)
-{
-    fti_lighthouse_opts_default(o);
-    (void)fti_addr_any_port(o->bind, sizeof(o->bind), cfg->bind_host); /* a host always fits */
-    o->min_replicas = cfg->min_replicas;
-    o->join_timeout_ms = cfg->lh_join_timeout_ms;
-    o->heartbeat_timeout_ms = cfg->lh_heartbeat_timeout_ms;
-    o->quorum_tick_ms = cfg->lh_tick_ms;
-    o->max_frame = (size_t)cfg->max_frame_bytes;
-    o->has_key = fti_config_key(cfg) != NULL;
-    if (o->has_key)
-        o->key = *fti_config_key(cfg);
-}
-
 /* Starts the lighthouse on the last rank; *lh_p and *base_p on success. */
-static int lighthouse_start(const fti_config_t *cfg, int n_groups, struct event_base **base_p,
+static int lighthouse_start(const fti_config_t *cfg, const char *bind_host, int n_groups, struct event_base **base_p,
                             fti_lighthouse_h *lh_p, char *addr, size_t addr_len)
 {
     fti_lighthouse_opts_t o;
-    fti_modeb_lighthouse_opts(cfg, &o);
+    fti_mode_lighthouse_opts(cfg, bind_host, &o);
     struct event_base *base = event_base_new();
     if (base == NULL) {
         FTI_ERROR("mode B: event_base_new failed");
@@ -278,7 +262,7 @@ static int modeb_initial_slice(fti_modeb_t *mb, bool is_lh)
     return rc;
 }
 
-int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb)
+int fti_modeb_init(const fti_config_t *cfg, const char *bind_host, fti_modeb_t *mb)
 {
     char err[256];
     memset(mb, 0, sizeof(*mb));
@@ -331,7 +315,7 @@ int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb)
         fti_log_set_replica_id("lighthouse");
         hello.status = rc;
         if (rc == FT_SUCCESS)
-            hello.status = lighthouse_start(cfg, mb->n_groups, &base, &lh, hello.addr,
+            hello.status = lighthouse_start(cfg, bind_host, mb->n_groups, &base, &lh, hello.addr,
                                             sizeof(hello.addr));
     }
     if (MPI_Bcast(&hello, (int)sizeof(hello), MPI_BYTE, lh_rank, MPI_COMM_WORLD) != MPI_SUCCESS) {
@@ -353,7 +337,7 @@ int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb)
     if (is_lh) {
         serve(cfg, mb, base, lh);
         fti_modeb_release(mb, 0);
-        MPI_Finalize();
+        PMPI_Finalize(); /* the library's own, not the application's: no interposer's */
         exit(0);
     }
     fti_strlcpy(mb->lighthouse, hello.addr, sizeof(mb->lighthouse));
@@ -373,31 +357,31 @@ void fti_modeb_release(fti_modeb_t *mb, int lost)
 
 /* ---- the mode table's entry ---------------------------------------------- */
 
-static int b_resolve(struct fti_step *s)
+static int b_resolve(const fti_config_t *cfg, fti_world_t *w)
 {
-    return fti_mode_backend(&s->cfg, true, &s->backend);
+    return fti_mode_backend(cfg, true, &w->backend);
 }
 
-static int b_world(struct fti_step *s)
+static int b_world(const fti_config_t *cfg, fti_world_t *w)
 {
-    int rc = fti_modeb_init(&s->cfg, &s->mb);
+    int rc = fti_modeb_init(cfg, w->bind_host, &w->mb);
     if (rc != FT_SUCCESS)
         return rc;
-    fti_strlcpy(s->cfg.lighthouse, s->mb.lighthouse, sizeof(s->cfg.lighthouse));
-    s->app_comm = s->mb.split;
-    s->member_data_len = fti_results_world_rank_data(s->mb.first_world_rank, s->member_data,
-                                                     sizeof(s->member_data));
+    fti_strlcpy(w->lighthouse, w->mb.lighthouse, sizeof(w->lighthouse));
+    w->app_comm = w->mb.split;
+    w->member_data_len = fti_results_world_rank_data(w->mb.first_world_rank, w->member_data,
+                                                     sizeof(w->member_data));
     return FT_SUCCESS;
 }
 
-static MPI_Comm b_group_comm(const struct fti_step *s)
+static MPI_Comm b_group_comm(const fti_world_t *w)
 {
-    return s->mb.split;
+    return w->mb.split;
 }
 
-static void b_replica_id(const struct fti_step *s, char *buf, size_t len)
+static void b_replica_id(const fti_config_t *cfg, const fti_world_t *w, char *buf, size_t len)
 {
-    fti_modeb_replica_id(s->cfg.replica_id, s->mb.group_index, s->mb.n_groups, buf, len);
+    fti_modeb_replica_id(cfg->replica_id, w->mb.group_index, w->mb.n_groups, buf, len);
 }
 
 /* Nothing ends the group when one of its ranks dies: a rank of it is dead
@@ -414,31 +398,32 @@ static int b_group_failure(int rc)
  * 5.0 has only the blocking MPIX_Comm_shrink, which waits for every member
  * not known dead, a stopped one for good (its failure detector is off by
  * default), and the lost group makes no new communicator anyway. */
-static void b_group_lost(struct fti_step *s)
+static void b_group_lost(fti_world_t *w)
 {
-    if (!fti_ulfm_active() || s->mb.split == MPI_COMM_NULL)
+    if (!fti_ulfm_active() || w->mb.split == MPI_COMM_NULL)
         return;
-    (void)fti_ulfm_revoke(s->mb.split);
+    (void)fti_ulfm_revoke(w->mb.split);
     int n = 0;
-    if (fti_ulfm_failed(s->mb.split, &n) == FT_SUCCESS)
+    if (fti_ulfm_failed(w->mb.split, &n) == FT_SUCCESS)
         FTI_INFO("mode B: the group's communicators are revoked (MPIX_Comm_revoke); MPI knows "
                  "%d of its %d ranks failed",
-                 n, s->mb.group_size);
+                 n, w->mb.group_size);
 }
 
-static void b_log_start(const struct fti_step *s)
+static void b_log_start(const fti_world_t *w, int group_rank, int group_size, const char *server)
 {
     FTI_INFO("FT_Init: mode B, replica %s (world ranks %d-%d of %d), group rank %d of %d, "
              "server %s, lighthouse %s (world rank %d), backend %s",
-             s->replica_id, s->mb.first_world_rank, s->mb.first_world_rank + s->group_size - 1,
-             s->mb.world_size, s->group_rank, s->group_size, s->my_addr, s->cfg.lighthouse,
-             s->mb.world_size - 1, s->backend->name);
+             w->replica_id, w->mb.first_world_rank, w->mb.first_world_rank + group_size - 1,
+             w->mb.world_size, group_rank, group_size, server, w->lighthouse,
+             w->mb.world_size - 1, w->backend->name);
 }
 
-static void b_release(struct fti_step *s, bool finalized)
+static void b_release(const fti_config_t *cfg, fti_world_t *w, bool finalized)
 {
+    (void)cfg;
     (void)finalized;
-    fti_modeb_release(&s->mb, s->lost);
+    fti_modeb_release(&w->mb, w->lost);
 }
 
 const struct fti_mode fti_mode_b = {

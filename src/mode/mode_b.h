@@ -6,7 +6,7 @@
  *   mpirun --enable-recovery -np 9 -x FTMPI_GROUP_SIZE=2 ./app
  *       world ranks 0-1: group g0, 2-3: g1, 4-5: g2, 6-7: g3, 8: lighthouse
  *
- * fti_modeb_init is FT_Init's only part that spans groups: blocking
+ * fti_modeb_init (bind_host: FTMPI_BIND_HOST resolved) is FT_Init's only part that spans groups: blocking
  * collectives over MPI_COMM_WORLD, while every rank is alive.  After it,
  * nothing the library does involves a rank outside its group except the
  * slices (comm/mpi_backend.h or the tcp ring) and the lighthouse's RPCs.
@@ -29,7 +29,6 @@
 #include "comm/comm.h"
 #include "mode/mode.h"
 #include "comm/mpi_backend.h"
-#include "lighthouse/lighthouse.h"
 #include "base/settings.h"
 #include "base/sizes.h"
 
@@ -45,15 +44,10 @@ void fti_modeb_replica_id(const char *prefix, int k, int n, char *buf, size_t le
  * ends the process; returns only when the lighthouse could not start (its
  * error, also returned on every other rank).  FT_ERR_CONFIG when the world
  * size does not fit (logged once, by world rank 0). */
-int fti_modeb_init(const fti_config_t *cfg, fti_modeb_t *mb);
+int fti_modeb_init(const fti_config_t *cfg, const char *bind_host, fti_modeb_t *mb);
 
 /* Frees the split and the slice context.  lost: the group lost a rank;
  * its communicator is left to MPI. */
 void fti_modeb_release(fti_modeb_t *mb, int lost);
-
-/* The options of an in-process lighthouse from the FTMPI_* settings: bind
- * host on an ephemeral port, min replicas and the FTMPI_LH_* timeouts
- * (mode B's lighthouse rank and the drop-in's lighthouse thread). */
-void fti_modeb_lighthouse_opts(const fti_config_t *cfg, fti_lighthouse_opts_t *o);
 
 #endif

@@ -32,7 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "event_log.h"
+#include "obs/event_log.h"
 #include "ftmpi.h"
 #include "group.h"
 #include "heal/heal.h"

@@ -23,6 +23,9 @@
 #  7. (see below) no code outside src/mode/ asks which mode runs: no
 #     `mode_b` and no `->shim`/`.shim` in src/ but in src/mode/ (the step
 #     reads the mode table, mode/mode.h);
+#  8. (see below) DESIGN.md's layer table is the README's, copied by
+#     scripts/design-layers;
+#  9. (see below) every file DESIGN.md names with its folder exists;
 #  5. every "DESIGN section N" (or "DESIGN.md sections N and M", "DESIGN §N")
 #     cited in the code, the build files and the tests is a heading
 #     "## N." of doc/DESIGN.md.
@@ -291,5 +294,29 @@ done
 asks=$(cd "$S" && grep -rnE '\bmode_b\b|(->|\.)shim\b' src | grep -v '^src/mode/' || true)
 [ -z "$asks" ] || die "code outside src/mode/ asks which mode runs (read the mode table, src/mode/mode.h, instead):
 $asks"
+
+# ---- 8. DESIGN.md's layer table is the README's (scripts/design-layers), and
+# the check can fail: a copy of DESIGN.md with one cell changed is refused
+sh "$S/scripts/design-layers" --check >"$TEST_TMPDIR/layers.out" 2>&1 ||
+    die "$(cat "$TEST_TMPDIR/layers.out")"
+sed 's/^| `src\/base\/` | `libfti_base.la` |/| `src\/base\/` | `libfti_other.la` |/' "$S/doc/DESIGN.md" >"$TEST_TMPDIR/DESIGN.md"
+! cmp -s "$S/doc/DESIGN.md" "$TEST_TMPDIR/DESIGN.md" || die "could not make a differing copy of DESIGN.md"
+DESIGN_LAYERS_DESIGN=$TEST_TMPDIR/DESIGN.md sh "$S/scripts/design-layers" --check >/dev/null 2>&1 &&
+    die "scripts/design-layers --check took a DESIGN.md whose layer table differs from the README's"
+
+# ---- 9. every file DESIGN.md names with its folder (`src/heal/fetch.c`, or
+# as an include names it, `mode/mode.h`) is in the tree
+design_paths() {
+    grep -oE '`[a-zA-Z0-9_./-]+/[a-zA-Z0-9_.-]+\.(c|h|sh|md|inc|proto|am|supp)`' "$1" | tr -d '`' | sort -u
+}
+gone=
+for f in $(design_paths "$S/doc/DESIGN.md"); do
+    [ -e "$S/$f" ] || [ -e "$S/src/$f" ] || gone="$gone $f"
+done
+[ -z "$gone" ] || die "doc/DESIGN.md names files that are not in the tree:$gone"
+ndesign=$(design_paths "$S/doc/DESIGN.md" | wc -l)
+[ "$ndesign" -gt 50 ] || die "found only $ndesign file names in doc/DESIGN.md: the check above would prove little"
+printf 'see `src/heal/fetched.c`\n' >"$TEST_TMPDIR/fake.md"
+[ "$(design_paths "$TEST_TMPDIR/fake.md")" = src/heal/fetched.c ] || die "the file-name reader missed a made-up name"
 
 echo "ok: test hooks $hooks; $ncites DESIGN citations found in doc/DESIGN.md; $(wc -l < "$rules") rows of README Layout; includes of $(echo "$files" | wc -w) files; link dependencies of $nlibs libraries; $checked libraries and programs without MPI"

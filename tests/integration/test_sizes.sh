@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_sizes.sh - nothing too large to read (issue 22 item 7): no C file of
-# src/, lighthouse/, mpi_shim/ or tools/ over SIZES_MAX_LINES (900) lines,
+# src/, lighthouse/, mpi_shim/ or tools/ over SIZES_MAX_LINES (750, issue 39; 900 before) lines,
 # and no function over SIZES_MAX_FUNC (80) lines, except a state machine
 # whose comment just above it says "state machine".
 #
@@ -16,7 +16,7 @@
 
 need_cmd awk wc find sort
 S=${SIZES_SRCDIR:-$top_srcdir}
-MAX_LINES=${SIZES_MAX_LINES:-900}
+MAX_LINES=${SIZES_MAX_LINES:-750}
 MAX_FUNC=${SIZES_MAX_FUNC:-80}
 
 awk_prog='

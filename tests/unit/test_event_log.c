@@ -1,5 +1,5 @@
 /*
- * test_event_log.c - the JSON-lines event log (src/event_log.c): the lines
+ * test_event_log.c - the JSON-lines event log (src/obs/event_log.c): the lines
  * written for quorum, heal and commit events, strings escaped through
  * fti_json_escape (tested itself in test_util.c), long lines whole.
  */
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "event_log.h"
+#include "obs/event_log.h"
 #include "ftmpi.h"
 
 static char *read_all(const char *path)

@@ -1,5 +1,5 @@
 /*
- * test_launcher.c - FT_Init's launcher check (src/mode/launcher.c): which
+ * test_launcher.c - FT_Init's launcher check (src/comm/launcher.c): which
  * worlds contradict the launcher's size variables, and what the message
  * names.  Pure: no MPI_Init.
  */
@@ -15,7 +15,7 @@
 
 #include "comm/ulfm.h"
 #include "ftmpi.h"
-#include "mode/launcher.h"
+#include "comm/launcher.h"
 
 #define LIB "MPICH 4.0.2"
 #define RUN "/usr/bin/mpiexec.hydra"

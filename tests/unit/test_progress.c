@@ -1,5 +1,5 @@
 /*
- * test_progress.c - the progress engine (src/progress.c): jobs run in the
+ * test_progress.c - the progress engine (src/step/progress.c): jobs run in the
  * order they were submitted on the engine's thread while the submitter
  * goes on; a failed abortable job fails every later one at once (not run)
  * until reset, a non-abortable one runs anyway; waits in any order; the
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "ftmpi_errors.h"
-#include "progress.h"
+#include "step/progress.h"
 
 struct rec {
     int order[16];

@@ -1,5 +1,5 @@
 /*
- * test_recovery.c - the recovery tracker (src/recovery.c) and the
+ * test_recovery.c - the recovery tracker (src/obs/recovery.c) and the
  * manager's report queue (src/control/obs_report.c): phases add up only
  * while a recovery is open, the first failure names it, failed commits are
  * lost steps, a commit closes it with a new seq; the queue hands out the
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "ftmpi.h"
-#include "recovery.h"
+#include "obs/recovery.h"
 #include "control/obs_report.h"
 
 static void test_survivor(void **state)

@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "event_log.h"
+#include "obs/event_log.h"
 
 typedef struct fti_flight *fti_flight_h;
 

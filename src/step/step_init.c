@@ -3,7 +3,7 @@
  * at FT_Finalize (see step.h).  The blocking MPI collectives here run only
  * while every rank of the job is alive.
  */
-#include "step.h"
+#include "step/step.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,10 +13,10 @@
 
 #include "base/agent_mark.h"
 #include "base/auth.h"
-#include "device.h"
+#include "step/device.h"
 #include "ftmpi.h"
 #include "control/lighthouse_client.h"
-#include "mode/launcher.h"
+#include "comm/launcher.h"
 #include "base/log.h"
 #include "base/net.h"
 #include "base/util.h"
@@ -46,38 +46,49 @@ static void warn_exposed(const fti_config_t *cfg, const char *bind_host)
              bind_host);
 }
 
-/* Loads the configuration and resolves the mode and the backend.  Every
- * rank runs it; the caller agrees on the outcome. */
-static int init_config(struct fti_step *s)
+/* The FTMPI_* table of a process whose FT_Init loads it (the drop-in
+ * passes the one it loaded); read-only once loaded. */
+static fti_config_t loaded;
+
+/* The configuration (loaded now unless given), the world's defaults, the
+ * mode (picked unless given) and the backend.  Every rank runs it; the
+ * caller agrees on the outcome. */
+static int init_config(struct fti_step *s, const struct fti_mode *mode, const fti_config_t *cfg)
 {
-    char err[512] = "";
-    int rc = fti_config_load(&s->cfg, err, sizeof(err));
-    if (rc != FT_SUCCESS) {
-        FTI_ERROR("%s", err);
-        return FT_ERR_CONFIG;
+    if (cfg == NULL) {
+        char err[512] = "";
+        if (fti_config_load(&loaded, err, sizeof(err)) != FT_SUCCESS) {
+            FTI_ERROR("%s", err);
+            return FT_ERR_CONFIG;
+        }
+        cfg = &loaded;
     }
-    fti_log_init("ftmpi", s->cfg.log_level);
+    s->cfg = cfg;
+    fti_log_init("ftmpi", cfg->log_level);
     (void)fti_config_warn_unknown();
     /* multi-node jobs: "hostname", each rank binds and advertises its node's name */
-    char host[sizeof(s->cfg.bind_host)];
-    rc = fti_bind_host_resolve(s->cfg.bind_host, host, sizeof(host));
+    char host[sizeof(cfg->bind_host)];
+    int rc = fti_bind_host_resolve(cfg->bind_host, host, sizeof(host));
     if (rc != FT_SUCCESS)
         return rc;
-    memcpy(s->cfg.bind_host, host, sizeof(host));
-    warn_exposed(&s->cfg, s->cfg.bind_host);
-    const struct fti_mode *mode = fti_mode_pick(&s->cfg);
-    rc = mode->resolve(s);
+    fti_world_defaults(cfg, host, &s->world);
+    warn_exposed(cfg, host);
+    if (mode == NULL)
+        mode = fti_mode_pick(cfg);
+    rc = mode->resolve(cfg, &s->world);
     if (rc == FT_SUCCESS)
         s->mode = mode;
-    if (rc == FT_SUCCESS && (s->backend->needs & FTI_COMM_NEEDS_DEVICE)) {
+    if (rc == FT_SUCCESS && (s->world.backend->needs & FTI_COMM_NEEDS_DEVICE)) {
         char why[256] = "";
         if (fti_device_usable(why, sizeof(why)) != FT_SUCCESS) {
             FTI_ERROR("FTMPI_BACKEND=%s cannot run on this node: %s (it reduces CUDA device "
                       "memory with NCCL; use FTMPI_BACKEND=tcp here, or run where a GPU is)",
-                      s->backend->name, why);
+                      s->world.backend->name, why);
             return FT_ERR_CONFIG;
         }
     }
+    FTI_DEBUG("FT_Init: mode %s; the FTMPI_* table was loaded %d time(s) in this process",
+              mode->name, fti_config_load_count());
     return rc;
 }
 
@@ -96,9 +107,9 @@ static int agree_on(MPI_Comm comm, int rc)
 static int check_uniform(const struct fti_step *s)
 {
     /* the backend's name by its checksum, 31 bits (a difference shows in MIN vs MAX) */
-    int backend = (int)(fti_checksum64(s->cfg.backend, strlen(s->cfg.backend), 0) & 0x7fffffff);
-    int v[5] = {s->cfg.group_size, s->cfg.lighthouse[0] == '\0', backend, s->cfg.world_mode,
-                s->cfg.min_replicas};
+    int backend = (int)(fti_checksum64(s->cfg->backend, strlen(s->cfg->backend), 0) & 0x7fffffff);
+    int v[5] = {s->cfg->group_size, s->cfg->lighthouse[0] == '\0', backend, s->cfg->world_mode,
+                s->cfg->min_replicas};
     int lo[5], hi[5];
     if (MPI_Allreduce(v, lo, 5, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS ||
         MPI_Allreduce(v, hi, 5, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
@@ -144,9 +155,9 @@ static int check_thread_level(void)
 /* The job-wide part: configuration agreed on by every world rank, then
  * mode B's split (on the lighthouse rank it does not return) or mode A's
  * duplicate of the world for the application. */
-static int init_world(struct fti_step *s)
+static int init_world(struct fti_step *s, const struct fti_mode *mode, const fti_config_t *cfg)
 {
-    int cfg_rc = init_config(s);
+    int cfg_rc = init_config(s, mode, cfg);
     if (cfg_rc == FT_SUCCESS) {
         int ws = 0;
         MPI_Comm_size(MPI_COMM_WORLD, &ws);
@@ -159,16 +170,16 @@ static int init_world(struct fti_step *s)
         rc = check_uniform(s);
     if (rc != FT_SUCCESS)
         return rc;
-    return s->mode->world(s);
+    return s->mode->world(s->cfg, &s->world);
 }
 
 static int init_replica_id(struct fti_step *s)
 {
     char id[FTI_REPLICA_ID_SIZE] = "";
     if (s->mode->replica_id != NULL) {
-        s->mode->replica_id(s, id, sizeof(id));
-    } else if (s->cfg.replica_id[0] != '\0') {
-        fti_strlcpy(id, s->cfg.replica_id, sizeof(id));
+        s->mode->replica_id(s->cfg, &s->world, id, sizeof(id));
+    } else if (s->cfg->replica_id[0] != '\0') {
+        fti_strlcpy(id, s->cfg->replica_id, sizeof(id));
     } else if (s->group_rank == 0) {
         char host[FTI_HOST_SIZE] = "host";
         gethostname(host, sizeof(host));
@@ -180,7 +191,7 @@ static int init_replica_id(struct fti_step *s)
     if (MPI_Bcast(id, (int)sizeof(id), MPI_CHAR, 0, fti_group_comm(s->group)) != MPI_SUCCESS)
         return FT_ERR_MPI;
     id[sizeof(id) - 1] = '\0';
-    fti_strlcpy(s->replica_id, id, sizeof(s->replica_id));
+    fti_strlcpy(s->world.replica_id, id, sizeof(s->world.replica_id));
     fti_log_set_replica_id(id);
     return FT_SUCCESS;
 }
@@ -228,26 +239,28 @@ static void avg_kernel(void *in, void *inout, int *len, MPI_Datatype *dt)
 static int init_services(struct fti_step *s)
 {
     int rc = fti_heal_create(&s->heal);
-    if (rc == FT_SUCCESS && s->cfg.event_log[0] != '\0')
-        rc = fti_event_log_open(s->cfg.event_log, s->replica_id, s->group_rank, &s->elog);
+    if (rc == FT_SUCCESS && s->cfg->event_log[0] != '\0')
+        rc = fti_event_log_open(s->cfg->event_log, s->world.replica_id, s->group_rank, &s->elog);
     if (rc == FT_SUCCESS)
-        rc = fti_ckpt_create(&s->cfg, s->group, s->replica_id, s->elog, &s->ckpt);
+        rc = fti_ckpt_create(s->cfg, s->group, s->world.replica_id, s->elog, &s->ckpt);
     if (rc == FT_SUCCESS)
-        rc = fti_rank_server_start(s->cfg.bind_host, (size_t)s->cfg.max_frame_bytes,
-                                   fti_config_key(&s->cfg), s->group_rank == 0, fti_heal_rpc,
+        rc = fti_rank_server_start(s->world.bind_host, (size_t)s->cfg->max_frame_bytes,
+                                   fti_config_key(s->cfg), s->group_rank == 0, fti_heal_rpc,
                                    s->heal, &s->server);
     if (rc == FT_SUCCESS)
         fti_strlcpy(s->my_addr, fti_rank_server_address(s->server), sizeof(s->my_addr));
     return rc;
 }
 
-int fti_step_setup(struct fti_step *s)
+int fti_step_setup(struct fti_step *s, const struct fti_mode *mode, const fti_config_t *cfg)
 {
     /* every world rank takes part, whatever its config */
     s->fresh = true;
-    int rc = init_world(s);
+    s->world.app_comm = MPI_COMM_NULL;
+    s->world.mb.split = MPI_COMM_NULL;
+    int rc = init_world(s, mode, cfg);
     if (rc == FT_SUCCESS)
-        rc = fti_group_create(s->mode->group_comm(s), &s->group);
+        rc = fti_group_create(s->mode->group_comm(&s->world), &s->group);
     if (rc != FT_SUCCESS)
         return rc;
     s->group_rank = fti_group_rank(s->group);
@@ -262,10 +275,10 @@ int fti_step_setup(struct fti_step *s)
     /* every rank learns whether rank 0 made its manager */
     int mrc = rc;
     if (rc == FT_SUCCESS && s->group_rank == 0)
-        mrc = fti_manager_create(s->cfg.lighthouse, fti_config_key(&s->cfg), s->replica_id,
-                                 s->cfg.connect_timeout_ms, s->cfg.heartbeat_ms, &s->manager);
+        mrc = fti_manager_create(s->world.lighthouse, fti_config_key(s->cfg), s->world.replica_id,
+                                 s->cfg->connect_timeout_ms, s->cfg->heartbeat_ms, &s->manager);
     if (mrc == FT_SUCCESS && s->group_rank == 0)
-        fti_manager_report(s->manager, s->cfg.restart_count, 0, 0);
+        fti_manager_report(s->manager, s->cfg->restart_count, 0, 0);
     /* the event log's members, and the replica id of a failed peer in
      * FT_Allreduce's error line (up to 64 members) */
     if (mrc == FT_SUCCESS && s->group_rank == 0)
@@ -296,15 +309,15 @@ void fti_step_teardown(struct fti_step *s)
     s->elog = NULL;
     fti_members_free(&s->prev_members);
     fti_members_free(&s->members);
-    if (s->lost)
+    if (s->world.lost)
         fti_group_mark_lost(s->group);
     fti_group_destroy(s->group);
     s->group = NULL;
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (s->mode != NULL)
-        s->mode->release(s, finalized != 0);
-    s->app_comm = MPI_COMM_NULL;
+        s->mode->release(s->cfg, &s->world, finalized != 0);
+    s->world.app_comm = MPI_COMM_NULL;
     if (ftmpi_op_avg != MPI_OP_NULL && !finalized)
         MPI_Op_free(&ftmpi_op_avg);
     ftmpi_op_avg = MPI_OP_NULL;
@@ -315,35 +328,35 @@ void fti_step_teardown(struct fti_step *s)
 
 void fti_step_leave(struct fti_step *s)
 {
-    int timeout_ms = FTI_MIN(s->cfg.connect_timeout_ms, LEAVE_TIMEOUT_MAX_MS);
+    int timeout_ms = FTI_MIN(s->cfg->connect_timeout_ms, LEAVE_TIMEOUT_MAX_MS);
     if (s->manager != NULL) {
         (void)fti_manager_leave(s->manager, timeout_ms); /* logs its failure */
         return;
     }
-    if (!s->mode->every_rank_leaves || s->cfg.lighthouse[0] == '\0')
+    if (!s->mode->every_rank_leaves || s->world.lighthouse[0] == '\0')
         return;
     fti_lighthouse_client_h c = NULL;
-    int rc = fti_lighthouse_client_create(s->cfg.lighthouse, fti_config_key(&s->cfg), timeout_ms,
+    int rc = fti_lighthouse_client_create(s->world.lighthouse, fti_config_key(s->cfg), timeout_ms,
                                           &c);
     if (rc == FT_SUCCESS)
-        rc = fti_lighthouse_finalize(c, s->replica_id, timeout_ms);
+        rc = fti_lighthouse_finalize(c, s->world.replica_id, timeout_ms);
     fti_lighthouse_client_destroy(c);
     if (rc != FT_SUCCESS)
-        FTI_INFO("telling the lighthouse that %s leaves failed: %s", s->replica_id,
+        FTI_INFO("telling the lighthouse that %s leaves failed: %s", s->world.replica_id,
                  FT_Error_string(rc));
 }
 
 int fti_step_group_lost(struct fti_step *s, int why)
 {
-    if (!s->lost) {
-        s->lost = true;
+    if (!s->world.lost) {
+        s->world.lost = true;
         FTI_WARN("this group lost a rank (%s): it leaves; FT calls return FT_ERR_GROUP_LOST "
                  "from now on (call FT_Finalize)",
                  FT_Error_string(why));
         /* under ULFM the partners learn it now, not at their deadlines */
         fti_group_revoke(s->group);
         if (s->mode->group_lost != NULL)
-            s->mode->group_lost(s);
+            s->mode->group_lost(&s->world);
         fti_group_mark_lost(s->group);
         fti_step_leave(s);
     }
@@ -355,12 +368,12 @@ int fti_step_group_lost(struct fti_step *s, int why)
 void fti_step_agent_mark(const struct fti_step *s)
 {
     int wr = -1;
-    if (s->cfg.agent_dir[0] != '\0' && MPI_Comm_rank(MPI_COMM_WORLD, &wr) != MPI_SUCCESS)
+    if (s->cfg->agent_dir[0] != '\0' && MPI_Comm_rank(MPI_COMM_WORLD, &wr) != MPI_SUCCESS)
         wr = -1;
-    fti_agent_mark(s->cfg.agent_dir, wr);
+    fti_agent_mark(s->cfg->agent_dir, wr);
 }
 
 void fti_step_agent_unmark(const struct fti_step *s)
 {
-    fti_agent_unmark(s->cfg.agent_dir);
+    fti_agent_unmark(s->cfg->agent_dir);
 }

@@ -1,5 +1,5 @@
 /* launcher.c - FT_Init's launcher check (see launcher.h). */
-#include "mode/launcher.h"
+#include "comm/launcher.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -78,7 +78,7 @@ int fti_launcher_modeb_check(int world_rank, bool allow_no_recovery)
     char why[256];
 #if defined(OPEN_MPI) && OMPI_MAJOR_VERSION < 5
     /* Open MPI 4.x: mpirun --enable-recovery keeps the survivors (mode B's
-     * deadlines and abandoned requests do the rest; mode/mode_b.c) */
+     * deadlines and abandoned requests do the rest, src/mode/) */
     (void)why;
     (void)allow_no_recovery;
     const char *rec = getenv("OMPI_MCA_orte_enable_recovery");

@@ -1,5 +1,5 @@
 /* recovery.c - the recovery tracker (see recovery.h). */
-#include "recovery.h"
+#include "obs/recovery.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* event_log.c - JSON-lines event log (see event_log.h). */
-#include "event_log.h"
+#include "obs/event_log.h"
 #include "base/error.h"
 #include "control/obs_report.h"
 
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "base/log.h"
 #include "base/sizes.h"
 #include "base/util.h"

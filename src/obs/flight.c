@@ -1,5 +1,5 @@
 /* flight.c - the flight recorder (see flight.h). */
-#include "flight.h"
+#include "obs/flight.h"
 
 #include <errno.h>
 #include <fcntl.h>

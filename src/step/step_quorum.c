@@ -4,7 +4,7 @@
  * results, failure counting, the slice through the backend table and
  * healing.
  */
-#include "step.h"
+#include "step/step.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@
  * all, and so does mode B's results. */
 static bool want_compact(const struct fti_step *s)
 {
-    return !s->mode->full_members && !(s->backend->needs & FTI_COMM_NEEDS_WORLD);
+    return !s->mode->full_members && !(s->world.backend->needs & FTI_COMM_NEEDS_WORLD);
 }
 
 /* Group rank 0: gathers the group's asks and runs the manager's round.
@@ -35,7 +35,7 @@ static int manager_round(struct fti_step *s, const fti_quorum_ask_t *mine, void 
     if (all == NULL)
         return FT_ERR_NO_MEMORY;
     int rc = fti_group_gather(s->group, mine, sizeof(*mine), all,
-                              fti_now_ms() + s->cfg.timeout_ms);
+                              fti_now_ms() + s->cfg->timeout_ms);
     if (rc != FT_SUCCESS) {
         /* a rank that does not show up: the broadcast tells the others
          * what that means (mode B: the group is lost) */
@@ -44,14 +44,14 @@ static int manager_round(struct fti_step *s, const fti_quorum_ask_t *mine, void 
         fti_manager_round_t r = {
             .address = s->my_addr,
             .commit_failures = s->commit_failures,
-            .data = s->member_data,
-            .data_len = s->member_data_len,
+            .data = s->world.member_data,
+            .data_len = s->world.member_data_len,
             .compact = want_compact(s),
-            .init_sync = s->cfg.init_sync != 0,
-            .timeout_ms = s->cfg.quorum_timeout_ms,
+            .init_sync = s->world.init_sync,
+            .timeout_ms = s->cfg->quorum_timeout_ms,
             .server = s->server,
-            .sdc_names = s->sdc_names,
-            .n_sdc_names = s->n_sdc_names,
+            .sdc_names = s->sdc.names,
+            .n_sdc_names = s->sdc.n_names,
         };
         rc = fti_manager_round(s->manager, all, s->group_size, &r, buf_p, len_p);
     }
@@ -64,7 +64,7 @@ int fti_step_exchange(struct fti_step *s, int flags, Ftmpi__LighthouseQuorumResp
     fti_quorum_ask_t mine = {.step = s->step,
                              .shrink_only = (flags & FT_QUORUM_SHRINK_ONLY) != 0,
                              .metrics = s->obs.metrics};
-    fti_step_sdc_ask(s, &mine);
+    fti_step_sdc_ask(&s->sdc, s->cfg, s->heal, s->step, &mine);
     void *got = NULL;
     size_t got_len = 0;
     int status, rc;
@@ -74,14 +74,14 @@ int fti_step_exchange(struct fti_step *s, int flags, Ftmpi__LighthouseQuorumResp
         size_t len = 0;
         status = manager_round(s, &mine, &buf, &len);
         rc = fti_group_bcast(s->group, status, buf, status == FT_SUCCESS ? len : 0, &status, &got,
-                             &got_len, fti_now_ms() + s->cfg.timeout_ms);
+                             &got_len, fti_now_ms() + s->cfg->timeout_ms);
         free(buf);
     } else {
         int grc = fti_group_gather(s->group, &mine, sizeof(mine), NULL, 0);
         /* the broadcast also after a failed send: the group's sequence of
          * operations must not depend on local outcomes */
         rc = fti_group_bcast(s->group, 0, NULL, 0, &status, &got, &got_len,
-                             fti_now_ms() + s->cfg.quorum_timeout_ms + s->cfg.timeout_ms +
+                             fti_now_ms() + s->cfg->quorum_timeout_ms + s->cfg->timeout_ms +
                                  s->mode->quorum_bcast_slack_ms);
         if (grc != FT_SUCCESS) {
             if (rc == FT_SUCCESS)
@@ -119,7 +119,7 @@ int fti_step_results(const struct fti_step *s, const Ftmpi__LighthouseQuorumResp
     else if (compact)
         rc = fti_results_from_msg(resp->results[s->group_rank], &res);
     else
-        rc = fti_results_compute(q, s->replica_id, s->group_rank, s->cfg.init_sync != 0, &res);
+        rc = fti_results_compute(q, s->world.replica_id, s->group_rank, s->world.init_sync, &res);
     if (rc == FT_SUCCESS && compact && res.quorum_id != q->quorum_id)
         rc = FT_ERR_BAD_MESSAGE;
     if (rc != FT_SUCCESS) {
@@ -127,8 +127,8 @@ int fti_step_results(const struct fti_step *s, const Ftmpi__LighthouseQuorumResp
                  FT_Error_string(rc));
         return FT_ERR_QUORUM;
     }
-    fti_results_apply_spares(&res, s->cfg.world_mode == FTI_WORLD_FIXED_WITH_SPARES
-                                       ? s->cfg.min_replicas
+    fti_results_apply_spares(&res, s->cfg->world_mode == FTI_WORLD_FIXED_WITH_SPARES
+                                       ? s->cfg->min_replicas
                                        : 0);
     *res_p = res;
     return FT_SUCCESS;
@@ -190,11 +190,11 @@ void fti_step_collective_failed(struct fti_step *s, int rc)
     else
         FTI_ERROR("FT_Allreduce: the %s slice of quorum %" PRId64 " (replica rank %d of %d) "
                   "failed: %s (%s)",
-                  s->backend->name, s->res.quorum_id, s->res.replica_rank, n, fti_error_name(rc),
+                  s->world.backend->name, s->res.quorum_id, s->res.replica_rank, n, fti_error_name(rc),
                   FT_Error_string(rc));
     fti_event_collective_failed(s->elog, s->step, s->res.quorum_id, peer, id,
                                 addr[0] ? addr : NULL, rc);
-    fti_obs_collective_failed(s, rc, id);
+    fti_obs_collective_failed(&s->obs, rc, id, s->step);
 }
 
 /* Where a child-process backend (baby-*) starts its child: FTMPI_BABY_PATH,
@@ -205,8 +205,8 @@ static void child_placement(const struct fti_step *s, fti_comm_rendezvous_t *r,
                             fti_affinity_t *aff, char env_buf[2][FTI_REASON_SIZE],
                             const char *env[3])
 {
-    r->child_path = s->cfg.baby_path;
-    if (!s->cfg.affinity)
+    r->child_path = s->cfg->baby_path;
+    if (!s->cfg->affinity)
         return;
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     int local_rank = lr != NULL ? atoi(lr) : 0;
@@ -221,7 +221,7 @@ static void child_placement(const struct fti_step *s, fti_comm_rendezvous_t *r,
 
 int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
 {
-    unsigned needs = s->backend->needs;
+    unsigned needs = s->world.backend->needs;
     fti_comm_destroy(s->slice);
     s->slice = NULL;
     s->slice_quorum_id = s->res.quorum_id;
@@ -230,13 +230,13 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
         .group_rank = s->group_rank,
         .replica_rank = s->res.replica_rank,
         .size = s->res.replica_world_size,
-        .chunk_bytes = (size_t)s->cfg.chunk_bytes,
-        .timeout_ms = s->cfg.timeout_ms,
+        .chunk_bytes = (size_t)s->cfg->chunk_bytes,
+        .timeout_ms = s->cfg->timeout_ms,
         .store_address = s->res.store_address,
-        .bind_host = s->cfg.bind_host,
-        .connect_timeout_ms = s->cfg.connect_timeout_ms,
-        .key = fti_config_key(&s->cfg),
-        .world_ctx = s->mb.mpi,
+        .bind_host = s->world.bind_host,
+        .connect_timeout_ms = s->cfg->connect_timeout_ms,
+        .key = fti_config_key(s->cfg),
+        .world_ctx = s->world.mb.mpi,
     };
     fti_affinity_t aff;
     char env_buf[2][FTI_REASON_SIZE];
@@ -250,18 +250,18 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
         r.world_ranks = ranks;
     }
     if (rc == FT_SUCCESS)
-        rc = fti_comm_create(s->backend, &r, fti_now_ms() + s->cfg.timeout_ms, &s->slice);
+        rc = fti_comm_create(s->world.backend, &r, fti_now_ms() + s->cfg->timeout_ms, &s->slice);
     free(ranks);
     if (rc != FT_SUCCESS) {
         s->slice = NULL;
         FTI_DEBUG("quorum %" PRId64 ": %s slice of %d not built: %s", r.quorum_id,
-                  s->backend->name, r.size, FT_Error_string(rc));
+                  s->world.backend->name, r.size, FT_Error_string(rc));
     }
     /* the manager drops the rendezvous keys of every older quorum from its
      * own store, whether their builds (or this one) failed or not */
     if ((needs & FTI_COMM_NEEDS_STORE) && s->group_rank == 0)
-        (void)fti_slice_forget_older(s->my_addr, fti_config_key(&s->cfg), s->res.quorum_id,
-                                     s->cfg.connect_timeout_ms, s->cfg.timeout_ms);
+        (void)fti_slice_forget_older(s->my_addr, fti_config_key(s->cfg), s->res.quorum_id,
+                                     s->cfg->connect_timeout_ms, s->cfg->timeout_ms);
     return rc;
 }
 
@@ -287,7 +287,7 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
  * makes that state again. */
 static bool heal_direct(const struct fti_step *s)
 {
-    switch (s->cfg.heal_install) {
+    switch (s->cfg->heal_install) {
     case FTI_HEAL_INSTALL_DIRECT:
         return true;
     case FTI_HEAL_INSTALL_STAGED:
@@ -314,15 +314,15 @@ static int heal_torn(struct fti_step *s, bool torn, int why)
 int fti_step_heal(struct fti_step *s)
 {
     fti_heal_opts_t o = {
-        .key = fti_config_key(&s->cfg),
-        .connect_timeout_ms = s->cfg.connect_timeout_ms,
-        .max_reply = (size_t)s->cfg.max_frame_bytes,
+        .key = fti_config_key(s->cfg),
+        .connect_timeout_ms = s->cfg->connect_timeout_ms,
+        .max_reply = (size_t)s->cfg->max_frame_bytes,
         .chunk_bytes = 0,
         .direct = heal_direct(s),
     };
     fti_heal_stats_t hs;
     fti_heal_staged_h staged = NULL;
-    int64_t t0 = fti_now_ms(), deadline = t0 + s->cfg.heal_timeout_ms, win = s->cfg.timeout_ms;
+    int64_t t0 = fti_now_ms(), deadline = t0 + s->cfg->heal_timeout_ms, win = s->cfg->timeout_ms;
     /* striped over every source the results list (the primary alone from
      * a lighthouse that lists none) */
     const char *srcs[FTI_RESULTS_MAX_SRC];
@@ -376,10 +376,10 @@ int fti_step_heal(struct fti_step *s)
     }
     /* a restarted group's first heal is said at the default level: the
      * user sees that the restart worked and what it cost */
-    bool restarted = s->cfg.restart_count > 0 && s->heals == 0;
+    bool restarted = s->cfg->restart_count > 0 && s->heals == 0;
     char why[64] = "";
     if (restarted)
-        snprintf(why, sizeof(why), "restart %d of this group: ", s->cfg.restart_count);
+        snprintf(why, sizeof(why), "restart %d of this group: ", s->cfg->restart_count);
     FTI_LOG(restarted ? FTI_LOG_WARN : FTI_LOG_INFO,
             "%shealed step %" PRId64 " from %s (%s) and %d other source(s): %" PRIu64
             " bytes in %" PRId64 " ms (install %" PRId64 " ms)",
@@ -389,7 +389,7 @@ int fti_step_heal(struct fti_step *s)
     s->fresh = false;
     s->heals++;
     s->heal_bytes += (int64_t)hs.bytes;
-    fti_manager_report(s->manager, s->cfg.restart_count, s->heals, s->heal_bytes);
+    fti_manager_report(s->manager, s->cfg->restart_count, s->heals, s->heal_bytes);
     fti_heal_set_step(s->heal, s->step, true);
     return FT_SUCCESS;
 }

@@ -1,5 +1,5 @@
 /* device.c - device buffers of FT_Allreduce (see device.h). */
-#include "device.h"
+#include "step/device.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@ bool fti_device_ptr(const void *p)
     return false;
 }
 
-int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf, size_t count,
+int fti_device_allreduce(const fti_device_step_t *s, const void *sendbuf, void *recvbuf, size_t count,
                          enum fti_dtype dt, enum fti_op op)
 {
     (void)s, (void)sendbuf, (void)recvbuf, (void)count, (void)dt, (void)op;
@@ -145,7 +145,7 @@ static int copy(void *dst, const void *src, size_t bytes)
 }
 
 /* The auto nccl slice of s's quorum, built at its first device allreduce. */
-static int auto_slice(struct fti_step *s, fti_comm_h *c_p)
+static int auto_slice(const fti_device_step_t *s, fti_comm_h *c_p)
 {
     const struct fti_comm_backend *b = fti_comm_backend_find("nccl");
     if (b == NULL)
@@ -157,16 +157,16 @@ static int auto_slice(struct fti_step *s, fti_comm_h *c_p)
     fti_comm_destroy(D.slice);
     D.slice = NULL;
     fti_comm_rendezvous_t r = {
-        .quorum_id = s->res.quorum_id,
+        .quorum_id = s->res->quorum_id,
         .group_rank = s->group_rank,
-        .replica_rank = s->res.replica_rank,
-        .size = s->res.replica_world_size,
-        .store_address = s->res.store_address,
-        .bind_host = s->cfg.bind_host,
-        .connect_timeout_ms = s->cfg.connect_timeout_ms,
-        .key = fti_config_key(&s->cfg),
+        .replica_rank = s->res->replica_rank,
+        .size = s->res->replica_world_size,
+        .store_address = s->res->store_address,
+        .bind_host = s->bind_host,
+        .connect_timeout_ms = s->cfg->connect_timeout_ms,
+        .key = fti_config_key(s->cfg),
     };
-    int rc = fti_comm_create(b, &r, fti_now_ms() + s->cfg.timeout_ms, &D.slice);
+    int rc = fti_comm_create(b, &r, fti_now_ms() + s->cfg->timeout_ms, &D.slice);
     if (rc == FT_ERR_UNSUPPORTED) {
         /* members share a GPU (NCCL refuses it; nccl_slice.c says so once)
          * or no NCCL here: this quorum stages through host memory */
@@ -188,7 +188,7 @@ static int auto_slice(struct fti_step *s, fti_comm_h *c_p)
 
 /* The communicator that reduces device memory for s (NULL: stage through
  * host memory and s->slice). */
-static int pick(struct fti_step *s, fti_comm_h *c_p)
+static int pick(const fti_device_step_t *s, fti_comm_h *c_p)
 {
     *c_p = NULL;
     if (s->backend->needs & FTI_COMM_NEEDS_DEVICE) {
@@ -197,13 +197,13 @@ static int pick(struct fti_step *s, fti_comm_h *c_p)
     }
     if (s->slice == NULL)
         return FT_ERR_INTERNAL;
-    if (strcmp(s->cfg.backend, "auto") == 0 && s->mode->auto_device &&
+    if (strcmp(s->cfg->backend, "auto") == 0 && s->auto_device &&
         fti_comm_backend_find("nccl") != NULL)
         return auto_slice(s, c_p);
     return FT_SUCCESS;
 }
 
-int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf, size_t count,
+int fti_device_allreduce(const fti_device_step_t *s, const void *sendbuf, void *recvbuf, size_t count,
                          enum fti_dtype dt, enum fti_op op)
 {
     size_t bytes = count * fti_dtype_size(dt);
@@ -214,26 +214,26 @@ int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf,
         return rc;
     fti_comm_h c = NULL;
     rc = pick(s, &c);
-    bool scale = op == FTI_OP_AVG && s->res.participants != s->res.replica_world_size;
-    bool host = c == NULL || s->res.spare || scale; /* the host copy is needed */
+    bool scale = op == FTI_OP_AVG && s->res->participants != s->res->replica_world_size;
+    bool host = c == NULL || s->res->spare || scale; /* the host copy is needed */
     void *h = NULL;
     if (rc == FT_SUCCESS && host)
         rc = pinned(bytes, &h);
-    if (rc == FT_SUCCESS && host && !s->res.spare)
+    if (rc == FT_SUCCESS && host && !s->res->spare)
         rc = copy(h, recvbuf, bytes);
-    if (rc == FT_SUCCESS && s->res.spare)
+    if (rc == FT_SUCCESS && s->res->spare)
         fti_reduce_identity(h, count, dt, op);
-    if (rc == FT_SUCCESS && c != NULL && s->res.spare)
+    if (rc == FT_SUCCESS && c != NULL && s->res->spare)
         rc = copy(recvbuf, h, bytes);
     enum fti_op wop = scale ? FTI_OP_SUM : op;
-    int64_t deadline = fti_now_ms() + s->cfg.timeout_ms;
+    int64_t deadline = fti_now_ms() + s->cfg->timeout_ms;
     if (rc == FT_SUCCESS)
         rc = c ? fti_comm_allreduce(c, recvbuf, count, dt, wop, deadline)
                : fti_comm_allreduce(s->slice, h, count, dt, wop, deadline);
     if (rc == FT_SUCCESS && c != NULL && scale)
         rc = copy(h, recvbuf, bytes);
     if (rc == FT_SUCCESS && scale)
-        fti_reduce_scale(h, count, dt, s->res.participants);
+        fti_reduce_scale(h, count, dt, s->res->participants);
     if (rc == FT_SUCCESS && (c == NULL || scale))
         rc = copy(recvbuf, h, bytes);
     if (rc != FT_SUCCESS && c != NULL && c == D.slice) {

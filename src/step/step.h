@@ -1,8 +1,8 @@
 /*
  * step.h - the process-global state behind the FT_ calls (DESIGN sections
  * 2 and 4-8) and the step's parts that ft.c, the API facade, calls:
- * setting up and tearing down (step_init.c), the quorum round, the slice
- * and healing (step_quorum.c).
+ * setting up and tearing down (step_init.c), the quorum round
+ * (step_round.c) and its parts, the slice and healing (step_quorum.c).
  *
  * One replica group = the ranks of the group communicator (mode A:
  * MPI_COMM_WORLD; mode B: its split into groups of FTMPI_GROUP_SIZE ranks;
@@ -27,14 +27,15 @@
 #include <stdint.h>
 
 #include "comm/comm.h"
-#include "event_log.h"
+#include "obs/event_log.h"
 #include "group.h"
 #include "heal/heal.h"
 #include "control/manager.h"
 #include "state/ckpt_step.h"
 #include "mode/mode.h"
-#include "obs_step.h"
-#include "progress.h"
+#include "obs/obs_step.h"
+#include "step/step_sdc.h"
+#include "step/progress.h"
 #include "control/rank_server.h"
 #include "control/results.h"
 #include "base/settings.h"
@@ -42,10 +43,10 @@
 
 struct fti_step {
     bool initialized;
-    fti_config_t cfg;
+    const fti_config_t *cfg;        /* the settings as loaded, read-only (what a mode
+                                     * makes of them: world) */
     fti_group_h group;
     int group_rank, group_size;
-    char replica_id[FTI_REPLICA_ID_SIZE];
     char my_addr[FTI_ADDRESS_SIZE]; /* this rank's RPC server */
     fti_heal_h heal;
     fti_rank_server_h server;
@@ -75,14 +76,10 @@ struct fti_step {
                                      * manager addresses: full replies); n 0 = unknown
                                      * (a compact reply that names no members) */
 
-    const struct fti_mode *mode;    /* how the job runs (mode/mode.h), picked once by
+    const struct fti_mode *mode;    /* how the job runs (mode/mode.h), chosen once by
                                      * fti_step_setup; NULL until resolved */
-    fti_modeb_t mb;                 /* mode B and the drop-in only */
-    const struct fti_comm_backend *backend; /* resolved (the mode's resolve) */
-    MPI_Comm app_comm;              /* ftmpi_group_comm: mode A a dup of the world, mode B mb.split */
-    bool lost;                      /* mode B: this group lost a rank */
-    char member_data[16];           /* mode B: QuorumMember.data (first world rank) */
-    size_t member_data_len;
+    fti_world_t world;              /* what the mode made: communicators, replica id,
+                                     * lighthouse, backend, effective settings */
 
     /* asynchronous progress (ft.c, progress.h) */
     fti_progress_h progress;        /* threaded when async_allreduce */
@@ -91,21 +88,17 @@ struct fti_step {
     int64_t epoch;                  /* FT_Quorum calls: a request's step */
 
     fti_obs_step_t obs;             /* counters, recoveries, flight recorder (obs_step.h) */
-    /* the SDC check (step_sdc.c) */
-    const char *sdc_names[FTI_SDC_MAX_BUFS]; /* the last fingerprinted buffers' names */
-    size_t n_sdc_names;
-    bool sdc_stopped;               /* a tie with FTMPI_SDC_ON_TIE=stop: FT_ERR_SDC */
-    int64_t sdc_us, sdc_prints;     /* time spent fingerprinting, fingerprints taken */
+    fti_sdc_step_t sdc;             /* the SDC check (step_sdc.h) */
 };
 
 /* ---- step_init.c ---------------------------------------------------------- */
 
-/* FT_Init's work on a zeroed state: configuration agreed on by every world
- * rank, mode B's split (on the lighthouse rank it does not return) or
+/* FT_Init's work on a zeroed state (mode, cfg: fti_init's, ft_init.h):
+ * configuration agreed on by every world rank, mode B's split (on the lighthouse rank it does not return) or
  * mode A's duplicate of the world, the group, the replica id, the rank
  * server, the manager, FT_AVG.  On failure the caller runs
  * fti_step_teardown. */
-int fti_step_setup(struct fti_step *s);
+int fti_step_setup(struct fti_step *s, const struct fti_mode *mode, const fti_config_t *cfg);
 
 /* Frees whatever fti_step_setup created (also after it failed). */
 void fti_step_teardown(struct fti_step *s);
@@ -126,6 +119,18 @@ void fti_step_leave(struct fti_step *s);
  * the first call logs why, marks the group lost and leaves.  Returns
  * FT_ERR_GROUP_LOST. */
 int fti_step_group_lost(struct fti_step *s, int why);
+
+/* ---- step_round.c --------------------------------------------------------- */
+
+/* FT_Quorum's round and everything it brings (the quorum's results, a
+ * durable checkpoint at a fresh start, the SDC verdict, the slice, the
+ * heal); its error is latched for the step.  *survived_p: whether the
+ * quorum counts as a failure the job survived.  On the progress thread for
+ * FT_QUORUM_ASYNC, which then owns s until the application waits for it. */
+int fti_step_quorum_round(struct fti_step *s, int flags, bool *survived_p);
+
+/* The log lines' step and quorum (base/log.h) from s. */
+void fti_step_log_ctx(const struct fti_step *s);
 
 /* ---- step_quorum.c -------------------------------------------------------- */
 
@@ -161,17 +166,5 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q);
 
 /* Heals this rank from its source (s->res). */
 int fti_step_heal(struct fti_step *s);
-
-/* ---- step_sdc.c ----------------------------------------------------------- */
-
-/* The SDC check's part of this rank's quorum ask: every FTMPI_SDC_EVERY
- * committed steps (step > 0) the fingerprints of the registered state of
- * s->step (open: FT_Quorum served it), else none (sdc_step 0). */
-void fti_step_sdc_ask(struct fti_step *s, fti_quorum_ask_t *ask);
-
-/* What the lighthouse's SDC verdict in res means here: logged (group rank
- * 0); a minority heals through res (FT_SUCCESS); a tie returns FT_ERR_SDC
- * with FTMPI_SDC_ON_TIE=stop (and sets sdc_stopped), else FT_SUCCESS. */
-int fti_step_sdc_verdict(struct fti_step *s, const fti_quorum_result_t *res);
 
 #endif

@@ -3,7 +3,7 @@
  * (progress.h).  A FIFO of caller-owned jobs under one mutex; the thread
  * sleeps on `more` while the queue is empty, the waiters on `done`.
  */
-#include "progress.h"
+#include "step/progress.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -17,11 +17,27 @@
 #ifndef FTI_DEVICE_H
 #define FTI_DEVICE_H
 
+#include <mpi.h>
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/settings.h"
+#include "comm/comm.h"
+#include "comm/reduce.h"
+#include "control/results.h"
 #include "heal/heal.h"
-#include "step.h"
+
+/* What a device allreduce reads of the step (ft.c fills it per call). */
+typedef struct fti_device_step {
+    const fti_config_t *cfg;
+    const char *bind_host;                  /* resolved (the world's) */
+    const struct fti_comm_backend *backend; /* the step's */
+    bool auto_device;                       /* the mode's (mode/mode.h) */
+    fti_comm_h slice;                       /* the step's slice */
+    int64_t slice_quorum_id;
+    const fti_quorum_result_t *res;         /* the quorum's results */
+    int group_rank;
+} fti_device_step_t;
 
 /* Is p device memory (not host, not managed). */
 bool fti_device_ptr(const void *p);
@@ -30,7 +46,7 @@ bool fti_device_ptr(const void *p);
  * of sendbuf (MPI_IN_PLACE: none), the spare's identity, the reduction,
  * FT_AVG's division by the participants.  Errors are logged where seen;
  * the caller latches them. */
-int fti_device_allreduce(struct fti_step *s, const void *sendbuf, void *recvbuf, size_t count,
+int fti_device_allreduce(const fti_device_step_t *s, const void *sendbuf, void *recvbuf, size_t count,
                          enum fti_dtype dt, enum fti_op op);
 
 /* The mirror (len bytes of pinned host memory, cudaMallocHost) and the

@@ -1,61 +1,62 @@
 /* obs_step.c - the rank's counters, recoveries and flight recorder (see
  * obs_step.h). */
-#include "obs_step.h"
+#include "obs/obs_step.h"
 
 #include <inttypes.h>
 #include <string.h>
 
-#include "ftmpi.h"
+#include "ftmpi_errors.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "step.h"
 
-int fti_obs_start(struct fti_step *s)
+int fti_obs_start(fti_obs_step_t *o, const fti_config_t *cfg, int group_rank,
+                  fti_manager_h manager, fti_event_log_h elog)
 {
-    fti_obs_step_t *o = &s->obs;
     o->dumped_epoch = -1;
-    if (s->cfg.restart_count > 0)
-        fti_recovery_restart(&o->rec, fti_wall_ms(), s->cfg.restart_lost_ms);
-    if (s->cfg.flight_records > 0)
-        return fti_flight_create((size_t)s->cfg.flight_records, s->elog, &o->flight);
+    o->group_rank = group_rank;
+    o->manager = manager;
+    o->elog = elog;
+    if (cfg->restart_count > 0)
+        fti_recovery_restart(&o->rec, fti_wall_ms(), cfg->restart_lost_ms);
+    if (cfg->flight_records > 0)
+        return fti_flight_create((size_t)cfg->flight_records, elog, &o->flight);
     return FT_SUCCESS;
 }
 
-void fti_obs_stop(struct fti_step *s)
+void fti_obs_stop(fti_obs_step_t *o)
 {
-    fti_flight_destroy(s->obs.flight);
-    s->obs.flight = NULL;
+    fti_flight_destroy(o->flight);
+    o->flight = NULL;
 }
 
-void fti_obs_quorum(struct fti_step *s, int64_t ms)
+void fti_obs_quorum(fti_obs_step_t *o, int64_t ms)
 {
-    fti_recovery_quorum(&s->obs.rec, ms);
+    fti_recovery_quorum(&o->rec, ms);
 }
 
-void fti_obs_slice(struct fti_step *s, int64_t ms)
+void fti_obs_slice(fti_obs_step_t *o, int64_t ms)
 {
-    fti_recovery_slice(&s->obs.rec, ms);
+    fti_recovery_slice(&o->rec, ms);
 }
 
-void fti_obs_heal(struct fti_step *s, int64_t ms, int64_t bytes)
+void fti_obs_heal(fti_obs_step_t *o, int64_t ms, int64_t bytes)
 {
-    fti_recovery_heal(&s->obs.rec, ms, bytes);
-    s->obs.metrics.heal_bytes += bytes;
+    fti_recovery_heal(&o->rec, ms, bytes);
+    o->metrics.heal_bytes += bytes;
 }
 
-uint64_t fti_obs_call_begin(struct fti_step *s, int op, uint64_t bytes)
+uint64_t fti_obs_call_begin(fti_obs_step_t *o, int op, uint64_t bytes, int64_t quorum_id,
+                            int64_t step)
 {
     if (op == FTI_FLIGHT_ALLREDUCE)
-        s->obs.call_start_ms = fti_now_ms();
-    return fti_flight_begin(s->obs.flight, op, bytes, s->have_quorum ? s->res.quorum_id : -1,
-                            s->step);
+        o->call_start_ms = fti_now_ms();
+    return fti_flight_begin(o->flight, op, bytes, quorum_id, step);
 }
 
-void fti_obs_call_end(struct fti_step *s, int op, uint64_t seq, int rc, int64_t us,
-                      uint64_t bytes)
+void fti_obs_call_end(fti_obs_step_t *o, int op, uint64_t seq, int rc, int64_t us,
+                      uint64_t bytes, int64_t epoch)
 {
-    fti_obs_step_t *o = &s->obs;
     fti_flight_end(o->flight, seq, rc);
     switch (op) {
     case FTI_FLIGHT_QUORUM:
@@ -71,55 +72,52 @@ void fti_obs_call_end(struct fti_step *s, int op, uint64_t seq, int rc, int64_t 
         o->metrics.commit_us += us;
         break;
     }
-    if (rc != FT_SUCCESS && o->dumped_epoch != s->epoch) {
-        o->dumped_epoch = s->epoch; /* once per step: the first error shows the calls */
+    if (rc != FT_SUCCESS && o->dumped_epoch != epoch) {
+        o->dumped_epoch = epoch; /* once per step: the first error shows the calls */
         fti_flight_dump(o->flight, "error");
     }
 }
 
-void fti_obs_collective_failed(struct fti_step *s, int rc, const char *peer)
+void fti_obs_collective_failed(fti_obs_step_t *o, int rc, const char *peer, int64_t step)
 {
-    fti_obs_step_t *o = &s->obs;
     if (o->step_error == 0) {
         o->step_error = rc;
         fti_strlcpy(o->step_peer, peer ? peer : "", sizeof(o->step_peer));
     }
-    fti_recovery_failed(&o->rec, s->step, fti_wall_ms(), fti_now_ms() - o->call_start_ms, rc,
+    fti_recovery_failed(&o->rec, step, fti_wall_ms(), fti_now_ms() - o->call_start_ms, rc,
                         peer);
 }
 
 /* Group rank 0: the failed step's reason for the lighthouse's dashboard. */
-static void report_step_failure(struct fti_step *s, int64_t step, int rc)
+static void report_step_failure(fti_obs_step_t *o, int64_t step, int rc)
 {
-    fti_obs_step_t *o = &s->obs;
     fti_step_failure_t f = {
         .seq = ++o->fail_seq,
         .step = step,
         .wall_ms = fti_wall_ms(),
-        .group_rank = s->group_rank,
+        .group_rank = o->group_rank,
     };
     fti_strlcpy(f.error, fti_error_name(o->step_error ? o->step_error : rc), sizeof(f.error));
     fti_strlcpy(f.peer, o->step_peer, sizeof(f.peer));
-    fti_manager_report_step_failure(s->manager, &f);
+    fti_manager_report_step_failure(o->manager, &f);
 }
 
-void fti_obs_commit(struct fti_step *s, int64_t step, bool committed, int rc)
+void fti_obs_commit(fti_obs_step_t *o, int64_t step, int64_t now, bool committed, int rc)
 {
-    fti_obs_step_t *o = &s->obs;
     fti_recovery_rec_t r;
     if (committed) {
         o->metrics.commits++;
     } else {
         int why = o->step_error ? o->step_error : rc;
         o->metrics.fail[fti_fail_kind(why)]++;
-        if (s->group_rank == 0)
-            report_step_failure(s, step, rc);
+        if (o->group_rank == 0)
+            report_step_failure(o, step, rc);
     }
-    if (fti_recovery_step_end(&o->rec, committed, step, s->step, fti_wall_ms(),
+    if (fti_recovery_step_end(&o->rec, committed, step, now, fti_wall_ms(),
                               o->step_error ? o->step_error : rc, &r) &&
-        s->group_rank == 0) {
-        fti_event_recovery(s->elog, &r);
-        fti_manager_report_recovery(s->manager, &r);
+        o->group_rank == 0) {
+        fti_event_recovery(o->elog, &r);
+        fti_manager_report_recovery(o->manager, &r);
         FTI_INFO("recovery %s (failed step %" PRId64 ", %s%s%s): detect %" PRId64
                  " ms, quorum %" PRId64 " ms, slice %" PRId64 " ms, heal %" PRId64 " ms (%" PRId64
                  " bytes), restart %" PRId64 " ms, %" PRId64 " step(s) lost, resumed at step %" PRId64,
