@@ -96,7 +96,8 @@ struct fti_quorum;
  *   record: called before a quorum with a new id is sent; FT_SUCCESS when
  *     it was written under this lighthouse's leadership; else the quorum
  *     is not sent (FT_ERR_NOT_LEADER: its waiters are redirected; another
- *     error: they fail with FT_ERR_TIMEOUT).
+ *     error, etcd out of reach: they fail with FT_ERR_CONNECT, which the
+ *     clients ask again, as of a lighthouse that is gone).
  *   save, load: a named piece of state (the killed groups) written under
  *     the leadership, and read back by a new leader (*val_p malloc'ed,
  *     NUL-terminated; FT_ERR_NOT_FOUND when none was saved). */

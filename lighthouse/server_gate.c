@@ -198,6 +198,6 @@ int fti_lh_gate_record(struct fti_lighthouse *lh, const fti_quorum_t *q)
     if (rc == FT_ERR_NOT_LEADER)
         (void)fti_lh_gate_leading(lh); /* redirects the waiters */
     else
-        end_all(lh, FT_ERR_TIMEOUT, "the quorum could not be recorded in etcd; ask again");
+        end_all(lh, FT_ERR_CONNECT, "the quorum could not be recorded in etcd; ask again");
     return rc;
 }
