@@ -14,6 +14,7 @@
  * refused (CSRF).
  */
 #include "lighthouse/lighthouse.h"
+#include "lighthouse/recoveries.h"
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -84,11 +85,24 @@ static void reply_text(struct evhttp_request *req, int code, const char *reason,
 
 /* ---- pages ------------------------------------------------------------------ */
 
-/* Replaces every member's address with "" (a request without the token). */
+/* Replaces every member's address and every rank's with "" (a request
+ * without the token). */
 static void hide_addresses(fti_lh_snapshot_t *s)
 {
     for (size_t i = 0; i < s->n_members; i++)
         s->members[i].address[0] = '\0';
+    for (size_t g = 0; s->recov != NULL && g < s->recov->n_groups; g++)
+        for (size_t r = 0; r < s->recov->groups[g].n_ranks; r++)
+            s->recov->groups[g].ranks[r].address[0] = '\0';
+}
+
+/* The ranks of group id as its last heartbeat reported them (NULL: none). */
+static const fti_lh_recov_group_t *ranks_of(const fti_lh_snapshot_t *s, const char *id)
+{
+    for (size_t g = 0; s->recov != NULL && g < s->recov->n_groups; g++)
+        if (strcmp(s->recov->groups[g].replica_id, id) == 0)
+            return s->recov->groups[g].n_ranks ? &s->recov->groups[g] : NULL;
+    return NULL;
 }
 
 /* A group's state on the dashboard: a finalized group is done, not lost. */
@@ -114,6 +128,25 @@ static void page_role(struct evbuffer *b, const fti_lh_snapshot_t *s)
     if (s->role == FTI_LH_ROLE_STANDBY)
         fti_lh_html_escape(b, s->leader[0] ? s->leader : "not known (an election runs)");
     evbuffer_add_printf(b, ".</p>\n");
+}
+
+/* The dashboard's address cell of member m: its manager's address, then
+ * each rank's advertised one; "hidden" without the token. */
+static void address_cell(struct evbuffer *b, const fti_lh_snapshot_t *s,
+                         const fti_lh_member_view_t *m, bool hidden)
+{
+    if (hidden) {
+        evbuffer_add_printf(b, "(hidden: needs the token)");
+        return;
+    }
+    fti_lh_html_escape(b, m->address);
+    const fti_lh_recov_group_t *rk = ranks_of(s, m->replica_id);
+    for (size_t r = 0; rk != NULL && r < rk->n_ranks; r++) {
+        evbuffer_add_printf(b, "%s rank %zu ", r ? "," : "<br><small class=\"ranks\">", r);
+        fti_lh_html_escape(b, rk->ranks[r].address);
+    }
+    if (rk != NULL)
+        evbuffer_add_printf(b, "</small>");
 }
 
 /* has_addr[i]: member i had an address before hide_addresses (its kill
@@ -161,10 +194,7 @@ static void page_dashboard(struct evbuffer *b, const fti_lh_snapshot_t *s, const
         if (m->step >= 0)
             evbuffer_add_printf(b, "%" PRId64 "%s", m->step, m->behind ? " (behind)" : "");
         evbuffer_add_printf(b, "</td><td>");
-        if (has_addr)
-            evbuffer_add_printf(b, "(hidden: needs the token)");
-        else
-            fti_lh_html_escape(b, m->address);
+        address_cell(b, s, m, has_addr != NULL);
         evbuffer_add_printf(b, "</td><td>%" PRIu64 "</td><td>", m->world_size);
         if (m->heartbeat_age_ms >= 0)
             evbuffer_add_printf(b, "%.1f s", (double)m->heartbeat_age_ms / 1000.0);
@@ -229,11 +259,20 @@ static void page_status_json(struct evbuffer *b, const fti_lh_snapshot_t *s, boo
                             ",\"step\":%" PRId64 ",\"world_size\":%" PRIu64
                             ",\"heartbeat_age_ms\":%" PRId64
                             ",\"in_quorum\":%s,\"behind\":%s,\"waiting\":%s,\"healthy\":%s"
-                            ",\"killed\":%s,\"finished\":%s}",
+                            ",\"killed\":%s,\"finished\":%s",
                             m->step, m->world_size, m->heartbeat_age_ms,
                             m->in_quorum ? "true" : "false", m->behind ? "true" : "false",
                             m->waiting ? "true" : "false", m->healthy ? "true" : "false",
                             m->killed ? "true" : "false", m->finished ? "true" : "false");
+        /* each rank's advertised address, as its group last reported it */
+        const fti_lh_recov_group_t *rk = ranks_of(s, m->replica_id);
+        evbuffer_add_printf(b, ",\"ranks\":[");
+        for (size_t r = 0; rk != NULL && r < rk->n_ranks; r++) {
+            evbuffer_add_printf(b, "%s{\"group_rank\":%zu,\"address\":", r ? "," : "", r);
+            fti_lh_json_string(b, rk->ranks[r].address);
+            evbuffer_add_printf(b, "}");
+        }
+        evbuffer_add_printf(b, "]}");
     }
     evbuffer_add_printf(b, "]");
     fti_lh_obs_json(b, s);

@@ -138,6 +138,10 @@ static void take_ranks(fti_lh_recov_group_t *g, Ftmpi__RankMetrics *const *m, si
                      r->fail_other},
             .quorum_us = r->quorum_us, .allreduce_us = r->allreduce_us,
             .commit_us = r->commit_us};
+        /* what the rank advertises; a longer string than an address holds
+         * (a client of another build) is cut, never read past */
+        if (r->address != NULL)
+            fti_strlcpy(g->ranks[i].address, r->address, sizeof(g->ranks[i].address));
     }
 }
 

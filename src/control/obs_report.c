@@ -157,6 +157,7 @@ static void rank_msg(const fti_rank_metrics_t *r, int64_t group_rank, Ftmpi__Ran
     m->quorum_us = r->quorum_us;
     m->allreduce_us = r->allreduce_us;
     m->commit_us = r->commit_us;
+    m->address = (char *)r->address; /* the batch's copy, kept until the call ends */
 }
 
 void fti_obs_batch_apply(fti_obs_batch_t *b, Ftmpi__LighthouseHeartbeatRequest *req)

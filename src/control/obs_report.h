@@ -68,6 +68,7 @@ typedef struct fti_rank_metrics {
     int64_t steps, commits, bytes_reduced, heal_bytes;
     int64_t fail[FTI_FAIL_KINDS];
     int64_t quorum_us, allreduce_us, commit_us;
+    char address[FTI_ADDRESS_SIZE]; /* the rank's advertised server (host:port) */
 } fti_rank_metrics_t;
 
 typedef struct fti_obs_queue {

@@ -64,6 +64,7 @@ int fti_step_exchange(struct fti_step *s, int flags, Ftmpi__LighthouseQuorumResp
     fti_quorum_ask_t mine = {.step = s->step,
                              .shrink_only = (flags & FT_QUORUM_SHRINK_ONLY) != 0,
                              .metrics = s->obs.metrics};
+    fti_strlcpy(mine.metrics.address, s->my_addr, sizeof(mine.metrics.address));
     fti_step_sdc_ask(&s->sdc, s->cfg, s->heal, s->step, &mine);
     void *got = NULL;
     size_t got_len = 0;
