@@ -16,8 +16,9 @@
 #      ftmpi-run and ends bitwise as a failure-free run; an allreduce-only
 #      code under FTMPI_SHIM_ON_FAILURE=continue goes on across the nodes
 #      without a killed rank (see 3 below);
-#   4. (only with FTI_NODES_MODEB=1: Open MPI 4.1's mpirun does not end
-#      after a process on another node than its own dies) mode B across
+#   4. (on Open MPI 5 with ULFM, when ../_build_ompi5 is built; Open MPI
+#      4.1's mpirun does not end after a process on another node than its
+#      own dies: FTI_NODES_MODEB=1 shows it) mode B across
 #      2 nodes: one mpirun, 4 groups of 1 rank and the lighthouse rank, a
 #      rank on the other node than mpirun SIGKILLed: the 3 other groups
 #      commit every step with bitwise equal states and the job ends (see 4
@@ -305,54 +306,71 @@ else
 fi
 
 # ---- 4. mode B across 2 nodes -----------------------------------------------
-# One mpirun on node0 (--enable-recovery), FTMPI_GROUP_SIZE=1: world ranks
-# 0-2 on node0, 3 and 4 (the lighthouse rank) on node1, every rank
-# advertising its node's name.  World rank 3 (group g3, on node1) SIGKILLs
-# itself before step 20's allreduce (ft_sgd --die-at-step, whatever the
-# load): the groups on both nodes go on without it, the 3 survivors commit
-# every step with bitwise equal states, the lighthouse rank on node1 sees g3
-# go and ends once the others finalized, and mpirun ends 0 (Open MPI 4.1
-# with --enable-recovery).
-# NOT PASSING on Open MPI 4.1.4, so run only with FTI_NODES_MODEB=1: the
-# survivors commit every step and finalize, the lighthouse rank ends, yet
-# mpirun never ends.  The cause is Open MPI 4.1's launcher, not libftmpi:
-# `mpirun --enable-recovery --host node0:3,node1:2 -np 5 sh -c ...` where
-# the process of rank 3 (on node1) kills itself and the 4 others print and
-# exit 0 never ends either (124 at a 60 s timeout), while the same with the
-# killed process on mpirun's own node (rank 1) ends 0.  Run first below, so
-# that a launcher without the bug is told apart.
+# One mpirun on node0, FTMPI_GROUP_SIZE=1: world ranks 0-2 on node0, 3 and
+# 4 (the lighthouse rank) on node1, every rank advertising its node's name.
+# World rank 3 (group g3, on node1) SIGKILLs itself before step 20's
+# allreduce (ft_sgd --die-at-step, whatever the load): the groups on both
+# nodes go on without it, the 3 survivors commit every step with bitwise
+# equal states, and mpirun ends 0.
+# Run on Open MPI 5 with ULFM (mpirun --with-ft ulfm, through the tests'
+# mpirun_prte.sh) when this tree has a build against it beside this one
+# (../_build_ompi5, what ./quickstart.sh check-ompi5 makes; .ci/run runs
+# check-nodes after it), else skipped with the reason.  Not on Open MPI
+# 4.1.4: its mpirun --enable-recovery never ends once a process on another
+# node than its own died, whatever the program: `mpirun --enable-recovery
+# --host node0:3,node1:2 -np 5 sh -c ...` where rank 3's process (node1)
+# kills itself and the 4 others exit 0 never ends (124 at a 60 s timeout),
+# while the same with the killed process on mpirun's node ends 0.
+# FTI_NODES_MODEB=1 shows that (and then tries mode B on 4.1 too).
+B5=${FTI_NODES_OMPI5_BUILD:-$(cd "$top_builddir/.." && pwd)/_build_ompi5}
+O5=$(sed -n "s|^MPICC='\(.*\)/bin/mpicc'\$|\1|p" "$B5/config.log" 2>/dev/null | head -n 1)
+modeb_nodes() { # MPIRUN SGD: the run and its checks
+    unset FTMPI_LIGHTHOUSE
+    MB=$T/modeb.$3
+    _x=""
+    for _v in $(env | sed -n 's/^\(FTMPI_[A-Z_]*\)=.*/\1/p'); do _x="$_x -x $_v"; done
+    # shellcheck disable=SC2086
+    FTMPI_GROUP_SIZE=1 on_node 0 timeout -k 5 300 $1 --enable-recovery --host node0:3,node1:2 \
+        -np 5 --bind-to none -x FTMPI_GROUP_SIZE $_x --output-filename "$MB" "$2" \
+        --steps 60 --sleep-ms 20 --print-every 1 --die-at-step 20 --die-rank 3 --dump "$MB.state" \
+        >"$T/modeb.$3.log" 2>&1 </dev/null
+    rc=$?
+    [ $rc -eq 0 ] || e2e_fail "4 ($3): mpirun exited $rc: $(tail -n 20 "$T/modeb.$3.log")"
+    grep -q 'SIGKILL to myself at step 20' "$MB/1/rank.3/stderr" ||
+        e2e_fail "4 ($3): world rank 3 did not die at step 20: $(tail -n 5 "$MB/1/rank.3/stderr")"
+    ref=
+    for w in 0 1 2; do
+        o=$MB/1/rank.$w/stdout
+        grep -q '^steps committed 60 ' "$o" || e2e_fail "4 ($3): world rank $w did not commit 60 steps: $(tail -n 5 "$o")"
+        [ "$(sgd_failures "$o")" -ge 1 ] || e2e_fail "4 ($3): world rank $w reports no failure survived"
+        id=$(sed -n 's/^initial loss [^ ]* replica \([^ ]*\) .*/\1/p' "$o" | head -n 1)
+        [ -s "$MB.state.$id" ] || e2e_fail "4 ($3): no state dump of group '$id'"
+        [ -n "$ref" ] || ref=$MB.state.$id
+        cmp -s "$ref" "$MB.state.$id" || e2e_fail "4 ($3): the state of $id differs from $(basename "$ref")"
+    done
+    msg=$(sgd_final_check 3 "$MB"/1/rank.0/stdout "$MB"/1/rank.1/stdout "$MB"/1/rank.2/stdout) ||
+        e2e_fail "4 ($3): $msg"
+    grep -q 'every group is done' "$MB/1/rank.4/stderr" || e2e_fail "4 ($3): the lighthouse rank on node1 did not end"
+    e2e_log "4: mode B across node0 and node1 on $3: g3 on node1 died at step 20, the 3 other groups ended equal ($msg), mpirun exited 0"
+}
+if [ -n "$O5" ] && [ -x "$O5/bin/mpirun" ] && [ -x "$B5/examples/ft_sgd" ]; then
+    (
+        OPAL_PREFIX=$O5 PATH=$O5/bin:$PATH LD_LIBRARY_PATH=$O5/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        FTI_REAL_MPIRUN=$O5/bin/mpirun FTI_PRTE_RECOVERY=ulfm
+        PRTE_MCA_plm_ssh_agent=$OMPI_MCA_plm_rsh_agent PRTE_MCA_prte_if_include=eth0
+        export OPAL_PREFIX PATH LD_LIBRARY_PATH FTI_REAL_MPIRUN FTI_PRTE_RECOVERY PRTE_MCA_plm_ssh_agent \
+            PRTE_MCA_prte_if_include
+        modeb_nodes "sh $top_srcdir/tests/integration/mpirun_prte.sh" "$B5/examples/ft_sgd" ompi5
+    ) || exit 1
+else
+    e2e_log "4: mode B across nodes skipped: no Open MPI 5 build beside this one ($B5 with examples/ft_sgd; ./quickstart.sh check-ompi5 makes it); Open MPI 4.1's mpirun cannot end such a run (above)"
+fi
 if [ "${FTI_NODES_MODEB:-0}" = 1 ]; then
-on_node 0 timeout -k 5 60 "$MPIRUN" --enable-recovery --host node0:3,node1:2 -np 5 --bind-to none \
-    sh -c 'sleep 2; [ "$OMPI_COMM_WORLD_RANK" = 3 ] && kill -KILL $$; sleep 3' >"$T/plain.log" 2>&1 </dev/null
-rc=$?
-e2e_log "4: plain processes, rank 3 on node1 killed: mpirun $([ $rc = 124 ] && echo 'did not end in 60 s (the launcher bug)' || echo "exited $rc")"
-unset FTMPI_LIGHTHOUSE
-MB=$T/modeb
-_x=""
-for _v in $(env | sed -n 's/^\(FTMPI_[A-Z_]*\)=.*/\1/p'); do _x="$_x -x $_v"; done
-# shellcheck disable=SC2086
-FTMPI_GROUP_SIZE=1 on_node 0 timeout -k 5 300 "$MPIRUN" --enable-recovery --host node0:3,node1:2 \
-    -np 5 --bind-to none -x FTMPI_GROUP_SIZE $_x --output-filename "$MB" "$E2E_SGD_BIN" \
-    --steps 60 --sleep-ms 20 --print-every 1 --die-at-step 20 --die-rank 3 --dump "$MB.state" \
-    >"$T/modeb.log" 2>&1 </dev/null
-rc=$?
-[ $rc -eq 0 ] || e2e_fail "4: mpirun exited $rc: $(tail -n 20 "$T/modeb.log")"
-grep -q 'SIGKILL to myself at step 20' "$MB/1/rank.3/stderr" ||
-    e2e_fail "4: world rank 3 did not die at step 20: $(tail -n 5 "$MB/1/rank.3/stderr")"
-ref=
-for w in 0 1 2; do
-    o=$MB/1/rank.$w/stdout
-    grep -q '^steps committed 60 ' "$o" || e2e_fail "4: world rank $w did not commit 60 steps: $(tail -n 5 "$o")"
-    [ "$(sgd_failures "$o")" -ge 1 ] || e2e_fail "4: world rank $w reports no failure survived"
-    id=$(sed -n 's/^initial loss [^ ]* replica \([^ ]*\) .*/\1/p' "$o" | head -n 1)
-    [ -s "$MB.state.$id" ] || e2e_fail "4: no state dump of group '$id'"
-    [ -n "$ref" ] || ref=$MB.state.$id
-    cmp -s "$ref" "$MB.state.$id" || e2e_fail "4: the state of $id differs from $(basename "$ref")"
-done
-msg=$(sgd_final_check 3 "$MB"/1/rank.0/stdout "$MB"/1/rank.1/stdout "$MB"/1/rank.2/stdout) ||
-    e2e_fail "4: $msg"
-grep -q 'group g3 gone' "$MB/1/rank.4/stderr" || e2e_fail "4: the lighthouse rank on node1 did not see g3 go"
-e2e_log "4: mode B across node0 and node1: g3 on node1 died at step 20, the 3 other groups ended equal ($msg)"
+    on_node 0 timeout -k 5 60 "$MPIRUN" --enable-recovery --host node0:3,node1:2 -np 5 --bind-to none \
+        sh -c 'sleep 2; [ "$OMPI_COMM_WORLD_RANK" = 3 ] && kill -KILL $$; sleep 3' >"$T/plain.log" 2>&1 </dev/null
+    rc=$?
+    e2e_log "4: Open MPI 4.1, plain processes, rank 3 on node1 killed: mpirun $([ $rc = 124 ] && echo 'did not end in 60 s (the launcher bug)' || echo "exited $rc")"
+    modeb_nodes "$MPIRUN" "$E2E_SGD_BIN" ompi41
 fi
 
 # ---- the end: every node ended, counted -----------------------------------
