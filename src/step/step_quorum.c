@@ -232,6 +232,7 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
         .size = s->res.replica_world_size,
         .chunk_bytes = (size_t)s->cfg->chunk_bytes,
         .timeout_ms = s->cfg->timeout_ms,
+        .offer_ucx = s->cfg->ucx != 0,
         .store_address = s->res.store_address,
         .bind_host = s->world.bind_host,
         .connect_timeout_ms = s->cfg->connect_timeout_ms,
