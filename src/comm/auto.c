@@ -55,11 +55,11 @@ static void offer(const fti_comm_rendezvous_t *r, char *val, size_t len)
     (void)gethostname(host, sizeof(host) - 1);
     const char *why = "built without UCX";
 #ifdef FTMPI_HAVE_UCX
-    char ver[128], tls[8];
+    char no[128];
     if (!r->offer_ucx)
         why = "FTMPI_UCX=0";
-    else if (fti_ucx_describe(ver, sizeof(ver), tls, sizeof(tls)) != FT_SUCCESS)
-        why = "UCX does not load here (see the ucx: error above)";
+    else if (fti_ucx_available(r->timeout_ms, no, sizeof(no)) != FT_SUCCESS)
+        why = no;
     else
         why = NULL;
 #endif
