@@ -55,7 +55,7 @@ const fti_config_field_t fti_config_table[] = {
     {"FTMPI_MIN_REPLICAS", "1", "fewest groups that may commit a step",
      FTI_CFG_INT, OFF(min_replicas), 1, 1 << 20, NULL},
     {"FTMPI_BACKEND", "auto", "cross-group data plane: auto or a backend of the build's table (baby-<x>: backend x in an ftmpi-baby child process; "
-     "nccl ones only in builds with CUDA and NCCL, ucx in builds with UCX); auto: mpi in mode B, else tcp, and nccl for device buffers when built with NCCL",
+     "nccl ones only in builds with CUDA and NCCL, ucx in builds with UCX); auto: mpi in mode B, else ucx when every member offers it (FTMPI_UCX), else tcp, and nccl for device buffers when built with NCCL",
      FTI_CFG_NAME, OFF(backend), 0, 0, NULL},
     {"FTMPI_WORLD_SIZE_MODE", "dynamic", "dynamic, or fixed_with_spares (participants capped at min replicas)",
      FTI_CFG_ENUM, OFF(world_mode), 0, 0, world_choices},
@@ -105,6 +105,8 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_STRING, OFF(ckpt_load), 0, 0, NULL},
     {"FTMPI_AFFINITY", "1", "1: bind each rank's baby child near its GPU (hwloc) and set NCCL_IB_HCA/NCCL_SOCKET_IFNAME to the nearest NICs unless set; 0: the child inherits the rank's binding",
      FTI_CFG_BOOL, OFF(affinity), 0, 1, bool_choices},
+    {"FTMPI_UCX", "1", "1: in mode A with FTMPI_BACKEND=auto, this rank offers ucx (in builds with UCX, when UCX loads); a slice takes ucx when every member of it offers ucx, tcp otherwise; 0: this rank offers only tcp, so its slices take tcp",
+     FTI_CFG_BOOL, OFF(ucx), 0, 1, bool_choices},
     {"FTMPI_BABY_PATH", "", "the ftmpi-baby program the baby-<backend> data planes start (empty = the installed one)",
      FTI_CFG_STRING, OFF(baby_path), 0, 0, NULL},
     {"FTMPI_SHIM_ON_FAILURE", "auto", "the drop-in (libftmpi_pmpi): what a protected call (MPI_Allreduce, MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allgather on a communicator spanning the world) does when a rank is lost: abort (the job, naming the lost ranks; non-zero exit status), return (an error; later calls run over the survivors), continue (redone over the survivors where it can be); auto = abort under MPI_ERRORS_ARE_FATAL, return otherwise; a rank blocked in any other call ends the job in every mode",

@@ -55,6 +55,7 @@ typedef struct fti_config {
     int ckpt_keep;              /* published checkpoints kept */
     char ckpt_load[FTI_PATH_SIZE]; /* auto, never, or a folder */
     int affinity;               /* bool: bind the baby child near its GPU */
+    int ucx;                    /* bool: offer ucx to FTMPI_BACKEND=auto's choice */
     char baby_path[FTI_PATH_SIZE];      /* ftmpi-baby, "" = installed one */
     char shim_on_failure[FTI_CFG_NAME_SIZE]; /* a failure mode of the drop-in
                                               * (mpi_shim/shim.h parses it) */

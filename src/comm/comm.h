@@ -67,6 +67,7 @@ typedef struct fti_comm_rendezvous {
     int timeout_ms;            /* FTMPI_TIMEOUT_MS: how soon a backend's own liveness
                                 * check should find a dead peer (ucx: UCX's keepalive);
                                 * 0 = the backend's default */
+    bool offer_ucx;            /* auto: this rank offers ucx to its slice (FTMPI_UCX) */
     /* FTI_COMM_NEEDS_STORE */
     const char *store_address; /* host:port of the quorum's store (size > 1) */
     const char *bind_host;
@@ -135,6 +136,12 @@ struct fti_comm {
 #define FTI_BACKEND_DECLARE(x) extern const struct fti_comm_backend fti_backend_##x;
 FTI_BACKENDS(FTI_BACKEND_DECLARE)
 #undef FTI_BACKEND_DECLARE
+
+/* FTMPI_BACKEND=auto in mode A (comm/auto.c; not in the table, not a
+ * name fti_comm_backend_find knows): per slice, ucx when the build has UCX
+ * and every member offers it (FTMPI_UCX, UCX loads), else tcp; the
+ * communicator it creates is the chosen backend's. */
+extern const struct fti_comm_backend fti_backend_auto;
 
 /* The entry named name (case-insensitive), NULL when there is none. */
 const struct fti_comm_backend *fti_comm_backend_find(const char *name);

@@ -22,4 +22,10 @@
  * Loads UCX and makes the context (fti_ucx_context) if not done yet. */
 int fti_ucx_describe(char *version, size_t vlen, char *tls, size_t tlen);
 
+/* Whether this process can run the ucx backend: loads UCX and makes the
+ * context (fti_ucx_context, with timeout_ms: FTMPI_TIMEOUT_MS sets UCX's
+ * keepalive, as the first slice would) if not done yet.  FT_SUCCESS, or the
+ * error of fti_ucx_describe with why into why (cut to wlen). */
+int fti_ucx_available(int timeout_ms, char *why, size_t wlen);
+
 #endif

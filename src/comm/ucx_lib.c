@@ -155,3 +155,12 @@ int fti_ucx_describe(char *version, size_t vlen, char *tls, size_t tlen)
     transports(ctx, tls, tlen);
     return FT_SUCCESS;
 }
+
+int fti_ucx_available(int timeout_ms, char *why, size_t wlen)
+{
+    ucp_context_h ctx = NULL;
+    int rc = fti_ucx_context(timeout_ms, &ctx);
+    if (rc != FT_SUCCESS)
+        (void)fti_strlcpy(why, lib.why, wlen); /* cut to fit */
+    return rc;
+}

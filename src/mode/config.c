@@ -24,7 +24,7 @@ void fti_world_defaults(const fti_config_t *cfg, const char *bind_host, fti_worl
 int fti_mode_backend(const fti_config_t *cfg, bool one_world,
                      const struct fti_comm_backend **backend_p)
 {
-    const struct fti_comm_backend *b = &fti_backend_tcp;
+    const struct fti_comm_backend *b = &fti_backend_auto; /* ucx or tcp, per slice */
     if (strcmp(cfg->backend, "auto") != 0)
         b = fti_comm_backend_find(cfg->backend);
     else if (one_world)

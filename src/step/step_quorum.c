@@ -191,8 +191,9 @@ void fti_step_collective_failed(struct fti_step *s, int rc)
     else
         FTI_ERROR("FT_Allreduce: the %s slice of quorum %" PRId64 " (replica rank %d of %d) "
                   "failed: %s (%s)",
-                  s->world.backend->name, s->res.quorum_id, s->res.replica_rank, n, fti_error_name(rc),
-                  FT_Error_string(rc));
+                  /* auto's slice is the backend it chose */
+                  s->slice != NULL ? s->slice->ops->name : s->world.backend->name,
+                  s->res.quorum_id, s->res.replica_rank, n, fti_error_name(rc), FT_Error_string(rc));
     fti_event_collective_failed(s->elog, s->step, s->res.quorum_id, peer, id,
                                 addr[0] ? addr : NULL, rc);
     fti_obs_collective_failed(&s->obs, rc, id, s->step);
@@ -233,6 +234,7 @@ int fti_step_rebuild_slice(struct fti_step *s, const Ftmpi__Quorum *q)
         .size = s->res.replica_world_size,
         .chunk_bytes = (size_t)s->cfg->chunk_bytes,
         .timeout_ms = s->cfg->timeout_ms,
+        .offer_ucx = s->cfg->ucx != 0,
         .store_address = s->res.store_address,
         .bind_host = s->world.bind_host,
         .connect_timeout_ms = s->cfg->connect_timeout_ms,

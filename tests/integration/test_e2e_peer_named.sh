@@ -10,9 +10,13 @@
 # address; both must name the same address (g0 knows it as the address it
 # connected to, g2 from the store), and the tcp ring's own line stays at
 # debug level.  g1 is not restarted (--max-restarts 0); the survivors
-# finish without it.
+# finish without it.  FTMPI_BACKEND=tcp: the tcp ring's address and its
+# own log line are what is checked (auto takes ucx in a build with UCX;
+# test_e2e_ucx_kill.sh checks ucx's named peer).
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
+FTMPI_BACKEND=tcp
+export FTMPI_BACKEND
 
 DIE_AT=25
 e2e_lighthouse_start 1

@@ -12,7 +12,8 @@
 # restarted.  Twice: on UCX's choice (tcp over loopback: UCX 1.13 gives
 # endpoints that report a dead peer no shared memory by default), and with
 # UCX_POSIX_ERROR_HANDLING=y (shared memory: no connection closes, the
-# keepalive the library sets from FTMPI_TIMEOUT_MS finds the dead peer).
+# keepalive the library sets from FTMPI_TIMEOUT_MS finds the dead peer);
+# a third time as the second but on FTMPI_BACKEND=auto (which takes ucx).
 # Skips (77) in a build without UCX.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 grep -q '^#define FTMPI_HAVE_UCX 1' "$top_builddir/ftmpi_config.h" 2>/dev/null ||
@@ -60,4 +61,12 @@ UCX_POSIX_ERROR_HANDLING=y
 export UCX_POSIX_ERROR_HANDLING
 e2e_log "UCX_POSIX_ERROR_HANDLING=y (shared memory, keepalive)"
 run
+# FTMPI_BACKEND=auto takes ucx here (every member offers it) and loads UCX
+# to see that it can: the keepalive must still come from FTMPI_TIMEOUT_MS
+unset FTMPI_BACKEND
+e2e_log "FTMPI_BACKEND=auto, UCX_POSIX_ERROR_HANDLING=y"
+run
+for g in g0 g2; do
+    grep -q 'FTMPI_BACKEND=auto: ucx from quorum' "$TEST_TMPDIR/$g.err" || e2e_fail "auto: $g did not take ucx"
+done
 echo "PASS ($TEST_NAME)"

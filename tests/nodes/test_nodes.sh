@@ -7,7 +7,8 @@
 #   1. mode A across the nodes with a shared agent folder (TMPDIR): no
 #      agent restarts a healthy group for another node's marks; a rank
 #      killed on another node than its agent: its group restarts and heals,
-#      equal final states (see 1 below);
+#      equal final states; in a build with UCX, FTMPI_BACKEND=auto made the
+#      slices ucx across the nodes (see 1 below);
 #   2. a whole node lost with everything on it: the group that had its agent
 #      there is started again on other nodes and heals across nodes; equal
 #      final states (see 2 below);
@@ -152,6 +153,17 @@ first=$(e2e_first_step_of_run g0 2)
 [ "$(e2e_failures g1)" -ge 1 ] || e2e_fail "1b: g1 reports no failure survived"
 [ -n "$first" ] && [ "$first" -gt 20 ] || e2e_fail "1b: g0's second run began at step '$first': it did not heal"
 e2e_log "1b: g0 restarted, healed (its second run began at step $first), equal final states"
+# 1c. FTMPI_BACKEND unset (auto): in a build with UCX every member offers
+#     ucx, so the slices across the nodes were UCX endpoints over the
+#     bridge (issue 37): every rank of both groups said so, every run.
+if grep -q '^#define FTMPI_HAVE_UCX 1' "$top_builddir/ftmpi_config.h" 2>/dev/null; then
+    for g in g0 g1; do
+        n=$(grep -c 'FTMPI_BACKEND=auto: ucx from quorum' "$T/$g.err")
+        [ "$n" -ge 2 ] || e2e_fail "1c: $g: $n lines saying auto took ucx, want one per rank and run"
+        ! grep -q 'FTMPI_BACKEND=auto: tcp' "$T/$g.err" || e2e_fail "1c: $g took tcp: $(grep -h 'auto: tcp' "$T/$g.err" | head -n 1)"
+    done
+    e2e_log "1c: on ucx across the nodes: $(grep -h 'FTMPI_BACKEND=auto: ucx' "$T/g1.err" | head -n 1 | sed 's/.*\] //')"
+fi
 
 # ---- 2. a whole node lost ---------------------------------------------------
 # h0 (agent on node0, ranks on node0 and node1) and h1 (agent on node2, ranks

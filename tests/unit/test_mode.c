@@ -86,7 +86,7 @@ static void test_a_resolve(void **state)
     assert_int_equal(resolve(&fti_mode_a, (const char *const[]){NULL}, &w), FT_ERR_CONFIG);
     assert_int_equal(resolve(&fti_mode_a, (const char *const[]){"FTMPI_LIGHTHOUSE", "h:1", NULL}, &w),
                      FT_SUCCESS);
-    assert_ptr_equal(w.backend, &fti_backend_tcp); /* auto in mode A */
+    assert_ptr_equal(w.backend, &fti_backend_auto); /* auto in mode A: ucx or tcp per slice */
     /* mpi needs one world: mode B */
     assert_int_equal(resolve(&fti_mode_a,
                              (const char *const[]){"FTMPI_LIGHTHOUSE", "h:1", "FTMPI_BACKEND",
