@@ -105,7 +105,7 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_STRING, OFF(ckpt_load), 0, 0, NULL},
     {"FTMPI_AFFINITY", "1", "1: bind each rank's baby child near its GPU (hwloc) and set NCCL_IB_HCA/NCCL_SOCKET_IFNAME to the nearest NICs unless set; 0: the child inherits the rank's binding",
      FTI_CFG_BOOL, OFF(affinity), 0, 1, bool_choices},
-    {"FTMPI_UCX", "1", "1: in mode A with FTMPI_BACKEND=auto, this rank offers ucx (in builds with UCX, when UCX loads); a slice takes ucx when every member of it offers ucx, tcp otherwise; 0: this rank offers only tcp, so its slices take tcp",
+    {"FTMPI_UCX", "0", "1: in mode A with FTMPI_BACKEND=auto, this rank offers ucx (in builds with UCX, when UCX loads); a slice takes ucx when every member of it offers ucx, tcp otherwise; 0 (the default while the ucx ring is slower than the tcp ring, PERFORMANCE section 14): this rank offers only tcp, so its slices take tcp and it never loads UCX",
      FTI_CFG_BOOL, OFF(ucx), 0, 1, bool_choices},
     {"FTMPI_BABY_PATH", "", "the ftmpi-baby program the baby-<backend> data planes start (empty = the installed one)",
      FTI_CFG_STRING, OFF(baby_path), 0, 0, NULL},

@@ -4,7 +4,8 @@
 # (test_e2e_allreduce.sh's program: every datatype and op equals
 # MPI_Reduce_local's fold over every group's input, bitwise), 2 replica
 # groups of 1 rank (each its own mpirun), counts 7919 (every member's
-# buffer to every other) and 1 Mi elements (the ring), FTMPI_BACKEND unset:
+# buffer to every other) and 1 Mi elements (the ring), FTMPI_BACKEND unset
+# and FTMPI_UCX=1 (its default is 0: auto takes tcp):
 #   set a: both groups offer ucx: both log that auto took ucx, with UCX's
 #          version and transports, once, and run on ucx;
 #   set t: group t1 runs with FTMPI_UCX=0: both groups log that auto took
@@ -19,7 +20,9 @@ e2e_init
 E2E_PROG=$top_builddir/tests/integration/e2e_allreduce
 [ -x "$E2E_PROG" ] || die "$E2E_PROG is not built"
 E2E_RUN_FLAGS="--max-restarts 0"
-unset FTMPI_BACKEND FTMPI_UCX
+unset FTMPI_BACKEND
+FTMPI_UCX=1
+export FTMPI_UCX
 FTMPI_TIMEOUT_MS=20000
 export FTMPI_TIMEOUT_MS
 
@@ -32,7 +35,7 @@ run_set() {
             export FTMPI_UCX
         fi
         e2e_group_start "$id" 1 --groups 2 --counts 7919,1048576
-        unset FTMPI_UCX
+        FTMPI_UCX=1
     done
     e2e_wait_agents 120 "${1}0" "${1}1"
     for id in "${1}0" "${1}1"; do

@@ -61,9 +61,12 @@ UCX_POSIX_ERROR_HANDLING=y
 export UCX_POSIX_ERROR_HANDLING
 e2e_log "UCX_POSIX_ERROR_HANDLING=y (shared memory, keepalive)"
 run
-# FTMPI_BACKEND=auto takes ucx here (every member offers it) and loads UCX
-# to see that it can: the keepalive must still come from FTMPI_TIMEOUT_MS
+# FTMPI_BACKEND=auto takes ucx here (every member offers it: FTMPI_UCX=1)
+# and loads UCX to see that it can: the keepalive must still come from
+# FTMPI_TIMEOUT_MS
 unset FTMPI_BACKEND
+FTMPI_UCX=1
+export FTMPI_UCX
 e2e_log "FTMPI_BACKEND=auto, UCX_POSIX_ERROR_HANDLING=y"
 run
 for g in g0 g2; do

@@ -107,7 +107,9 @@ node_group() {
 (umask 077 && printf 'nodes-secret-5b1e93c07d2a4f68\n' >"$T/token")
 FTMPI_TOKEN_FILE=$T/token
 FTMPI_BIND_HOST=hostname
-export FTMPI_TOKEN_FILE FTMPI_BIND_HOST
+# every rank offers ucx to auto (1c below; off again after scenario 1)
+FTMPI_UCX=1
+export FTMPI_TOKEN_FILE FTMPI_BIND_HOST FTMPI_UCX
 on_node 1 sh -c 'echo 5000 >/proc/sys/kernel/ns_last_pid' || e2e_fail "cannot move node1's pids"
 on_node 2 sh -c 'echo 10000 >/proc/sys/kernel/ns_last_pid' || e2e_fail "cannot move node2's pids"
 on_node 0 timeout -k 5 400 "$E2E_LH_BIN" --bind node0:29510 --token-file "$T/token" --min-replicas 2 \
@@ -153,8 +155,8 @@ first=$(e2e_first_step_of_run g0 2)
 [ "$(e2e_failures g1)" -ge 1 ] || e2e_fail "1b: g1 reports no failure survived"
 [ -n "$first" ] && [ "$first" -gt 20 ] || e2e_fail "1b: g0's second run began at step '$first': it did not heal"
 e2e_log "1b: g0 restarted, healed (its second run began at step $first), equal final states"
-# 1c. FTMPI_BACKEND unset (auto): in a build with UCX every member offers
-#     ucx, so the slices across the nodes were UCX endpoints over the
+# 1c. FTMPI_BACKEND unset (auto) and FTMPI_UCX=1: in a build with UCX every
+#     member offers ucx, so the slices across the nodes were UCX endpoints over the
 #     bridge (issue 37): every rank of both groups said so, every run.
 if grep -q '^#define FTMPI_HAVE_UCX 1' "$top_builddir/ftmpi_config.h" 2>/dev/null; then
     for g in g0 g1; do
@@ -164,6 +166,8 @@ if grep -q '^#define FTMPI_HAVE_UCX 1' "$top_builddir/ftmpi_config.h" 2>/dev/nul
     done
     e2e_log "1c: on ucx across the nodes: $(grep -h 'FTMPI_BACKEND=auto: ucx' "$T/g1.err" | head -n 1 | sed 's/.*\] //')"
 fi
+
+unset FTMPI_UCX
 
 # ---- 2. a whole node lost ---------------------------------------------------
 # h0 (agent on node0, ranks on node0 and node1) and h1 (agent on node2, ranks
