@@ -157,6 +157,7 @@ static int setup(void)
          * resolved it the same way: it cannot fail here) */
         char host[sizeof(cfg->bind_host)] = "";
         (void)fti_bind_host_resolve(cfg->bind_host, host, sizeof(host));
+        fti_shim_watch_agent_dir(cfg->agent_dir);
         (void)fti_shim_watch_start(sh_rank(), sh_size(), host, fti_config_key(cfg),
                                    cfg->lighthouse[0] == '\0', cfg->timeout_ms, cfg->heartbeat_ms,
                                    cfg->connect_timeout_ms);

@@ -10,18 +10,23 @@
 #include "mpi_shim/hub.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <mpi.h>
 
 #include "ftmpi_errors.h"
+#include "base/agent_mark.h"
 #include "base/auth.h"
 #include "base/log.h"
 #include "base/net.h"
@@ -34,8 +39,10 @@
 #define SHIM_REDO_MARGIN_MS 5000
 #define SHIM_MIN_SILENCE_MS 1000
 #define SHIM_LOST_TEXT 512
-/* what mpirun gets to forward the rank's last line before SIGTERM */
+/* what mpirun gets to read the rank's last lines before SIGTERM (at most;
+ * see forward_and_end), and to write them out once it read them */
 #define SHIM_FORWARD_MS 500
+#define SHIM_FORWARD_GRACE_MS 20
 
 enum { WHY_DEAD = FTI_HUB_WHY_DEAD, WHY_SILENT = FTI_HUB_WHY_SILENT };
 
@@ -66,7 +73,9 @@ static struct {
     bool bye_sent;
     uint64_t seen_seq;         /* the watchdog's view of the program's calls */
     int64_t blocked_since;
-} w = {.hub = {.fd = -1}, .lfd = -1};
+    int64_t judge_at;          /* when judge ends the job if nothing changes; -1: never */
+    char agent_dir[PATH_MAX];  /* ftmpi-run's folder, "" none */
+} w = {.hub = {.fd = -1}, .lfd = -1, .judge_at = -1};
 
 int fti_shim_watch_n_lost(void)
 {
@@ -114,7 +123,92 @@ static void end_launcher(void)
             (void)kill(pp, SIGTERM);
 }
 
-void fti_shim_end_job(const char *call, const char *why)
+void fti_shim_watch_agent_dir(const char *dir)
+{
+    snprintf(w.agent_dir, sizeof(w.agent_dir), "%s", dir != NULL ? dir : "");
+}
+
+/* Under ftmpi-run: the note naming the lost ranks (base/agent_mark.h),
+ * written whole (a temporary file renamed), then this rank's mark removed:
+ * its end is the job's end, no loss, and the agent names the lost ranks
+ * first instead of this one (issue 36 item 3).  Best effort, no log. */
+static void leave_note(const char *lost, const char *how)
+{
+    char tmp[PATH_MAX + 64], path[PATH_MAX + 64], text[2 * SHIM_LOST_TEXT + 96];
+    if (w.agent_dir[0] == '\0')
+        return;
+    snprintf(tmp, sizeof(tmp), "%s/.%s%ld.tmp", w.agent_dir, FTI_AGENT_NOTE_PREFIX, (long)getpid());
+    snprintf(path, sizeof(path), "%s/%s%ld", w.agent_dir, FTI_AGENT_NOTE_PREFIX, (long)getpid());
+    int n = snprintf(text, sizeof(text), "world rank(s) %s lost [%s]; world rank %d ended the job\n",
+                     lost[0] ? lost : "unknown", how, w.rank);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    bool ok = n > 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+    close(fd);
+    if (!ok || rename(tmp, path) != 0) {
+        (void)unlink(tmp);
+        return;
+    }
+    fti_agent_unmark(w.agent_dir);
+}
+
+/* Bytes written to fd that its reader (mpirun, an orted) has not taken:
+ * a pipe's FIONREAD counts what is in it from either end, a socket's or a
+ * terminal's TIOCOUTQ what waits to go; 0 for anything else (a file holds
+ * it already). */
+static int unread(int fd)
+{
+    struct stat st;
+    int n = 0;
+    if (fstat(fd, &st) != 0)
+        return 0;
+    if (S_ISFIFO(st.st_mode) ? ioctl(fd, FIONREAD, &n) != 0
+                             : !(S_ISSOCK(st.st_mode) || isatty(fd)) || ioctl(fd, TIOCOUTQ, &n) != 0)
+        return 0;
+    return n;
+}
+
+/* Waits until the launcher read what this process wrote (stdout, stderr),
+ * at most SHIM_FORWARD_MS, then SHIM_FORWARD_GRACE_MS for it to write it
+ * out; returns the ms it waited.  (A fixed 500 ms here made a job end
+ * FTMPI_TIMEOUT_MS + 0.5 s after the loss: issue 36 item 3.) */
+static int64_t wait_forwarded(void)
+{
+    int64_t t0 = fti_now_ms();
+    while ((unread(STDOUT_FILENO) > 0 || unread(STDERR_FILENO) > 0) &&
+           fti_now_ms() - t0 < SHIM_FORWARD_MS)
+        fti_sleep_ms(2);
+    fti_sleep_ms(SHIM_FORWARD_GRACE_MS);
+    return fti_now_ms() - t0;
+}
+
+/* The end of fti_shim_end_job and end_at_exit: under --enable-recovery
+ * mpirun must forward the lines first, then it is sent SIGTERM; the
+ * process exits.  since: when the watchdog saw the call entered (-1:
+ * none), for the line that says how long the end took. */
+static void forward_and_end(int64_t since) __attribute__((noreturn));
+static void forward_and_end(int64_t since)
+{
+    fflush(stderr);
+    if (w.recovery) {
+        int64_t fwd = wait_forwarded();
+        int64_t now = fti_now_ms();
+        if (since >= 0)
+            FTI_ERROR("libftmpi_pmpi: world rank %d ends the job %lld ms after the call was "
+                      "entered (FTMPI_TIMEOUT_MS=%d; mpirun read the line above in %lld ms)",
+                      w.rank, (long long)(now - since), w.timeout_ms, (long long)fwd);
+        fflush(stderr);
+        (void)wait_forwarded();
+        end_launcher();
+    }
+    _exit(FTI_SHIM_EXIT_STATUS);
+}
+
+/* fti_shim_end_job; since: as forward_and_end's (the watchdog thread's
+ * own blocked_since; another thread passes -1). */
+static void end_job(const char *call, const char *why, int64_t since) __attribute__((noreturn));
+static void end_job(const char *call, const char *why, int64_t since)
 {
     static atomic_int once;
     if (atomic_exchange(&once, 1) != 0)
@@ -122,18 +216,18 @@ void fti_shim_end_job(const char *call, const char *why)
             pause(); /* the other thread ends the process */
     char lost[SHIM_LOST_TEXT], how[SHIM_LOST_TEXT];
     lost_text(lost, how, sizeof(lost));
+    leave_note(lost, how);
     FTI_ERROR("libftmpi_pmpi: world rank(s) %s lost; aborting the job: world rank %d %s %s "
               "[%s] (exit status %d%s)",
               lost[0] ? lost : "an unknown rank", w.rank, why, call,
               how[0] ? how : "the survivors could not re-form", FTI_SHIM_EXIT_STATUS,
               w.recovery ? "; mpirun --enable-recovery is sent SIGTERM and returns 1" : "");
-    fflush(stderr);
-    if (w.recovery) {
-        /* mpirun forwards the line above: it must not die first */
-        fti_sleep_ms(SHIM_FORWARD_MS);
-        end_launcher();
-    }
-    _exit(FTI_SHIM_EXIT_STATUS);
+    forward_and_end(since);
+}
+
+void fti_shim_end_job(const char *call, const char *why)
+{
+    end_job(call, why, -1);
 }
 
 /* The watchdog's look at the program (see the top). */
@@ -142,6 +236,7 @@ static void judge(int64_t now)
     int depth = atomic_load_explicit(&fti_shim_calls.depth, memory_order_relaxed);
     int kind = atomic_load_explicit(&fti_shim_calls.kind, memory_order_relaxed);
     uint64_t seq = atomic_load_explicit(&fti_shim_calls.seq, memory_order_relaxed);
+    w.judge_at = -1;
     if (depth <= 0 && kind != FTI_CALL_POLL) {
         w.blocked_since = -1;
         return;
@@ -157,8 +252,10 @@ static void judge(int64_t now)
         limit = (int64_t)SHIM_REDO_FACTOR * w.timeout_ms + SHIM_REDO_MARGIN_MS;
     else if (kind == FTI_CALL_LOSS_ENDS)
         limit = 0;
-    if (now - w.blocked_since < limit)
+    if (now - w.blocked_since < limit) {
+        w.judge_at = w.blocked_since + limit;
         return;
+    }
     const char *name = atomic_load_explicit(&fti_shim_calls.name, memory_order_relaxed);
     char why[96];
     if (kind == FTI_CALL_LOSS_ENDS)
@@ -166,7 +263,7 @@ static void judge(int64_t now)
     else
         snprintf(why, sizeof(why), "was blocked for %lld ms in",
                  (long long)(now - w.blocked_since));
-    fti_shim_end_job(name != NULL ? name : "an MPI call", why);
+    end_job(name != NULL ? name : "an MPI call", why, w.blocked_since);
 }
 
 static void send_frame(int fd, uint32_t type, uint32_t value)
@@ -241,12 +338,21 @@ static bool read_frames(struct conn *c)
     }
 }
 
+/* How long the watchdog thread may wait for its peers at now: a period,
+ * or less when judge ends the job sooner (its deadline, not a period
+ * later). */
+static int wait_ms(int64_t now)
+{
+    int64_t d = w.judge_at < 0 ? w.period_ms : w.judge_at - now;
+    return d <= 0 ? 0 : d < w.period_ms ? (int)d : w.period_ms;
+}
+
 static void hub_step(int64_t now, bool ping)
 {
     struct pollfd *p = w.pfds;
     p[0] = (struct pollfd){.fd = w.lfd, .events = POLLIN};
     fti_hub_poll_set(w.table, p + 1);
-    int n = poll(p, (nfds_t)fti_hub_slots(w.table) + 1, w.period_ms);
+    int n = poll(p, (nfds_t)fti_hub_slots(w.table) + 1, wait_ms(now));
     now = fti_now_ms();
     if (n > 0) {
         fti_hub_polled(w.table, p + 1, now);
@@ -260,11 +366,11 @@ static void rank_step(int64_t now, bool ping)
 {
     struct conn *c = &w.hub;
     if (c->fd < 0) {
-        fti_sleep_ms(w.period_ms);
+        fti_sleep_ms(wait_ms(now));
         return;
     }
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    int n = poll(&p, 1, w.period_ms);
+    int n = poll(&p, 1, wait_ms(now));
     now = fti_now_ms();
     if (n > 0) {
         c->heard = now;
@@ -406,16 +512,12 @@ static void end_at_exit(void)
     fflush(NULL);
     char lost[SHIM_LOST_TEXT], how[SHIM_LOST_TEXT];
     lost_text(lost, how, sizeof(lost));
+    leave_note(lost, how);
     FTI_ERROR("libftmpi_pmpi: world rank(s) %s lost and maybe still there [%s]: world rank %d "
               "ends the job at its exit, or mpirun would wait for them (exit status %d%s)",
               lost, how, w.rank, FTI_SHIM_EXIT_STATUS,
               w.recovery ? "; mpirun --enable-recovery is sent SIGTERM and returns 1" : "");
-    fflush(stderr);
-    if (w.recovery) {
-        fti_sleep_ms(SHIM_FORWARD_MS);
-        end_launcher();
-    }
-    _exit(FTI_SHIM_EXIT_STATUS);
+    forward_and_end(-1);
 }
 
 void fti_shim_watch_end_if_silent(void)

@@ -82,6 +82,10 @@ struct fti_auth_key;
 int fti_shim_watch_start(int rank, int size, const char *bind_host,
                          const struct fti_auth_key *key, bool own_lh, int timeout_ms,
                          int heartbeat_ms, int connect_timeout_ms);
+/* In MPI_Init, before fti_shim_watch_start: ftmpi-run's folder
+ * (FTMPI_AGENT_DIR; "" none), where a rank that ends the job leaves a note
+ * naming the lost ranks and removes its own mark (base/agent_mark.h). */
+void fti_shim_watch_agent_dir(const char *dir);
 /* In MPI_Finalize: this rank leaves (its connection closing is no death);
  * stop after PMPI_Finalize returned. */
 void fti_shim_watch_bye(void);
