@@ -42,6 +42,7 @@ struct fti_shim_cfg {
     int on_failure;   /* enum fti_shim_on_failure */
     int rescale;      /* FTMPI_SHIM_RESCALE */
     int timeout_ms;   /* FTMPI_TIMEOUT_MS */
+    int success_after_loss; /* FTMPI_SHIM_SUCCESS_AFTER_LOSS */
 };
 extern struct fti_shim_cfg fti_shim_cfg;
 

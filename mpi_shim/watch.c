@@ -6,6 +6,7 @@
  * --enable-recovery.  The design: DESIGN section 10.4.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE 1 /* on_exit */
 #include "mpi_shim/watch.h"
 #include "mpi_shim/hub.h"
 
@@ -18,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -75,6 +78,7 @@ static struct {
     int64_t blocked_since;
     int64_t judge_at;          /* when judge ends the job if nothing changes; -1: never */
     char agent_dir[PATH_MAX];  /* ftmpi-run's folder, "" none */
+    bool success_after_loss;   /* FTMPI_SHIM_SUCCESS_AFTER_LOSS */
 } w = {.hub = {.fd = -1}, .lfd = -1, .judge_at = -1};
 
 int fti_shim_watch_n_lost(void)
@@ -183,12 +187,67 @@ static int64_t wait_forwarded(void)
     return fti_now_ms() - t0;
 }
 
-/* The end of fti_shim_end_job and end_at_exit: under --enable-recovery
+/* The name a rank takes in its exit handler (exit_after_loss): its output
+ * is out, it may be ended. */
+#define SHIM_EXITING_NAME "ftmpi-exit"
+
+/* Whether another child of this process's parent (a rank of this node,
+ * under mpirun or an orted) still runs: not gone, a zombie, stopped, nor
+ * in its own exit handler (named SHIM_EXITING_NAME). */
+static bool sibling_running(void)
+{
+    pid_t me = getpid(), pp = getppid();
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    bool busy = false;
+    while (d != NULL && !busy && (e = readdir(d)) != NULL) {
+        char path[300], buf[512];
+        if (e->d_name[0] < '1' || e->d_name[0] > '9' || atol(e->d_name) == (long)me)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')'); /* "pid (comm) S ppid" */
+        char state = 0;
+        long ppid = -1;
+        if (open_p == NULL || close_p == NULL || sscanf(close_p + 1, " %c %ld", &state, &ppid) != 2 ||
+            ppid != (long)pp)
+            continue;
+        *close_p = '\0';
+        busy = strchr("ZXTt", state) == NULL && strcmp(open_p + 1, SHIM_EXITING_NAME) != 0;
+    }
+    if (d != NULL)
+        closedir(d);
+    return busy;
+}
+
+/* Before a rank that ends the job at its exit sends mpirun SIGTERM or
+ * exits non-zero (plain mpirun then ends every rank): until the other
+ * ranks of its node finished too (gone, or in their own exit handler:
+ * their output is out), its parent changed, or SHIM_SIBLINGS_MAX_MS (or
+ * FTMPI_TIMEOUT_MS if longer) passed (the parent may have other children:
+ * srun's slurmstepd).  Ranks of other nodes are not waited for. */
+#define SHIM_SIBLINGS_MAX_MS 10000
+static void wait_siblings(void)
+{
+    pid_t pp = getppid();
+    int64_t end = fti_now_ms() + FTI_MAX(w.timeout_ms, SHIM_SIBLINGS_MAX_MS);
+    (void)prctl(PR_SET_NAME, SHIM_EXITING_NAME, 0, 0, 0);
+    while (getppid() == pp && fti_now_ms() < end && sibling_running())
+        fti_sleep_ms(10);
+}
+
+/* The end of fti_shim_end_job and exit_after_loss: under --enable-recovery
  * mpirun must forward the lines first, then it is sent SIGTERM; the
  * process exits.  since: when the watchdog saw the call entered (-1:
  * none), for the line that says how long the end took. */
-static void forward_and_end(int64_t since) __attribute__((noreturn));
-static void forward_and_end(int64_t since)
+static void forward_and_end(int64_t since, int status) __attribute__((noreturn));
+static void forward_and_end(int64_t since, int status)
 {
     fflush(stderr);
     if (w.recovery) {
@@ -200,9 +259,12 @@ static void forward_and_end(int64_t since)
                       w.rank, (long long)(now - since), w.timeout_ms, (long long)fwd);
         fflush(stderr);
         (void)wait_forwarded();
-        end_launcher();
     }
-    _exit(FTI_SHIM_EXIT_STATUS);
+    if (since < 0) /* at an exit: the node's other ranks may still write */
+        wait_siblings();
+    if (w.recovery)
+        end_launcher();
+    _exit(status);
 }
 
 /* fti_shim_end_job; since: as forward_and_end's (the watchdog thread's
@@ -222,7 +284,7 @@ static void end_job(const char *call, const char *why, int64_t since)
               lost[0] ? lost : "an unknown rank", w.rank, why, call,
               how[0] ? how : "the survivors could not re-form", FTI_SHIM_EXIT_STATUS,
               w.recovery ? "; mpirun --enable-recovery is sent SIGTERM and returns 1" : "");
-    forward_and_end(since);
+    forward_and_end(since, FTI_SHIM_EXIT_STATUS);
 }
 
 void fti_shim_end_job(const char *call, const char *why)
@@ -282,6 +344,8 @@ static void close_conn(struct conn *c)
     c->got = 0;
 }
 
+static void arm_exit(void);
+
 static void mark_lost(int r, int why)
 {
     if (r < 0 || r >= w.size || r == w.rank || atomic_load(&w.lost[r]) != 0)
@@ -290,6 +354,7 @@ static void mark_lost(int r, int why)
     atomic_fetch_add_explicit(&w.n_lost, 1, memory_order_release);
     if (w.rank == 0)
         fti_hub_tell_lost(w.table, r, why);
+    arm_exit(); /* the exit status (exit_after_loss) */
 }
 
 /* The hub's word that rank r is lost (hub.h's rule 5). */
@@ -505,28 +570,63 @@ int fti_shim_watch_start(int rank, int size, const char *bind_host, const fti_au
     return FT_SUCCESS;
 }
 
-/* atexit: the program's output is out (fflush), then the job ends as
- * fti_shim_end_job does, so that mpirun does not wait for the stopped rank */
-static void end_at_exit(void)
-{
-    fflush(NULL);
-    char lost[SHIM_LOST_TEXT], how[SHIM_LOST_TEXT];
-    lost_text(lost, how, sizeof(lost));
-    leave_note(lost, how);
-    FTI_ERROR("libftmpi_pmpi: world rank(s) %s lost and maybe still there [%s]: world rank %d "
-              "ends the job at its exit, or mpirun would wait for them (exit status %d%s)",
-              lost, how, w.rank, FTI_SHIM_EXIT_STATUS,
-              w.recovery ? "; mpirun --enable-recovery is sent SIGTERM and returns 1" : "");
-    forward_and_end(-1);
-}
+/* libgfortran's FLUSH of every unit (a NULL unit): weak, present only in a
+ * process that loaded it. */
+extern void _gfortran_flush_i4(int *unit) __attribute__((weak));
 
-void fti_shim_watch_end_if_silent(void)
+/* on_exit after a loss (arm_exit): the program's output is out (C stdio,
+ * Fortran units), then the rank exits non-zero, and under
+ * --enable-recovery once the ranks of its node finished mpirun is sent
+ * SIGTERM (it returns 1; it returns 0 after any exits of the ranks, and
+ * would wait for a stopped rank forever).  Nothing after a loss of dead
+ * ranks only with FTMPI_SHIM_SUCCESS_AFTER_LOSS=1: the exit goes on with
+ * the program's status.  status: the program's; a non-zero one is kept. */
+static void exit_after_loss(int status, void *arg)
 {
+    (void)arg;
     bool silent = false;
     for (int r = 0; w.lost != NULL && r < w.size; r++)
         silent = silent || atomic_load(&w.lost[r]) == WHY_SILENT;
-    if (silent && atexit(end_at_exit) != 0)
-        end_at_exit();
+    if (!silent && w.success_after_loss)
+        return;
+    fflush(NULL);
+    if (_gfortran_flush_i4 != NULL)
+        _gfortran_flush_i4(NULL);
+    int st = status != 0 ? status : FTI_SHIM_EXIT_STATUS;
+    char lost[SHIM_LOST_TEXT], how[SHIM_LOST_TEXT];
+    lost_text(lost, how, sizeof(lost));
+    leave_note(lost, how);
+    if (silent)
+        FTI_ERROR("libftmpi_pmpi: world rank(s) %s lost and maybe still there [%s]: world rank "
+                  "%d ends the job at its exit, or mpirun would wait for them (exit status %d%s)",
+                  lost, how, w.rank, st,
+                  w.recovery ? "; mpirun --enable-recovery is sent SIGTERM and returns 1" : "");
+    else
+        FTI_ERROR("libftmpi_pmpi: world rank(s) %s lost [%s]: world rank %d exits with status %d "
+                  "(FTMPI_SHIM_SUCCESS_AFTER_LOSS=1 keeps the program's %d%s)",
+                  lost[0] ? lost : "unknown", how, w.rank, st, status,
+                  w.recovery ? "; mpirun --enable-recovery is sent SIGTERM once this node's ranks "
+                               "finished, and returns 1"
+                             : "");
+    forward_and_end(-1, st);
+}
+
+/* Registers exit_after_loss once (any thread). */
+static void arm_exit(void)
+{
+    static atomic_int armed;
+    if (atomic_exchange(&armed, 1) == 0 && on_exit(exit_after_loss, NULL) != 0)
+        FTI_WARN("libftmpi_pmpi: on_exit: the exit status after a loss stays the program's");
+}
+
+void fti_shim_watch_exit_after_loss(bool success_ok)
+{
+    w.success_after_loss = success_ok;
+}
+
+void fti_shim_watch_saw_loss(void)
+{
+    arm_exit();
 }
 
 void fti_shim_watch_bye(void)

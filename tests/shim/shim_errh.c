@@ -4,9 +4,9 @@
  * test_shim_errh: sums ones every 10 ms, 300 times, on the communicator
  * SHIM_ERRH_COMM names (world: MPI_COMM_WORLD; split: a split of it with
  * one color, key = world rank), world rank R SIGKILLs itself before call I
- * (SHIM_ERRH_DIE=R:I).  The handler counts its calls, checks that it was
+ * (SHIM_ERRH_DIE=R:I; SHIM_ERRH_STOP=R:I: SIGSTOPs itself).  The handler counts its calls, checks that it was
  * given the communicator of the call, and keeps the code's string.
- * At the end each rank prints "shim_errh rank=R handler=H comm=ok|bad
+ * After MPI_Finalize (the line not flushed) each rank prints "shim_errh rank=R handler=H comm=ok|bad
  * errors=E class=STRING" (errors: calls that returned an error; STRING:
  * the code's string, empty when its class is MPI_ERR_OTHER).
  */
@@ -53,22 +53,26 @@ int main(int argc, char **argv)
     MPI_Comm_create_errhandler(handler, &eh);
     MPI_Comm_set_errhandler(used, eh);
     MPI_Errhandler_free(&eh);
-    if (getenv("SHIM_ERRH_DIE"))
+    int stop = getenv("SHIM_ERRH_STOP") != NULL;
+    if (stop)
+        sscanf(getenv("SHIM_ERRH_STOP"), "%d:%d", &die_rank, &die_at);
+    else if (getenv("SHIM_ERRH_DIE"))
         sscanf(getenv("SHIM_ERRH_DIE"), "%d:%d", &die_rank, &die_at);
     if (rank == 0)
         printf("shim_errh started\n");
     fflush(stdout);
     for (int i = 0; i < 300; i++) {
         if (rank == die_rank && i == die_at)
-            raise(SIGKILL);
+            raise(stop ? SIGSTOP : SIGKILL);
         int one = 1, sum = 0;
         if (MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, used) != MPI_SUCCESS)
             errors++;
         sleep_ms(10);
     }
+    MPI_Finalize();
+    /* after MPI_Finalize, not flushed: the drop-in's exit after a loss
+     * must not lose it (stdout is a pipe: fully buffered) */
     printf("shim_errh rank=%d handler=%d comm=%s errors=%d class=%s\n", rank, handled,
            comm_ok ? "ok" : "bad", errors, class_text);
-    fflush(stdout);
-    MPI_Finalize();
     return 0;
 }

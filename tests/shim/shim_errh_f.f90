@@ -2,7 +2,7 @@
 ! an error handler of the program's own (MPI_COMM_CREATE_ERRHANDLER,
 ! MPI_COMM_SET_ERRHANDLER on MPI_COMM_WORLD), MPI_ALLREDUCE of ones every
 ! 10 ms, 300 times; world rank 2 SIGKILLs itself before call 100.  Prints
-! "errh_f rank=R handler=H comm=ok|bad errors=E class=STRING".
+! after MPI_FINALIZE (not flushed) "errh_f rank=R handler=H comm=ok|bad errors=E class=STRING".
 module errh_state
   implicit none
   integer :: handled = 0, comm_ok = 1
@@ -52,8 +52,8 @@ program errh_f
     if (ierr /= MPI_SUCCESS) errors = errors + 1
     rc = c_usleep(10000_c_int)
   end do
+  call MPI_FINALIZE(ierr)
+  ! after MPI_FINALIZE, not flushed: the drop-in's exit must flush it
   print '(a,i0,a,i0,a,a,a,i0,a,a)', 'errh_f rank=', rank, ' handler=', handled, ' comm=', trim(&
     merge('ok ', 'bad', comm_ok == 1)), ' errors=', errors, ' class=', trim(class_text)
-  flush(6)
-  call MPI_FINALIZE(ierr)
 end program errh_f

@@ -11,6 +11,14 @@
 #    be within FTMPI_TIMEOUT_MS + 0.5 s (it was 0.5 s more: a fixed wait
 #    for mpirun to forward the line).  The figure from the fault to
 #    mpirun's end is printed, not checked (a loaded machine's scheduling).
+#  - the exit status (item 1; the table of USER_GUIDE section 8), with
+#    tests/shim/shim_errh.c (its line printed after MPI_Finalize, not
+#    flushed: it must be there), world rank 2 lost at call 100 of 300:
+#      abort, SIGKILL: non-zero; return, continue, SIGKILL: non-zero, the 3
+#      survivors' lines there; the same with FTMPI_SHIM_SUCCESS_AFTER_LOSS=1:
+#      0; return, SIGSTOP, with that setting too: non-zero (mpirun would
+#      wait for the stopped rank); return, SIGKILL under plain mpirun:
+#      non-zero (Open MPI ends the job).
 . "$top_srcdir/tests/integration/common.sh"
 need_mpirun
 need_kill_recovery "the end of a job with a lost rank under the drop-in"
@@ -20,6 +28,7 @@ SHIM="$top_builddir/.libs/libftmpi_pmpi.so"
 [ -f "$SHIM" ] || skip "no $SHIM (shared libraries disabled?)"
 PRELOAD=$(san_preload "$SHIM")
 PAT="$top_builddir/tests/shim/shim_patterns"
+ERRH="$top_builddir/tests/shim/shim_errh"
 NP=4
 
 now_ms() { date +%s%3N; }
@@ -29,15 +38,19 @@ now_ms() { date +%s%3N; }
 job() {
     _log=$1
     shift
-    setsid "$MPIRUN" --enable-recovery -np $NP -x LD_PRELOAD="$PRELOAD" "$@" > "$_log" 2>&1 &
+    _rec=--enable-recovery
+    [ "$1" = plain ] && { _rec=; shift; }
+    setsid "$MPIRUN" $_rec -np $NP -x LD_PRELOAD="$PRELOAD" "$@" > "$_log" 2>&1 &
     _job=$!
     register_pgid $_job
     wait_pid_timeout $_job 120 || { cat "$_log"; die "$_log: the job did not end in 120 s"; }
     END_MS=$(now_ms)
     wait $_job
     RC=$?
-    wait_until 30 sh -c "! pgrep -f '^$PAT( |\$)' > /dev/null" ||
-        { pgrep -af "^$PAT( |\$)"; die "$_log: ranks left 30 s after mpirun ended"; }
+    for _p in "$PAT" "$ERRH"; do
+        wait_until 30 sh -c "! pgrep -f '^$_p( |\$)' > /dev/null" ||
+            { pgrep -af "^$_p( |\$)"; die "$_log: ranks left 30 s after mpirun ended"; }
+    done
 }
 
 for fault in DIE STOP; do
@@ -53,3 +66,30 @@ for fault in DIE STOP; do
     at=$(sed -n 's/^patterns fault rank=2 at_ms=\([0-9]*\).*/\1/p' "$log" | head -n 1)
     echo "$fault in MPI_Waitall: status $RC, ended $took ms after the call was entered, mpirun gone $((END_MS - at)) ms after the fault"
 done
+
+# ---- the exit status per mode and case
+# NAME EXPECT(0|nonzero) LINES [plain] mpirun flags: one cell
+cell() {
+    _name=$1 _want=$2 _lines=$3
+    shift 3
+    log="$TEST_TMPDIR/status_$_name.log"
+    job "$log" "$@" "$ERRH"
+    if [ "$_want" = 0 ]; then
+        [ $RC -eq 0 ] || { cat "$log"; die "$_name: exit status $RC, expected 0"; }
+    else
+        [ $RC -ne 0 ] || { cat "$log"; die "$_name: exit status 0 after a lost rank"; }
+    fi
+    n=$(grep -c '^shim_errh rank=[013] ' "$log")
+    [ "$_lines" = - ] || [ "$n" -eq "$_lines" ] || { cat "$log"; die "$_name: $n survivors' lines, expected $_lines"; }
+    echo "$_name: status $RC, $n survivors' lines"
+}
+cell abort_kill nonzero 0 -x FTMPI_SHIM_ON_FAILURE=abort -x SHIM_ERRH_DIE=2:100
+cell return_kill nonzero 3 -x FTMPI_SHIM_ON_FAILURE=return -x SHIM_ERRH_DIE=2:100
+cell continue_kill nonzero 3 -x FTMPI_SHIM_ON_FAILURE=continue -x SHIM_ERRH_DIE=2:100
+cell return_kill_ok 0 3 -x FTMPI_SHIM_ON_FAILURE=return -x SHIM_ERRH_DIE=2:100 \
+    -x FTMPI_SHIM_SUCCESS_AFTER_LOSS=1
+cell continue_kill_ok 0 3 -x FTMPI_SHIM_ON_FAILURE=continue -x SHIM_ERRH_DIE=2:100 \
+    -x FTMPI_SHIM_SUCCESS_AFTER_LOSS=1
+cell return_stop_ok nonzero 3 -x FTMPI_SHIM_ON_FAILURE=return -x SHIM_ERRH_STOP=2:100 \
+    -x FTMPI_SHIM_SUCCESS_AFTER_LOSS=1
+cell return_kill_plain nonzero - plain -x FTMPI_SHIM_ON_FAILURE=return -x SHIM_ERRH_DIE=2:100
