@@ -35,7 +35,7 @@ static struct {
     bool failed;            /* a rank was lost */
     bool barrier;           /* the call is fti_shim_Barrier's allreduce of one int */
     bool broken;            /* could not re-form: every protected call fails */
-    int err_code;           /* returned after a failure (class MPI_ERR_OTHER) */
+    int err_code;           /* returned after a failure: a lost rank's (fti_shim_err_code) */
     int64_t *sync;          /* size + SYNC_N entries */
     void *last;             /* the last protected call's result (return, continue) */
     size_t last_len, last_cap;
@@ -56,11 +56,7 @@ int fti_shim_start(void)
         return FT_ERR_NO_MEMORY;
     memset(sh.alive, 1, (size_t)sh.size);
     sh.survivors = sh.size;
-    sh.err_code = MPI_ERR_OTHER;
-    if (PMPI_Add_error_code(MPI_ERR_OTHER, &sh.err_code) == MPI_SUCCESS)
-        PMPI_Add_error_string(sh.err_code, "a rank of MPI_COMM_WORLD died (libftmpi_pmpi)");
-    else
-        sh.err_code = MPI_ERR_OTHER;
+    sh.err_code = fti_shim_err_code();
     int rc = fti_shim_fast_start();
     if (rc != FT_SUCCESS)
         return rc;

@@ -51,7 +51,8 @@ static void *c_buffer(void *p)
 
 /* Runs call (an int expression of the C handles) as the C wrapper would:
  * straight to PMPI_ (plain) while the drop-in is off or busy, otherwise
- * through the drop-in, marked as a blocking call named name; *ierr gets the
+ * through the drop-in, marked as a blocking call named name, a lost rank
+ * raised to the error handler of c (the communicator); *ierr gets the
  * code (optional in mpi_f08). */
 #define FTI_SHIMF_RUN(name, plain, call)                                                     \
     do {                                                                                     \
@@ -65,6 +66,7 @@ static void *c_buffer(void *p)
             rc_ = (call);                                                                    \
             fti_shim_busy = 0;                                                               \
             fti_shim_leave();                                                                \
+            rc_ = fti_shim_raise(c, rc_);                                                    \
         }                                                                                    \
         if (ierr != NULL)                                                                    \
             *ierr = (MPI_Fint)rc_;                                                           \

@@ -49,12 +49,18 @@ FILENAME ~ /wrappers\.txt$/ {
     if (kind == "") {
         printf "    fti_shim_busy = 1;\n    %s rc = fti_shim_%s(%s);\n", rtype, short, args
         printf "    fti_shim_busy = 0;\n"
+        if (params ~ /MPI_Comm comm([,)]|$)/)
+            raise = 1
     } else {
         printf "    fti_shim_note_passed(\"%s\", %s);\n", name, \
             (params ~ /MPI_Comm comm[,)]|MPI_Comm comm$/ ? "comm" : "MPI_COMM_NULL")
         printf "    %s rc = P%s(%s);\n", rtype, name, args
     }
-    printf "    fti_shim_leave();\n    return rc;\n}\n\n"
+    printf "    fti_shim_leave();\n"
+    if (raise)
+        printf "    rc = fti_shim_raise(comm, rc);\n"
+    raise = 0
+    printf "    return rc;\n}\n\n"
     if (kind == "watch" || kind == "poll") {
         n = split(params, parts, ",") + 1
         lname = tolower(short)

@@ -29,6 +29,7 @@ int fti_shim_settings(const fti_config_t *cfg, struct fti_shim_cfg *out_p, char 
     struct fti_shim_cfg c = {
         .rescale = cfg->shim_rescale,
         .timeout_ms = cfg->timeout_ms,
+        .success_after_loss = cfg->shim_success_after_loss,
     };
     int rc = fti_shim_on_failure_parse(cfg->shim_on_failure, &c.on_failure, err, errlen);
     if (rc == FT_SUCCESS)

@@ -157,6 +157,8 @@ static int setup(void)
          * resolved it the same way: it cannot fail here) */
         char host[sizeof(cfg->bind_host)] = "";
         (void)fti_bind_host_resolve(cfg->bind_host, host, sizeof(host));
+        fti_shim_watch_agent_dir(cfg->agent_dir);
+        fti_shim_watch_exit_after_loss(fti_shim_cfg.success_after_loss != 0);
         (void)fti_shim_watch_start(sh_rank(), sh_size(), host, fti_config_key(cfg),
                                    cfg->lighthouse[0] == '\0', cfg->timeout_ms, cfg->heartbeat_ms,
                                    cfg->connect_timeout_ms);
@@ -187,6 +189,7 @@ static int after_init(int rc)
 static int shim_finalize(void)
 {
     bool watched = fti_shim_on && !fti_shim_busy;
+    bool saw_failure = false;
     if (watched) {
         /* a rank lost while this one finalizes still ends the job (the
          * survivors' fence may never complete), later under return and
@@ -219,6 +222,7 @@ static int shim_finalize(void)
                  "or continue, at most %u bytes), %llu as the held allreduce",
                  (unsigned long long)fti_shim_fast_p2p_calls(), FTI_SHIM_P2P_MAX_BYTES,
                  (unsigned long long)fti_shim_fast_held_calls());
+        saw_failure = fti_shim_saw_failure();
         fti_shim_stop();
         (void)FT_Finalize();
 #ifdef SHIM_HAVE_ASYNC_FINALIZE
@@ -232,7 +236,8 @@ static int shim_finalize(void)
     if (watched) {
         fti_shim_leave();
         fti_shim_watch_stop();
-        fti_shim_watch_end_if_silent();
+        if (saw_failure)
+            fti_shim_watch_saw_loss();
     }
     return rc;
 }

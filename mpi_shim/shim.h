@@ -42,6 +42,7 @@ struct fti_shim_cfg {
     int on_failure;   /* enum fti_shim_on_failure */
     int rescale;      /* FTMPI_SHIM_RESCALE */
     int timeout_ms;   /* FTMPI_TIMEOUT_MS */
+    int success_after_loss; /* FTMPI_SHIM_SUCCESS_AFTER_LOSS */
 };
 extern struct fti_shim_cfg fti_shim_cfg;
 
@@ -174,6 +175,15 @@ bool fti_shim_fast_held_fits(size_t bytes);
 int fti_shim_fast_held(const struct fti_shim_args *a, bool *held_p);
 uint64_t fti_shim_fast_held_calls(void);
 void fti_shim_fast_stop(void);
+/* errh.c: the error code a protected call returns when a rank was lost:
+ * MPIX_ERR_PROC_FAILED where the MPI has it, else a code of a class made
+ * with MPI_Add_error_class at the first call (in MPI_Init; DESIGN section
+ * 10.5).  raise: when rc is that code, calls comm's error handler if the
+ * program set one (not MPI_ERRORS_ARE_FATAL nor MPI_ERRORS_RETURN) with
+ * comm and rc, outside the drop-in (the handler may call MPI); returns
+ * rc. */
+int fti_shim_err_code(void);
+int fti_shim_raise(MPI_Comm comm, int rc);
 /* allreduce.c: whether a rank was lost (MPI_Finalize skips its fence). */
 bool fti_shim_saw_failure(void);
 /* fortran.c counts here. */

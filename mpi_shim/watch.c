@@ -6,22 +6,30 @@
  * --enable-recovery.  The design: DESIGN section 10.4.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE 1 /* on_exit */
 #include "mpi_shim/watch.h"
 #include "mpi_shim/hub.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <mpi.h>
 
 #include "ftmpi_errors.h"
+#include "base/agent_mark.h"
 #include "base/auth.h"
 #include "base/log.h"
 #include "base/net.h"
@@ -34,8 +42,10 @@
 #define SHIM_REDO_MARGIN_MS 5000
 #define SHIM_MIN_SILENCE_MS 1000
 #define SHIM_LOST_TEXT 512
-/* what mpirun gets to forward the rank's last line before SIGTERM */
+/* what mpirun gets to read the rank's last lines before SIGTERM (at most;
+ * see forward_and_end), and to write them out once it read them */
 #define SHIM_FORWARD_MS 500
+#define SHIM_FORWARD_GRACE_MS 20
 
 enum { WHY_DEAD = FTI_HUB_WHY_DEAD, WHY_SILENT = FTI_HUB_WHY_SILENT };
 
@@ -66,7 +76,10 @@ static struct {
     bool bye_sent;
     uint64_t seen_seq;         /* the watchdog's view of the program's calls */
     int64_t blocked_since;
-} w = {.hub = {.fd = -1}, .lfd = -1};
+    int64_t judge_at;          /* when judge ends the job if nothing changes; -1: never */
+    char agent_dir[PATH_MAX];  /* ftmpi-run's folder, "" none */
+    bool success_after_loss;   /* FTMPI_SHIM_SUCCESS_AFTER_LOSS */
+} w = {.hub = {.fd = -1}, .lfd = -1, .judge_at = -1};
 
 int fti_shim_watch_n_lost(void)
 {
@@ -114,7 +127,150 @@ static void end_launcher(void)
             (void)kill(pp, SIGTERM);
 }
 
-void fti_shim_end_job(const char *call, const char *why)
+void fti_shim_watch_agent_dir(const char *dir)
+{
+    snprintf(w.agent_dir, sizeof(w.agent_dir), "%s", dir != NULL ? dir : "");
+}
+
+/* Under ftmpi-run: the note naming the lost ranks (base/agent_mark.h),
+ * written whole (a temporary file renamed), then this rank's mark removed:
+ * its end is the job's end, no loss, and the agent names the lost ranks
+ * first instead of this one (issue 36 item 3).  Best effort, no log. */
+static void leave_note(const char *lost, const char *how)
+{
+    char tmp[PATH_MAX + 64], path[PATH_MAX + 64], text[2 * SHIM_LOST_TEXT + 96];
+    if (w.agent_dir[0] == '\0')
+        return;
+    snprintf(tmp, sizeof(tmp), "%s/.%s%ld.tmp", w.agent_dir, FTI_AGENT_NOTE_PREFIX, (long)getpid());
+    snprintf(path, sizeof(path), "%s/%s%ld", w.agent_dir, FTI_AGENT_NOTE_PREFIX, (long)getpid());
+    int n = snprintf(text, sizeof(text), "world rank(s) %s lost [%s]; world rank %d ended the job\n",
+                     lost[0] ? lost : "unknown", how, w.rank);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    bool ok = n > 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+    close(fd);
+    if (!ok || rename(tmp, path) != 0) {
+        (void)unlink(tmp);
+        return;
+    }
+    fti_agent_unmark(w.agent_dir);
+}
+
+/* Bytes written to fd that its reader (mpirun, an orted) has not taken:
+ * a pipe's FIONREAD counts what is in it from either end, a socket's or a
+ * terminal's TIOCOUTQ what waits to go; 0 for anything else (a file holds
+ * it already). */
+static int unread(int fd)
+{
+    struct stat st;
+    int n = 0;
+    if (fstat(fd, &st) != 0)
+        return 0;
+    if (S_ISFIFO(st.st_mode) ? ioctl(fd, FIONREAD, &n) != 0
+                             : !(S_ISSOCK(st.st_mode) || isatty(fd)) || ioctl(fd, TIOCOUTQ, &n) != 0)
+        return 0;
+    return n;
+}
+
+/* Waits until the launcher read what this process wrote (stdout, stderr),
+ * at most SHIM_FORWARD_MS, then SHIM_FORWARD_GRACE_MS for it to write it
+ * out; returns the ms it waited.  (A fixed 500 ms here made a job end
+ * FTMPI_TIMEOUT_MS + 0.5 s after the loss: issue 36 item 3.) */
+static int64_t wait_forwarded(void)
+{
+    int64_t t0 = fti_now_ms();
+    while ((unread(STDOUT_FILENO) > 0 || unread(STDERR_FILENO) > 0) &&
+           fti_now_ms() - t0 < SHIM_FORWARD_MS)
+        fti_sleep_ms(2);
+    fti_sleep_ms(SHIM_FORWARD_GRACE_MS);
+    return fti_now_ms() - t0;
+}
+
+/* The name a rank takes in its exit handler (exit_after_loss): its output
+ * is out, it may be ended. */
+#define SHIM_EXITING_NAME "ftmpi-exit"
+
+/* Whether another child of this process's parent (a rank of this node,
+ * under mpirun or an orted) still runs: not gone, a zombie, stopped, nor
+ * in its own exit handler (named SHIM_EXITING_NAME). */
+static bool sibling_running(void)
+{
+    pid_t me = getpid(), pp = getppid();
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    bool busy = false;
+    while (d != NULL && !busy && (e = readdir(d)) != NULL) {
+        char path[300], buf[512];
+        if (e->d_name[0] < '1' || e->d_name[0] > '9' || atol(e->d_name) == (long)me)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')'); /* "pid (comm) S ppid" */
+        char state = 0;
+        long ppid = -1;
+        if (open_p == NULL || close_p == NULL || sscanf(close_p + 1, " %c %ld", &state, &ppid) != 2 ||
+            ppid != (long)pp)
+            continue;
+        *close_p = '\0';
+        busy = strchr("ZXTt", state) == NULL && strcmp(open_p + 1, SHIM_EXITING_NAME) != 0;
+    }
+    if (d != NULL)
+        closedir(d);
+    return busy;
+}
+
+/* Before a rank that ends the job at its exit sends mpirun SIGTERM or
+ * exits non-zero (plain mpirun then ends every rank): until the other
+ * ranks of its node finished too (gone, or in their own exit handler:
+ * their output is out), its parent changed, or SHIM_SIBLINGS_MAX_MS (or
+ * FTMPI_TIMEOUT_MS if longer) passed (the parent may have other children:
+ * srun's slurmstepd).  Ranks of other nodes are not waited for. */
+#define SHIM_SIBLINGS_MAX_MS 10000
+static void wait_siblings(void)
+{
+    pid_t pp = getppid();
+    int64_t end = fti_now_ms() + FTI_MAX(w.timeout_ms, SHIM_SIBLINGS_MAX_MS);
+    (void)prctl(PR_SET_NAME, SHIM_EXITING_NAME, 0, 0, 0);
+    while (getppid() == pp && fti_now_ms() < end && sibling_running())
+        fti_sleep_ms(10);
+}
+
+/* The end of fti_shim_end_job and exit_after_loss: under --enable-recovery
+ * mpirun must forward the lines first, then it is sent SIGTERM; the
+ * process exits.  since: when the watchdog saw the call entered (-1:
+ * none), for the line that says how long the end took. */
+static void forward_and_end(int64_t since, int status) __attribute__((noreturn));
+static void forward_and_end(int64_t since, int status)
+{
+    fflush(stderr);
+    if (w.recovery) {
+        int64_t fwd = wait_forwarded();
+        int64_t now = fti_now_ms();
+        if (since >= 0)
+            FTI_ERROR("libftmpi_pmpi: world rank %d ends the job %lld ms after the call was "
+                      "entered (FTMPI_TIMEOUT_MS=%d; mpirun read the line above in %lld ms)",
+                      w.rank, (long long)(now - since), w.timeout_ms, (long long)fwd);
+        fflush(stderr);
+        (void)wait_forwarded();
+    }
+    if (since < 0) /* at an exit: the node's other ranks may still write */
+        wait_siblings();
+    if (w.recovery)
+        end_launcher();
+    _exit(status);
+}
+
+/* fti_shim_end_job; since: as forward_and_end's (the watchdog thread's
+ * own blocked_since; another thread passes -1). */
+static void end_job(const char *call, const char *why, int64_t since) __attribute__((noreturn));
+static void end_job(const char *call, const char *why, int64_t since)
 {
     static atomic_int once;
     if (atomic_exchange(&once, 1) != 0)
@@ -122,18 +278,18 @@ void fti_shim_end_job(const char *call, const char *why)
             pause(); /* the other thread ends the process */
     char lost[SHIM_LOST_TEXT], how[SHIM_LOST_TEXT];
     lost_text(lost, how, sizeof(lost));
+    leave_note(lost, how);
     FTI_ERROR("libftmpi_pmpi: world rank(s) %s lost; aborting the job: world rank %d %s %s "
               "[%s] (exit status %d%s)",
               lost[0] ? lost : "an unknown rank", w.rank, why, call,
               how[0] ? how : "the survivors could not re-form", FTI_SHIM_EXIT_STATUS,
               w.recovery ? "; mpirun --enable-recovery is sent SIGTERM and returns 1" : "");
-    fflush(stderr);
-    if (w.recovery) {
-        /* mpirun forwards the line above: it must not die first */
-        fti_sleep_ms(SHIM_FORWARD_MS);
-        end_launcher();
-    }
-    _exit(FTI_SHIM_EXIT_STATUS);
+    forward_and_end(since, FTI_SHIM_EXIT_STATUS);
+}
+
+void fti_shim_end_job(const char *call, const char *why)
+{
+    end_job(call, why, -1);
 }
 
 /* The watchdog's look at the program (see the top). */
@@ -142,6 +298,7 @@ static void judge(int64_t now)
     int depth = atomic_load_explicit(&fti_shim_calls.depth, memory_order_relaxed);
     int kind = atomic_load_explicit(&fti_shim_calls.kind, memory_order_relaxed);
     uint64_t seq = atomic_load_explicit(&fti_shim_calls.seq, memory_order_relaxed);
+    w.judge_at = -1;
     if (depth <= 0 && kind != FTI_CALL_POLL) {
         w.blocked_since = -1;
         return;
@@ -157,8 +314,10 @@ static void judge(int64_t now)
         limit = (int64_t)SHIM_REDO_FACTOR * w.timeout_ms + SHIM_REDO_MARGIN_MS;
     else if (kind == FTI_CALL_LOSS_ENDS)
         limit = 0;
-    if (now - w.blocked_since < limit)
+    if (now - w.blocked_since < limit) {
+        w.judge_at = w.blocked_since + limit;
         return;
+    }
     const char *name = atomic_load_explicit(&fti_shim_calls.name, memory_order_relaxed);
     char why[96];
     if (kind == FTI_CALL_LOSS_ENDS)
@@ -166,7 +325,7 @@ static void judge(int64_t now)
     else
         snprintf(why, sizeof(why), "was blocked for %lld ms in",
                  (long long)(now - w.blocked_since));
-    fti_shim_end_job(name != NULL ? name : "an MPI call", why);
+    end_job(name != NULL ? name : "an MPI call", why, w.blocked_since);
 }
 
 static void send_frame(int fd, uint32_t type, uint32_t value)
@@ -185,6 +344,8 @@ static void close_conn(struct conn *c)
     c->got = 0;
 }
 
+static void arm_exit(void);
+
 static void mark_lost(int r, int why)
 {
     if (r < 0 || r >= w.size || r == w.rank || atomic_load(&w.lost[r]) != 0)
@@ -193,6 +354,7 @@ static void mark_lost(int r, int why)
     atomic_fetch_add_explicit(&w.n_lost, 1, memory_order_release);
     if (w.rank == 0)
         fti_hub_tell_lost(w.table, r, why);
+    arm_exit(); /* the exit status (exit_after_loss) */
 }
 
 /* The hub's word that rank r is lost (hub.h's rule 5). */
@@ -241,12 +403,21 @@ static bool read_frames(struct conn *c)
     }
 }
 
+/* How long the watchdog thread may wait for its peers at now: a period,
+ * or less when judge ends the job sooner (its deadline, not a period
+ * later). */
+static int wait_ms(int64_t now)
+{
+    int64_t d = w.judge_at < 0 ? w.period_ms : w.judge_at - now;
+    return d <= 0 ? 0 : d < w.period_ms ? (int)d : w.period_ms;
+}
+
 static void hub_step(int64_t now, bool ping)
 {
     struct pollfd *p = w.pfds;
     p[0] = (struct pollfd){.fd = w.lfd, .events = POLLIN};
     fti_hub_poll_set(w.table, p + 1);
-    int n = poll(p, (nfds_t)fti_hub_slots(w.table) + 1, w.period_ms);
+    int n = poll(p, (nfds_t)fti_hub_slots(w.table) + 1, wait_ms(now));
     now = fti_now_ms();
     if (n > 0) {
         fti_hub_polled(w.table, p + 1, now);
@@ -260,11 +431,11 @@ static void rank_step(int64_t now, bool ping)
 {
     struct conn *c = &w.hub;
     if (c->fd < 0) {
-        fti_sleep_ms(w.period_ms);
+        fti_sleep_ms(wait_ms(now));
         return;
     }
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    int n = poll(&p, 1, w.period_ms);
+    int n = poll(&p, 1, wait_ms(now));
     now = fti_now_ms();
     if (n > 0) {
         c->heard = now;
@@ -399,32 +570,63 @@ int fti_shim_watch_start(int rank, int size, const char *bind_host, const fti_au
     return FT_SUCCESS;
 }
 
-/* atexit: the program's output is out (fflush), then the job ends as
- * fti_shim_end_job does, so that mpirun does not wait for the stopped rank */
-static void end_at_exit(void)
-{
-    fflush(NULL);
-    char lost[SHIM_LOST_TEXT], how[SHIM_LOST_TEXT];
-    lost_text(lost, how, sizeof(lost));
-    FTI_ERROR("libftmpi_pmpi: world rank(s) %s lost and maybe still there [%s]: world rank %d "
-              "ends the job at its exit, or mpirun would wait for them (exit status %d%s)",
-              lost, how, w.rank, FTI_SHIM_EXIT_STATUS,
-              w.recovery ? "; mpirun --enable-recovery is sent SIGTERM and returns 1" : "");
-    fflush(stderr);
-    if (w.recovery) {
-        fti_sleep_ms(SHIM_FORWARD_MS);
-        end_launcher();
-    }
-    _exit(FTI_SHIM_EXIT_STATUS);
-}
+/* libgfortran's FLUSH of every unit (a NULL unit): weak, present only in a
+ * process that loaded it. */
+extern void _gfortran_flush_i4(int *unit) __attribute__((weak));
 
-void fti_shim_watch_end_if_silent(void)
+/* on_exit after a loss (arm_exit): the program's output is out (C stdio,
+ * Fortran units), then the rank exits non-zero, and under
+ * --enable-recovery once the ranks of its node finished mpirun is sent
+ * SIGTERM (it returns 1; it returns 0 after any exits of the ranks, and
+ * would wait for a stopped rank forever).  Nothing after a loss of dead
+ * ranks only with FTMPI_SHIM_SUCCESS_AFTER_LOSS=1: the exit goes on with
+ * the program's status.  status: the program's; a non-zero one is kept. */
+static void exit_after_loss(int status, void *arg)
 {
+    (void)arg;
     bool silent = false;
     for (int r = 0; w.lost != NULL && r < w.size; r++)
         silent = silent || atomic_load(&w.lost[r]) == WHY_SILENT;
-    if (silent && atexit(end_at_exit) != 0)
-        end_at_exit();
+    if (!silent && w.success_after_loss)
+        return;
+    fflush(NULL);
+    if (_gfortran_flush_i4 != NULL)
+        _gfortran_flush_i4(NULL);
+    int st = status != 0 ? status : FTI_SHIM_EXIT_STATUS;
+    char lost[SHIM_LOST_TEXT], how[SHIM_LOST_TEXT];
+    lost_text(lost, how, sizeof(lost));
+    leave_note(lost, how);
+    if (silent)
+        FTI_ERROR("libftmpi_pmpi: world rank(s) %s lost and maybe still there [%s]: world rank "
+                  "%d ends the job at its exit, or mpirun would wait for them (exit status %d%s)",
+                  lost, how, w.rank, st,
+                  w.recovery ? "; mpirun --enable-recovery is sent SIGTERM and returns 1" : "");
+    else
+        FTI_ERROR("libftmpi_pmpi: world rank(s) %s lost [%s]: world rank %d exits with status %d "
+                  "(FTMPI_SHIM_SUCCESS_AFTER_LOSS=1 keeps the program's %d%s)",
+                  lost[0] ? lost : "unknown", how, w.rank, st, status,
+                  w.recovery ? "; mpirun --enable-recovery is sent SIGTERM once this node's ranks "
+                               "finished, and returns 1"
+                             : "");
+    forward_and_end(-1, st);
+}
+
+/* Registers exit_after_loss once (any thread). */
+static void arm_exit(void)
+{
+    static atomic_int armed;
+    if (atomic_exchange(&armed, 1) == 0 && on_exit(exit_after_loss, NULL) != 0)
+        FTI_WARN("libftmpi_pmpi: on_exit: the exit status after a loss stays the program's");
+}
+
+void fti_shim_watch_exit_after_loss(bool success_ok)
+{
+    w.success_after_loss = success_ok;
+}
+
+void fti_shim_watch_saw_loss(void)
+{
+    arm_exit();
 }
 
 void fti_shim_watch_bye(void)

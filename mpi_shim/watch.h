@@ -82,13 +82,23 @@ struct fti_auth_key;
 int fti_shim_watch_start(int rank, int size, const char *bind_host,
                          const struct fti_auth_key *key, bool own_lh, int timeout_ms,
                          int heartbeat_ms, int connect_timeout_ms);
+/* In MPI_Init, before fti_shim_watch_start: ftmpi-run's folder
+ * (FTMPI_AGENT_DIR; "" none), where a rank that ends the job leaves a note
+ * naming the lost ranks and removes its own mark (base/agent_mark.h). */
+void fti_shim_watch_agent_dir(const char *dir);
 /* In MPI_Finalize: this rank leaves (its connection closing is no death);
  * stop after PMPI_Finalize returned. */
 void fti_shim_watch_bye(void);
 void fti_shim_watch_stop(void);
-/* After PMPI_Finalize: when a lost rank was unresponsive (it may still be
- * there, stopped), the process ends the job at its exit (watch.c). */
-void fti_shim_watch_end_if_silent(void);
+/* The exit status after a loss (issue 36 item 1; USER_GUIDE section 8's
+ * table): once a rank is lost (the detector's word, or saw_loss: the
+ * drop-in's own), the process's exit runs a handler that flushes C stdio
+ * and libgfortran's units, exits with status 70 (a non-zero status of the
+ * program's kept) and under --enable-recovery ends mpirun once the ranks
+ * of its node finished.  success_ok (FTMPI_SHIM_SUCCESS_AFTER_LOSS, set in
+ * MPI_Init): after dead ranks only, the program's status stands. */
+void fti_shim_watch_exit_after_loss(bool success_ok);
+void fti_shim_watch_saw_loss(void);
 /* Ranks known lost so far (any thread); whether world rank r is one. */
 int fti_shim_watch_n_lost(void);
 bool fti_shim_watch_is_lost(int r);

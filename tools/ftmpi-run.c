@@ -273,6 +273,8 @@ static int start_child(struct agent *a)
 static int report_dead_ranks(struct agent *a, const char *what_now)
 {
     pid_t dead[8];
+    if (a->watching && !a->stopping)
+        (void)fti_rank_watch_notes(); /* the lost ranks first (rank_watch.h) */
     int n = a->watching && !a->stopping ? fti_rank_watch_dead(dead, 8, what_now) : 0;
     for (int i = 0; i < n; i++)
         event(a, "rank_died", dead[i], -1, 0, -1);

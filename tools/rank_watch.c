@@ -18,6 +18,7 @@ static char dir[PATH_MAX] = "";
 static char host[FTI_AGENT_HOST_SIZE];     /* this node's, as marks carry it */
 static char space[FTI_AGENT_SPACE_SIZE];   /* this agent's pid space (agent_mark.h) */
 static int told_old;                       /* a mark without host was logged */
+static int ended;                          /* a note said the job was ended (agent_mark.h) */
 
 int fti_rank_watch_create(void)
 {
@@ -65,6 +66,7 @@ static long remove_mark(const char *name)
 
 void fti_rank_watch_clear(void)
 {
+    ended = 0;
     (void)each_mark(remove_mark);
     /* a mark a rank was writing when it died (agent_mark.c writes
      * .<pid>@<host>.tmp, then renames it) */
@@ -72,7 +74,8 @@ void fti_rank_watch_clear(void)
     struct dirent *e;
     while (d != NULL && (e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
-        if (e->d_name[0] == '.' && n > 5 && strcmp(e->d_name + n - 4, ".tmp") == 0)
+        if ((e->d_name[0] == '.' && n > 5 && strcmp(e->d_name + n - 4, ".tmp") == 0) ||
+            strncmp(e->d_name, FTI_AGENT_NOTE_PREFIX, strlen(FTI_AGENT_NOTE_PREFIX)) == 0)
             (void)remove_mark(e->d_name);
     }
     if (d != NULL)
@@ -163,13 +166,50 @@ int fti_rank_watch_dead(pid_t *pids, int max, const char *what_now)
     while (n < max && (e = readdir(d)) != NULL) {
         if (e->d_name[0] < '1' || e->d_name[0] > '9' || !dead_here(e->d_name, &pid, &wr))
             continue;
-        if (wr >= 0)
+        if (ended && wr >= 0)
+            FTI_INFO("world rank %d (rank pid %ld) ended with the job: %s", wr, (long)pid,
+                     what_now);
+        else if (ended)
+            FTI_INFO("rank pid %ld ended with the job: %s", (long)pid, what_now);
+        else if (wr >= 0)
             FTI_WARN("world rank %d lost: rank pid %ld ended without FT_Finalize: %s", wr,
                      (long)pid, what_now);
         else
             FTI_WARN("rank pid %ld ended without FT_Finalize: %s", (long)pid, what_now);
         (void)remove_mark(e->d_name);
         pids[n++] = pid;
+    }
+    closedir(d);
+    return n;
+}
+
+int fti_rank_watch_notes(void)
+{
+    DIR *d = dir[0] ? opendir(dir) : NULL;
+    struct dirent *e;
+    int n = 0;
+    size_t plen = strlen(FTI_AGENT_NOTE_PREFIX);
+    if (d == NULL)
+        return 0;
+    while ((e = readdir(d)) != NULL) {
+        char path[PATH_MAX + 300], text[1400];
+        if (strncmp(e->d_name, FTI_AGENT_NOTE_PREFIX, plen) != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        ssize_t got = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        text[got > 0 ? got : 0] = '\0';
+        text[strcspn(text, "\n")] = '\0';
+        for (char *c = text; *c; c++) /* a line of the log: printable only */
+            if ((unsigned char)*c < ' ' || (unsigned char)*c > '~')
+                *c = '?';
+        if (!ended)
+            FTI_WARN("%s (the drop-in's watchdog, %s)", text[0] ? text : "a rank lost", e->d_name);
+        (void)unlink(path);
+        ended = 1;
+        n++;
     }
     closedir(d);
     return n;

@@ -38,6 +38,14 @@ void fti_rank_watch_clear(void);
  * agent looks, and which died first cannot be told from here. */
 int fti_rank_watch_dead(pid_t *pids, int max, const char *what_now);
 
+/* The drop-in's notes (base/agent_mark.h): a rank that ended the job
+ * for a lost rank named the lost ones.  Logs the first note as a warning
+ * (the lost world ranks first, before the ranks the job's end takes with
+ * it), removes every note; from then on (until fti_rank_watch_clear)
+ * fti_rank_watch_dead logs the ranks it finds dead at info level as ended
+ * with the job, not as lost.  Returns how many notes it found. */
+int fti_rank_watch_notes(void);
+
 /* Removes the folder. */
 void fti_rank_watch_destroy(void);
 

@@ -31,6 +31,14 @@ void fti_agent_mark(const char *dir, int world_rank);
 /* Removes this process's mark: from now on its end is no death. */
 void fti_agent_unmark(const char *dir);
 
+/* The note the drop-in's watchdog leaves in the folder when it ends the
+ * job for a lost rank (mpi_shim/watch.c): "lost.<pid>" (no mark: a mark's
+ * name begins with a digit), one line of text naming the lost world ranks
+ * and why, written before any rank ends; the agent names them first and
+ * takes the ranks that end afterwards for the job's end, not for losses
+ * (tools/rank_watch.h). */
+#define FTI_AGENT_NOTE_PREFIX "lost."
+
 /* This node's host name as marks carry it (gethostname, a '/' made '_'). */
 void fti_agent_host(char *buf, size_t len);
 

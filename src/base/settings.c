@@ -111,6 +111,8 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_STRING, OFF(baby_path), 0, 0, NULL},
     {"FTMPI_SHIM_ON_FAILURE", "auto", "the drop-in (libftmpi_pmpi): what a protected call (MPI_Allreduce, MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allgather on a communicator spanning the world) does when a rank is lost: abort (the job, naming the lost ranks; non-zero exit status), return (an error; later calls run over the survivors), continue (redone over the survivors where it can be); auto = abort under MPI_ERRORS_ARE_FATAL, return otherwise; a rank blocked in any other call ends the job in every mode",
      FTI_CFG_NAME, OFF(shim_on_failure), 0, 0, NULL},
+    {"FTMPI_SHIM_SUCCESS_AFTER_LOSS", "0", "the drop-in: 1 lets a job whose survivors finished after a rank died (return, continue) end with the program's own status; 0: every rank that saw a loss exits non-zero (70, after its output is flushed) and mpirun --enable-recovery is ended so that it returns 1; a stopped rank's job ends non-zero either way",
+     FTI_CFG_BOOL, OFF(shim_success_after_loss), 0, 1, bool_choices},
     {"FTMPI_SHIM_RESCALE", "0", "the drop-in, continue: 1 scales sums by world size / survivors, so that a code that averages keeps averaging",
      FTI_CFG_BOOL, OFF(shim_rescale), 0, 1, bool_choices},
     {"FTMPI_MODEB_ZERO_COPY", "0", "mode B, mpi backend: 1 lets MPI write an FT_Allreduce buffer from ftmpi_mem_alloc itself (MPI_Iallreduce's or the ring's all-gather receives: no staging copy); "

@@ -60,6 +60,7 @@ typedef struct fti_config {
     char shim_on_failure[FTI_CFG_NAME_SIZE]; /* a failure mode of the drop-in
                                               * (mpi_shim/shim.h parses it) */
     int shim_rescale;           /* bool: the drop-in's continue scales sums */
+    int shim_success_after_loss; /* bool: the drop-in keeps status 0 after a loss */
     int modeb_zero_copy;        /* bool: mode B's MPI writes ftmpi_mem_alloc buffers itself */
     int flight_records;         /* flight recorder entries per rank, 0 = off (flight.h) */
     int modeb_allow_no_recovery; /* bool: mode B starts where a dead rank ends the job */

@@ -15,6 +15,9 @@
 # dies before MPI's own start-up (FTMPI_TEST_SHIM_INIT_DIE): under
 # --enable-recovery the others would wait in MPI_Init for good; the rank's
 # early mark lets ftmpi-run see the death, end the job and start it again.
+# After the SIGSTOP ftmpi-run's first line about a lost rank names world
+# rank 2 (the drop-in's note, base/agent_mark.h), and no other rank is
+# named lost (the ranks the job's end takes are logged as ended with it).
 . "$top_srcdir/tests/integration/common.sh"
 need_mpirun
 need_kill_recovery "the drop-in's restart after a lost rank (and its Fortran part, built with Open MPI's mpifort)"
@@ -96,6 +99,15 @@ for prog in $progs; do
             file_has "$d.log" 'world rank\(s\) 2 lost; aborting the job' ||
                 { [ $sig = KILL ] && file_has "$d.log" 'world rank 2 lost: rank pid'; } ||
                 { cat "$d.log"; die "$name $sig $launch: no line naming world rank 2"; }
+        fi
+        if [ $sig = STOP ]; then
+            # ftmpi-run names the stopped rank first (the drop-in's note),
+            # and no other rank as lost (issue 36 item 3)
+            first=$(grep 'ftmpi-run warn.* lost' "$d.log" | head -n 1)
+            echo "$first" | grep -Eq 'world rank(\(s\))? 2 lost' ||
+                { cat "$d.log"; die "$name $sig $launch: ftmpi-run named another rank first: $first"; }
+            ! grep -Eq 'ftmpi-run warn.* world rank [013] lost' "$d.log" ||
+                { cat "$d.log"; die "$name $sig $launch: ftmpi-run took a rank the job's end took for lost"; }
         fi
         got=$(done_line "$d.log")
         [ "$got" = "$ref" ] || { cat "$d.log"; die "$name $sig $launch: '$got' is not the failure-free '$ref'"; }
