@@ -9,7 +9,7 @@
  * process group with FTMPI_REPLICA_ID and FTMPI_RESTART_COUNT set, and starts
  * it again when it fails, after a doubling backoff, up to --max-restarts
  * times.  SIGUSR1 is passed to the command's process group (the ranks'
- * flight recorders dump: src/flight.h).  SIGTERM, SIGINT and SIGHUP are
+ * flight recorders dump: src/obs/flight.h).  SIGTERM, SIGINT and SIGHUP are
  * forwarded to the command's process
  * group; the agent then waits at most --grace-ms for the command and what it
  * started, kills whatever is still there with SIGKILL, and exits with the
@@ -391,7 +391,7 @@ static void forward(struct agent *a, int sig)
 }
 
 /* SIGUSR1 goes to the command's process group (mpirun passes it to the
- * ranks: their flight recorders dump, src/flight.h); no stop. */
+ * ranks: their flight recorders dump, src/obs/flight.h); no stop. */
 static void pass_usr1(struct agent *a)
 {
     if (a->child == 0)
