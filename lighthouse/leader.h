@@ -25,7 +25,10 @@
  * ids above it (the gate's id floor): ids only grow, none twice.  The
  * groups killed from the dashboard go to PREFIX/killed the same way
  * (gate save/load, server_gate.c: "INCARNATION ID" lines), written at the
- * leader's next call after a change, read by a new leader; and the job's
+ * leader's next call after a change, read by a new leader; the open SDC
+ * verdicts (PREFIX/sdc, server_gate.c: groups judged a minority that must
+ * heal from the majority at their step, lighthouse/sdc.h rule 2) the same
+ * way, so a group judged corrupt stays so across a failover; and the job's
  * name and quorum settings (PREFIX/settings), which a new leader compares
  * with its own.
  *
