@@ -32,6 +32,13 @@
  * name and quorum settings (PREFIX/settings), which a new leader compares
  * with its own.
  *
+ * Members: each lighthouse keeps PREFIX/lighthouses/<its advertised
+ * address> (value: the address) on a lease of its own, kept alive by the
+ * election thread (after the leader's keepalive, never before it), and
+ * reads the list back (at most FTI_LH_MEMBERS_MAX) for the dashboard,
+ * /status.json "lighthouses" and /metrics ftmpi_lighthouse_members_info
+ * (gate->members); a lighthouse gone leaves the list within its TTL.
+ *
  * Threads: a thread of its own runs the election; the gate's calls
  * (fti_lh_leader_gate) run on the lighthouse's loop thread.
  */

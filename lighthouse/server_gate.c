@@ -233,6 +233,16 @@ void fti_lh_gate_snapshot(const struct fti_lighthouse *lh, fti_lh_snapshot_t *s)
         s->role = g->leading(g->arg, &term, &floor, s->leader, sizeof(s->leader))
                       ? FTI_LH_ROLE_LEADER
                       : FTI_LH_ROLE_STANDBY;
+    s->n_lighthouses = 0;
+    if (g && g->members) {
+        char addr[FTI_LH_MEMBERS_MAX][FTI_ADDRESS_SIZE], leader[FTI_ADDRESS_SIZE];
+        size_t n = g->members(g->arg, addr, FTI_LH_MEMBERS_MAX, leader, sizeof(leader));
+        for (size_t i = 0; i < n; i++) {
+            fti_strlcpy(s->lighthouses[i].address, addr[i], sizeof(s->lighthouses[i].address));
+            s->lighthouses[i].leader = leader[0] && strcmp(addr[i], leader) == 0;
+        }
+        s->n_lighthouses = n;
+    }
 }
 
 bool fti_lh_gate_refuse(struct fti_lighthouse *lh, fti_rpc_call_h call)
