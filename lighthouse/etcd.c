@@ -389,6 +389,48 @@ int fti_etcd_get(fti_etcd_h e, const char *key, fti_etcd_kv_t *kv_p)
     return rc;
 }
 
+int fti_etcd_list(fti_etcd_h e, const char *prefix, fti_etcd_kv_t *kvs, size_t max, size_t *n_p)
+{
+    size_t pl = prefix ? strlen(prefix) : 0;
+    if (e == NULL || pl == 0 || pl >= 1024 || (max && kvs == NULL) || n_p == NULL)
+        return FT_ERR_ARG;
+    /* range_end: the prefix with its last byte one higher (etcd's prefix) */
+    char end[1024];
+    memcpy(end, prefix, pl);
+    size_t el = pl;
+    while (el > 0 && (unsigned char)end[el - 1] == 0xff)
+        el--;
+    if (el == 0)
+        return FT_ERR_ARG;
+    end[el - 1] = (char)((unsigned char)end[el - 1] + 1);
+    json_object *req = json_object_new_object(), *resp = NULL;
+    json_object_object_add(req, "key", b64_json(prefix, pl));
+    json_object_object_add(req, "range_end", b64_json(end, el));
+    jset_int(req, "limit", (int64_t)(max ? max : 1));
+    pthread_mutex_lock(&e->mu);
+    int rc = call(e, "/v3/kv/range", req, &resp);
+    size_t n = 0;
+    if (rc == FT_SUCCESS) {
+        json_object *a = jget(resp, "kvs");
+        size_t len = a ? json_object_array_length(a) : 0;
+        for (size_t i = 0; i < len && n < max && rc == FT_SUCCESS; i++) {
+            fti_etcd_kv_t kv = {0};
+            rc = kv_from_json(e, json_object_array_get_idx(a, i), &kv);
+            if (rc == FT_SUCCESS)
+                kvs[n++] = kv;
+        }
+        json_object_put(resp);
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (rc != FT_SUCCESS) {
+        while (n > 0)
+            fti_etcd_kv_clear(&kvs[--n]);
+        return rc;
+    }
+    *n_p = n;
+    return FT_SUCCESS;
+}
+
 int fti_etcd_lease_grant(fti_etcd_h e, int64_t ttl_s, int64_t *id_p, int64_t *ttl_p)
 {
     if (e == NULL || ttl_s < 1 || id_p == NULL)

@@ -66,6 +66,11 @@ void fti_etcd_kv_clear(fti_etcd_kv_t *kv);
 /* The key's current value: FT_ERR_NOT_FOUND when absent. */
 int fti_etcd_get(fti_etcd_h e, const char *key, fti_etcd_kv_t *kv_p);
 
+/* The values of the keys that start with prefix, in key order: up to max
+ * into kvs (each released with fti_etcd_kv_clear), *n_p how many; 0 when
+ * none. */
+int fti_etcd_list(fti_etcd_h e, const char *prefix, fti_etcd_kv_t *kvs, size_t max, size_t *n_p);
+
 /* Grants a lease of ttl_s seconds (etcd may raise it to its minimum):
  * its id and the TTL granted. */
 int fti_etcd_lease_grant(fti_etcd_h e, int64_t ttl_s, int64_t *id_p, int64_t *ttl_p);

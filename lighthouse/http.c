@@ -9,7 +9,10 @@
  * another web page cannot make a browser send it), and the dashboard and
  * /status.json show the groups' addresses only to a request that carries
  * it (a browser's plain page load does not: it sees the page without
- * them).  /metrics holds no address and stays open for scrapers.  With or
+ * them).  /metrics holds no address of a group or rank and stays open for
+ * scrapers; it names the job's lighthouses (the leader, the standbys),
+ * whose addresses every rank is given anyway (FTMPI_LIGHTHOUSE) and which
+ * a standby names to any caller.  With or
  * without a token, a POST whose Origin header names another site is
  * refused (CSRF).
  */
@@ -128,6 +131,22 @@ static void page_role(struct evbuffer *b, const fti_lh_snapshot_t *s)
     if (s->role == FTI_LH_ROLE_STANDBY)
         fti_lh_html_escape(b, s->leader[0] ? s->leader : "not known (an election runs)");
     evbuffer_add_printf(b, ".</p>\n");
+    if (s->n_lighthouses == 0)
+        return;
+    evbuffer_add_printf(b, "<p>The job's lighthouses:</p>\n<ul id=\"lighthouses\">\n");
+    for (size_t i = 0; i < s->n_lighthouses; i++) {
+        evbuffer_add_printf(b, "<li>");
+        fti_lh_html_escape(b, s->lighthouses[i].address);
+        evbuffer_add_printf(b, " %s</li>\n", s->lighthouses[i].leader ? "leader" : "standby");
+    }
+    evbuffer_add_printf(b, "</ul>\n");
+}
+
+/* A Prometheus label value: \\ \" \n escaped. */
+static void label_value(struct evbuffer *b, const char *v)
+{
+    for (const char *c = v; *c; c++)
+        evbuffer_add_printf(b, *c == '\\' || *c == '"' ? "\\%c" : *c == '\n' ? "\\n" : "%c", *c);
 }
 
 /* The dashboard's address cell of member m: its manager's address, then
@@ -244,6 +263,14 @@ static void page_status_json(struct evbuffer *b, const fti_lh_snapshot_t *s, boo
                         : s->role == FTI_LH_ROLE_LEADER ? "leader"
                                                         : "standby");
     fti_lh_json_string(b, s->leader);
+    evbuffer_add_printf(b, ",\"lighthouses\":[");
+    for (size_t i = 0; i < s->n_lighthouses; i++) {
+        evbuffer_add_printf(b, "%s{\"address\":", i ? "," : "");
+        fti_lh_json_string(b, s->lighthouses[i].address);
+        evbuffer_add_printf(b, ",\"role\":\"%s\"}",
+                            s->lighthouses[i].leader ? "leader" : "standby");
+    }
+    evbuffer_add_printf(b, "]");
     evbuffer_add_printf(b,
                         ",\"counters\":{\"quorums_issued\":%" PRIu64 ",\"quorum_requests\":%" PRIu64
                         ",\"heartbeats\":%" PRIu64 ",\"rejected_frames\":%" PRIu64 "}",
@@ -285,6 +312,31 @@ static void metric_head(struct evbuffer *b, const char *name, const char *type, 
     evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The roles among the job's lighthouses (etcd): leader, the leader a
+ * standby names, every lighthouse alive with its role. */
+static void metrics_roles(struct evbuffer *b, const fti_lh_snapshot_t *s)
+{
+    metric_head(b, "ftmpi_lighthouse_leader", "gauge",
+                "1 when this lighthouse leads (or is the job's only one), 0 for a standby.");
+    evbuffer_add_printf(b, "ftmpi_lighthouse_leader %d\n", s->role != FTI_LH_ROLE_STANDBY);
+    if (s->role == FTI_LH_ROLE_STANDBY && s->leader[0]) {
+        metric_head(b, "ftmpi_lighthouse_leader_info", "gauge",
+                    "The leader a standby names to the groups (etcd election).");
+        evbuffer_add_printf(b, "ftmpi_lighthouse_leader_info{leader=\"");
+        label_value(b, s->leader);
+        evbuffer_add_printf(b, "\"} 1\n");
+    }
+    if (s->n_lighthouses > 0)
+        metric_head(b, "ftmpi_lighthouse_members_info", "gauge",
+                    "The job's lighthouses alive in etcd, each with its role (1 each).");
+    for (size_t i = 0; i < s->n_lighthouses; i++) {
+        evbuffer_add_printf(b, "ftmpi_lighthouse_members_info{address=\"");
+        label_value(b, s->lighthouses[i].address);
+        evbuffer_add_printf(b, "\",role=\"%s\"} 1\n",
+                            s->lighthouses[i].leader ? "leader" : "standby");
+    }
+}
+
 static void page_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
 {
     size_t members = 0, healthy = 0, waiting = 0;
@@ -298,17 +350,7 @@ static void page_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
     metric_head(b, "ftmpi_lighthouse_quorum_id", "gauge",
                 "Id of the current quorum (-1 before the first).");
     evbuffer_add_printf(b, "ftmpi_lighthouse_quorum_id %" PRId64 "\n", s->quorum_id);
-    metric_head(b, "ftmpi_lighthouse_leader", "gauge",
-                "1 when this lighthouse leads (or is the job's only one), 0 for a standby.");
-    evbuffer_add_printf(b, "ftmpi_lighthouse_leader %d\n", s->role != FTI_LH_ROLE_STANDBY);
-    if (s->role == FTI_LH_ROLE_STANDBY && s->leader[0]) {
-        metric_head(b, "ftmpi_lighthouse_leader_info", "gauge",
-                    "The leader a standby names to the groups (etcd election).");
-        evbuffer_add_printf(b, "ftmpi_lighthouse_leader_info{leader=\"");
-        for (const char *c = s->leader; *c; c++) /* a label value: \\ \" \n escaped */
-            evbuffer_add_printf(b, *c == '\\' || *c == '"' ? "\\%c" : *c == '\n' ? "\\n" : "%c", *c);
-        evbuffer_add_printf(b, "\"} 1\n");
-    }
+    metrics_roles(b, s);
     metric_head(b, "ftmpi_lighthouse_members", "gauge", "Replica groups in the current quorum.");
     evbuffer_add_printf(b, "ftmpi_lighthouse_members %zu\n", members);
     metric_head(b, "ftmpi_lighthouse_groups_healthy", "gauge",

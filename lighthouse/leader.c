@@ -69,6 +69,8 @@ struct fti_lh_leader {
     fti_etcd_h etcd;       /* the election thread's */
     fti_etcd_h fence;      /* the loop thread's writes */
     char key_leader[KEY_SIZE], key_id[KEY_SIZE], key_last[KEY_SIZE];
+    char key_members[KEY_SIZE], key_me[KEY_SIZE + FTI_ADDRESS_SIZE];
+    int64_t member_lease;  /* the election thread's: our PREFIX/lighthouses key */
     pthread_t thread;
     bool started;
 
@@ -81,6 +83,8 @@ struct fti_lh_leader {
     int64_t id_floor;      /* PREFIX/quorum_id when we won */
     int64_t lease;         /* our lease while leading, 0 none */
     char leader[FTI_ADDRESS_SIZE];
+    size_t n_members;      /* the job's lighthouses, as last read */
+    char members[FTI_LH_MEMBERS_MAX][FTI_ADDRESS_SIZE];
 };
 
 /* ---- the gate (loop thread) --------------------------------------------- */
@@ -207,7 +211,53 @@ static int gate_load(void *arg, const char *name, char **val_p)
     return rc;
 }
 
+static size_t gate_members(void *arg, char (*out)[FTI_ADDRESS_SIZE], size_t max, char *leader,
+                           size_t len)
+{
+    struct fti_lh_leader *l = arg;
+    pthread_mutex_lock(&l->mu);
+    size_t n = FTI_MIN(max, l->n_members);
+    memcpy(out, l->members, n * sizeof(*out));
+    snprintf(leader, len, "%s", l->leader);
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
 /* ---- the election thread ------------------------------------------------ */
+
+/* Our PREFIX/lighthouses/ADDRESS key on a lease of its own (made again
+ * when the lease is gone), then the list of the job's lighthouses. */
+static void membership(struct fti_lh_leader *l)
+{
+    int64_t ttl = 0;
+    int rc = FT_ERR_NOT_FOUND;
+    if (l->member_lease)
+        rc = fti_etcd_lease_keepalive(l->etcd, l->member_lease, &ttl);
+    if (rc == FT_ERR_NOT_FOUND) {
+        l->member_lease = 0;
+        if (fti_etcd_lease_grant(l->etcd, l->o.ttl_s, &l->member_lease, &ttl) == FT_SUCCESS) {
+            fti_etcd_put_t put = {l->key_me, l->o.advertise, strlen(l->o.advertise),
+                                  l->member_lease};
+            bool ok = false;
+            if (fti_etcd_txn(l->etcd, NULL, 0, &put, 1, &ok, NULL) != FT_SUCCESS || !ok) {
+                (void)fti_etcd_lease_revoke(l->etcd, l->member_lease);
+                l->member_lease = 0;
+            }
+        }
+    }
+    fti_etcd_kv_t kv[FTI_LH_MEMBERS_MAX];
+    size_t n = 0;
+    if (fti_etcd_list(l->etcd, l->key_members, kv, FTI_LH_MEMBERS_MAX, &n) != FT_SUCCESS)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->n_members = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (kv[i].len > 0 && kv[i].len < FTI_ADDRESS_SIZE)
+            fti_strlcpy(l->members[l->n_members++], kv[i].value, FTI_ADDRESS_SIZE);
+        fti_etcd_kv_clear(&kv[i]);
+    }
+    pthread_mutex_unlock(&l->mu);
+}
 
 /* Sleeps ms or until stop; true when stopping. */
 static bool nap(struct fti_lh_leader *l, int64_t ms)
@@ -327,11 +377,13 @@ static void *election(void *arg)
         bool lead = l->leading;
         pthread_mutex_unlock(&l->mu);
         if (lead && keep_lease(l)) {
+            membership(l); /* after the keepalive, which it must not delay */
             stop = nap(l, ttl_ms / 3);
             continue;
         }
         if (watch_leader(l) && campaign(l))
             continue;
+        membership(l);
         stop = nap(l, FTI_MAX(ttl_ms / 4, 50));
     }
     pthread_mutex_lock(&l->mu);
@@ -342,6 +394,8 @@ static void *election(void *arg)
         (void)fti_etcd_lease_revoke(l->etcd, lease);
         FTI_INFO("etcd: leadership given back (lease revoked)");
     }
+    if (l->member_lease)
+        (void)fti_etcd_lease_revoke(l->etcd, l->member_lease);
     return NULL;
 }
 
@@ -367,6 +421,7 @@ int fti_lh_leader_create(const fti_lh_leader_opts_t *o, fti_lh_leader_h *l_p, ch
     snprintf(l->key_leader, sizeof(l->key_leader), "%s/leader", l->o.prefix);
     snprintf(l->key_id, sizeof(l->key_id), "%s/quorum_id", l->o.prefix);
     snprintf(l->key_last, sizeof(l->key_last), "%s/last_quorum", l->o.prefix);
+    snprintf(l->key_members, sizeof(l->key_members), "%s/lighthouses/", l->o.prefix);
     /* every call well within the lease, so a stalled etcd is seen in time */
     int timeout_ms = (int)FTI_MAX(200, o->ttl_s * 1000 / 2);
     int rc = fti_etcd_create(o->endpoints, &o->auth, timeout_ms, &l->etcd, why, why_len);
@@ -383,6 +438,7 @@ int fti_lh_leader_create(const fti_lh_leader_opts_t *o, fti_lh_leader_h *l_p, ch
     l->gate.record = gate_record;
     l->gate.save = gate_save;
     l->gate.load = gate_load;
+    l->gate.members = gate_members;
     l->gate.arg = l;
     *l_p = l;
     return FT_SUCCESS;
@@ -395,6 +451,7 @@ int fti_lh_leader_begin(fti_lh_leader_h l, const char *advertise)
     if (l->o.advertise[0] == '\0' &&
         fti_strlcpy(l->o.advertise, advertise ? advertise : "", sizeof(l->o.advertise)) != 0)
         return FT_ERR_ARG;
+    snprintf(l->key_me, sizeof(l->key_me), "%s%s", l->key_members, l->o.advertise);
     if (pthread_create(&l->thread, NULL, election, l) != 0)
         return FT_ERR_SYSTEM;
     l->started = true;

@@ -25,9 +25,19 @@
  * ids above it (the gate's id floor): ids only grow, none twice.  The
  * groups killed from the dashboard go to PREFIX/killed the same way
  * (gate save/load, server_gate.c: "INCARNATION ID" lines), written at the
- * leader's next call after a change, read by a new leader; and the job's
+ * leader's next call after a change, read by a new leader; the open SDC
+ * verdicts (PREFIX/sdc, server_gate.c: groups judged a minority that must
+ * heal from the majority at their step, lighthouse/sdc.h rule 2) the same
+ * way, so a group judged corrupt stays so across a failover; and the job's
  * name and quorum settings (PREFIX/settings), which a new leader compares
  * with its own.
+ *
+ * Members: each lighthouse keeps PREFIX/lighthouses/<its advertised
+ * address> (value: the address) on a lease of its own, kept alive by the
+ * election thread (after the leader's keepalive, never before it), and
+ * reads the list back (at most FTI_LH_MEMBERS_MAX) for the dashboard,
+ * /status.json "lighthouses" and /metrics ftmpi_lighthouse_members_info
+ * (gate->members); a lighthouse gone leaves the list within its TTL.
  *
  * Threads: a thread of its own runs the election; the gate's calls
  * (fti_lh_leader_gate) run on the lighthouse's loop thread.

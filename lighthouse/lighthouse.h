@@ -101,8 +101,14 @@ struct fti_quorum;
  *   save, load: a named piece of state (the killed groups) written under
  *     the leadership, and read back by a new leader (*val_p malloc'ed,
  *     NUL-terminated; FT_ERR_NOT_FOUND when none was saved). */
+#define FTI_LH_MEMBERS_MAX 16 /* lighthouses of one job named on the pages */
+
 typedef struct fti_lh_gate {
     bool (*leading)(void *arg, int64_t *term_p, int64_t *id_floor_p, char *leader, size_t len);
+    /* the job's lighthouses alive in etcd (up to max "host:port", sorted)
+     * and the leader's address ("" none known); any thread */
+    size_t (*members)(void *arg, char (*out)[FTI_ADDRESS_SIZE], size_t max, char *leader,
+                      size_t len);
     int (*record)(void *arg, const struct fti_quorum *q);
     int (*save)(void *arg, const char *name, const char *val);
     int (*load)(void *arg, const char *name, char **val_p);
@@ -244,6 +250,11 @@ typedef struct fti_lh_snapshot {
     char job[FTI_LH_JOB_SIZE];  /* opts.job */
     int role;                  /* fti_lh_role_t */
     char leader[FTI_ADDRESS_SIZE]; /* a standby's leader ("" = none known) */
+    size_t n_lighthouses;      /* the job's lighthouses (etcd), sorted */
+    struct {
+        char address[FTI_ADDRESS_SIZE];
+        bool leader;
+    } lighthouses[FTI_LH_MEMBERS_MAX];
     uint64_t sdc_checks;       /* SDC comparisons made (lighthouse/sdc.h) */
     size_t sdc_groups;         /* groups whose fingerprints or verdict are kept */
     size_t n_sdc_reports;      /* the last reports, oldest first */

@@ -141,6 +141,7 @@ struct entry {
     size_t n;
     int64_t suspect_step;  /* a minority at this step (rule 2), -1 none */
     fti_sdc_finding_t suspect;
+    bool restored;         /* a former leader's verdict not yet asked about */
 };
 
 struct fti_sdc_state {
@@ -199,6 +200,33 @@ static void remove_at(fti_sdc_h h, size_t at)
     h->n--;
 }
 
+/* replica_id's entry, made when absent; NULL: no memory (or too many). */
+static struct entry *entry_get(fti_sdc_h h, const char *replica_id)
+{
+    size_t at;
+    struct entry *e = find(h, replica_id, &at);
+    if (e != NULL)
+        return e;
+    if (h->n >= FTI_SDC_MAX_GROUPS)
+        return NULL;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 16;
+        struct entry **ne = realloc(h->e, cap * sizeof(*ne));
+        if (ne == NULL)
+            return NULL;
+        h->e = ne;
+        h->cap = cap;
+    }
+    if ((e = calloc(1, sizeof(*e))) == NULL)
+        return NULL;
+    fti_strlcpy(e->id, replica_id, sizeof(e->id));
+    e->suspect_step = -1;
+    memmove(&h->e[at + 1], &h->e[at], (h->n - at) * sizeof(*h->e));
+    h->e[at] = e;
+    h->n++;
+    return e;
+}
+
 int fti_sdc_note(fti_sdc_h h, const char *replica_id, int64_t step, const fti_sdc_print_t *p,
                  size_t n)
 {
@@ -213,26 +241,10 @@ int fti_sdc_note(fti_sdc_h h, const char *replica_id, int64_t step, const fti_sd
     for (size_t i = 0; i < n; i++)
         copy[i].buffer[FTI_SDC_NAME_SIZE - 1] = '\0';
     qsort(copy, n, sizeof(*copy), print_cmp);
-    size_t at;
-    struct entry *e = find(h, replica_id, &at);
+    struct entry *e = entry_get(h, replica_id);
     if (e == NULL) {
-        if (h->n >= FTI_SDC_MAX_GROUPS)
-            goto no_memory;
-        if (h->n == h->cap) {
-            size_t cap = h->cap ? 2 * h->cap : 16;
-            struct entry **ne = realloc(h->e, cap * sizeof(*ne));
-            if (ne == NULL)
-                goto no_memory;
-            h->e = ne;
-            h->cap = cap;
-        }
-        if ((e = calloc(1, sizeof(*e))) == NULL)
-            goto no_memory;
-        fti_strlcpy(e->id, replica_id, sizeof(e->id));
-        e->suspect_step = -1;
-        memmove(&h->e[at + 1], &h->e[at], (h->n - at) * sizeof(*h->e));
-        h->e[at] = e;
-        h->n++;
+        free(copy);
+        return FT_ERR_NO_MEMORY;
     }
     free(e->p);
     e->p = copy;
@@ -240,9 +252,6 @@ int fti_sdc_note(fti_sdc_h h, const char *replica_id, int64_t step, const fti_sd
     e->step = step;
     e->has = true;
     return FT_SUCCESS;
-no_memory:
-    free(copy);
-    return FT_ERR_NO_MEMORY;
 }
 
 void fti_sdc_forget(fti_sdc_h h, const char *replica_id)
@@ -256,7 +265,7 @@ size_t fti_sdc_expire(fti_sdc_h h, bool (*known)(const char *replica_id, void *a
 {
     size_t n = 0;
     for (size_t at = h ? h->n : 0; at-- > 0;) {
-        if (!known(h->e[at]->id, arg)) {
+        if (!h->e[at]->restored && !known(h->e[at]->id, arg)) {
             remove_at(h, at);
             n++;
         }
@@ -342,6 +351,7 @@ int fti_sdc_judge(fti_sdc_h h, const char *const *ids, const int64_t *steps, siz
         struct entry *e = find(h, ids[i], NULL);
         if (e == NULL)
             continue;
+        e->restored = false;
         /* rule 2, sticky: still at the step it was a minority at */
         if (e->suspect_step >= 0 && e->suspect_step != steps[i])
             e->suspect_step = -1;
@@ -381,6 +391,42 @@ int fti_sdc_judge(fti_sdc_h h, const char *const *ids, const int64_t *steps, siz
         return rc;
     }
     return checks;
+}
+
+size_t fti_sdc_open(fti_sdc_h h, fti_sdc_report_t *out, size_t max)
+{
+    size_t k = 0;
+    for (size_t i = 0; h != NULL && i < h->n; i++) {
+        const struct entry *e = h->e[i];
+        if (e->suspect_step < 0)
+            continue;
+        if (k < max) {
+            memset(&out[k], 0, sizeof(out[k]));
+            fti_strlcpy(out[k].replica_id, e->id, sizeof(out[k].replica_id));
+            out[k].f = e->suspect;
+            out[k].f.step = e->suspect_step;
+        }
+        k++;
+    }
+    return k;
+}
+
+int fti_sdc_restore(fti_sdc_h h, const char *replica_id, const fti_sdc_finding_t *f)
+{
+    if (h == NULL || replica_id == NULL || replica_id[0] == '\0' ||
+        strlen(replica_id) >= FTI_REPLICA_ID_SIZE || f == NULL ||
+        f->verdict != FTI_SDC_MINORITY || f->step < 0)
+        return FT_ERR_ARG;
+    struct entry *e = entry_get(h, replica_id);
+    if (e == NULL)
+        return FT_ERR_NO_MEMORY;
+    e->suspect = *f;
+    e->suspect.fresh = false;
+    e->suspect.buffer[FTI_SDC_NAME_SIZE - 1] = '\0';
+    e->suspect.other[FTI_REPLICA_ID_SIZE - 1] = '\0';
+    e->suspect_step = f->step;
+    e->restored = true;
+    return FT_SUCCESS;
 }
 
 uint64_t fti_sdc_checks(fti_sdc_h h)

@@ -130,6 +130,17 @@ int fti_sdc_judge(fti_sdc_h h, const char *const *ids, const int64_t *steps, siz
 
 /* Checks made so far (buckets compared), and the reports (oldest first):
  * copies up to max of them into out and returns how many. */
+/* The open verdicts: groups judged a minority (rule 2) that must still
+ * heal from the majority at the step they were judged at.  Copies up to
+ * max into out (replica_id; f with step, wall_ms 0) and returns how many
+ * there are.  A new leader takes them over (server_gate.c, etcd). */
+size_t fti_sdc_open(fti_sdc_h h, fti_sdc_report_t *out, size_t max);
+/* A former leader's open verdict: replica_id stays a minority while it
+ * asks at f->step (rule 2).  Kept through fti_sdc_expire until the group
+ * asks again (this lighthouse knows nothing else of it yet).  FT_ERR_ARG
+ * (bad id, f not FTI_SDC_MINORITY), FT_ERR_NO_MEMORY. */
+int fti_sdc_restore(fti_sdc_h h, const char *replica_id, const fti_sdc_finding_t *f);
+
 uint64_t fti_sdc_checks(fti_sdc_h h);
 size_t fti_sdc_reports(fti_sdc_h h, fti_sdc_report_t *out, size_t max);
 

@@ -578,6 +578,7 @@ void fti_lighthouse_destroy(fti_lighthouse_h lh)
     fti_sdc_destroy(lh->sdc);
     pthread_mutex_destroy(&lh->mu);
     free(lh->finalized);
+    free(lh->gate_sdc);
     free(lh);
 }
 

@@ -14,6 +14,7 @@
 
 #include "ftmpi_errors.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "control/lighthouse_client.h"
 
 /* The redirect message: FTI_LH_NOT_LEADER_MSG and the leader, or "unknown". */
@@ -34,6 +35,96 @@ static char *killed_text(const fti_lh_killed_t *k)
         used += (size_t)snprintf(t + used, cap - used, "%" PRIu64 " %s\n", k->e[i].incarnation,
                                  k->e[i].id);
     return t;
+}
+
+/* The open SDC verdicts (sdc.h, fti_sdc_open) as text, one a line:
+ * "STEP GROUP_RANK AGREE OF OTHERS ID OTHER BUFFER" separated by tabs; a
+ * tab or newline in a name is written as a space (malloc'ed). */
+static char *sdc_text(const fti_sdc_report_t *r, size_t n)
+{
+    size_t cap = n * (2 * FTI_REPLICA_ID_SIZE + FTI_SDC_NAME_SIZE + 96) + 1, used = 0;
+    char *t = malloc(cap);
+    if (t == NULL)
+        return NULL;
+    t[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const fti_sdc_finding_t *f = &r[i].f;
+        size_t at = used;
+        used += (size_t)snprintf(t + used, cap - used,
+                                 "%" PRId64 "\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", f->step,
+                                 (int)f->group_rank, f->agree, f->of, f->others, r[i].replica_id,
+                                 f->other, f->buffer);
+        for (size_t j = at, tabs = 0; j + 1 < used; j++)
+            if (t[j] == '\n' || (t[j] == '\t' && ++tabs > 7))
+                t[j] = ' ';
+    }
+    return t;
+}
+
+/* One line of sdc_text into lh->sdc (lh->mu held); false when malformed. */
+static bool sdc_restore_line(struct fti_lighthouse *lh, char *line)
+{
+    char *field[8];
+    size_t k = 0;
+    for (char *p = line; k < 8; k++) {
+        field[k] = p;
+        char *tab = k < 7 ? strchr(p, '\t') : NULL;
+        if (k < 7 && tab == NULL)
+            return false;
+        if (tab)
+            *tab = '\0';
+        p = tab ? tab + 1 : p;
+    }
+    fti_sdc_finding_t f = {.verdict = FTI_SDC_MINORITY};
+    f.step = strtoll(field[0], NULL, 10);
+    f.group_rank = (int32_t)strtol(field[1], NULL, 10);
+    f.agree = atoi(field[2]);
+    f.of = atoi(field[3]);
+    f.others = atoi(field[4]);
+    fti_strlcpy(f.other, field[6], sizeof(f.other));
+    fti_strlcpy(f.buffer, field[7], sizeof(f.buffer));
+    return fti_sdc_restore(lh->sdc, field[5], &f) == FT_SUCCESS;
+}
+
+/* The open SDC verdicts a former leader left (PREFIX/sdc) into lh->sdc:
+ * a group judged corrupt stays so across a failover. */
+static void take_over_sdc(struct fti_lighthouse *lh, const fti_lh_gate_t *g)
+{
+    char *t = NULL, *save = NULL;
+    size_t n = 0;
+    int rc = g->load(g->arg, "sdc", &t);
+    if (rc != FT_SUCCESS) {
+        if (rc != FT_ERR_NOT_FOUND)
+            FTI_WARN("the open SDC verdicts a former leader left could not be read: %s",
+                     FT_Error_string(rc));
+        return;
+    }
+    pthread_mutex_lock(&lh->mu);
+    for (char *line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        n += sdc_restore_line(lh, line);
+    pthread_mutex_unlock(&lh->mu);
+    free(t);
+    if (n)
+        FTI_INFO("%zu open SDC verdicts taken over from a former leader (those groups heal "
+                 "from the majority)",
+                 n);
+}
+
+/* Writes the open SDC verdicts when they changed since the last write. */
+static void save_sdc(struct fti_lighthouse *lh, const fti_lh_gate_t *g)
+{
+    fti_sdc_report_t r[FTI_LH_SDC_SAVED];
+    pthread_mutex_lock(&lh->mu);
+    size_t n = FTI_MIN(fti_sdc_open(lh->sdc, r, FTI_LH_SDC_SAVED), (size_t)FTI_LH_SDC_SAVED);
+    pthread_mutex_unlock(&lh->mu);
+    char *t = sdc_text(r, n);
+    if (t == NULL || (lh->gate_sdc && strcmp(t, lh->gate_sdc) == 0) ||
+        (lh->gate_sdc == NULL && n == 0) || g->save(g->arg, "sdc", t) != FT_SUCCESS) {
+        free(t);
+        return;
+    }
+    free(lh->gate_sdc);
+    lh->gate_sdc = t;
 }
 
 /* The job's name and the settings the quorum rules use, as one line. */
@@ -61,12 +152,16 @@ static void check_settings(struct fti_lighthouse *lh, const fti_lh_gate_t *g)
     (void)g->save(g->arg, "settings", mine);
 }
 
-/* A new leadership: what a former leader left (the killed groups) into the
+/* A new leadership: what a former leader left (the killed groups, the
+ * open SDC verdicts) into the
  * state.  Loop thread. */
 static void take_over(struct fti_lighthouse *lh, const fti_lh_gate_t *g)
 {
     char *t = NULL;
     check_settings(lh, g);
+    take_over_sdc(lh, g);
+    free(lh->gate_sdc);
+    lh->gate_sdc = NULL;
     int rc = g->load(g->arg, "killed", &t);
     if (rc != FT_SUCCESS) {
         if (rc != FT_ERR_NOT_FOUND)
@@ -125,6 +220,7 @@ static bool gate_leading(struct fti_lighthouse *lh, char *leader, size_t len)
         take_over(lh, g);
     }
     save_killed(lh, g);
+    save_sdc(lh, g);
     return true;
 }
 
@@ -137,6 +233,16 @@ void fti_lh_gate_snapshot(const struct fti_lighthouse *lh, fti_lh_snapshot_t *s)
         s->role = g->leading(g->arg, &term, &floor, s->leader, sizeof(s->leader))
                       ? FTI_LH_ROLE_LEADER
                       : FTI_LH_ROLE_STANDBY;
+    s->n_lighthouses = 0;
+    if (g && g->members) {
+        char addr[FTI_LH_MEMBERS_MAX][FTI_ADDRESS_SIZE], leader[FTI_ADDRESS_SIZE];
+        size_t n = g->members(g->arg, addr, FTI_LH_MEMBERS_MAX, leader, sizeof(leader));
+        for (size_t i = 0; i < n; i++) {
+            fti_strlcpy(s->lighthouses[i].address, addr[i], sizeof(s->lighthouses[i].address));
+            s->lighthouses[i].leader = leader[0] && strcmp(addr[i], leader) == 0;
+        }
+        s->n_lighthouses = n;
+    }
 }
 
 bool fti_lh_gate_refuse(struct fti_lighthouse *lh, fti_rpc_call_h call)

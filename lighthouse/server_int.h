@@ -75,7 +75,12 @@ struct fti_lighthouse {
     fti_sdc_h sdc;          /* fingerprints waiting, reports (sdc.h) */
     int64_t gate_term;      /* the leadership of opts.gate taken over (loop thread) */
     fti_lh_killed_t gate_killed; /* killed as last saved through opts.gate (loop thread) */
+    char *gate_sdc; /* the open SDC verdicts as last saved (server_gate.c), NULL none */
 };
+
+/* At most this many open SDC verdicts are kept in etcd (the first by id;
+ * the rest stay with this leader only). */
+#define FTI_LH_SDC_SAVED 256
 
 /* server_gate.c: leadership (opts.gate; loop thread).  refuse: true when
  * this lighthouse does not lead and the call was answered

@@ -15,11 +15,13 @@
  *       undecodable  LIGHTHOUSE_QUORUM payload that is not protobuf
  *                                              -> error reply, connection kept
  *       Exit 0 when the lighthouse answered as listed, 1 otherwise.
- *   lh_probe quorum ADDR REPLICA_ID [STEP [TIMEOUT_MS [INCARNATION]]]
+ *   lh_probe quorum ADDR REPLICA_ID [STEP [TIMEOUT_MS [INCARNATION [SDC_SUM]]]]
  *       asks for a quorum with the library's lighthouse client; prints
  *       "quorum ID members N [a b c]".  Each run is a new process, so a
  *       new incarnation (a restarted group) unless INCARNATION (nonzero)
- *       plays the same one again.
+ *       plays the same one again.  SDC_SUM: one fingerprint of STEP
+ *       (buffer "w"); prints "sdc ID verdict V: REPORT" for each member
+ *       with an SDC verdict.
  *   lh_probe heartbeat ADDR REPLICA_ID
  *   lh_probe slow ADDR N MAX_MS
  *       N connections sending an HTTP request a byte every 200 ms, never
@@ -81,7 +83,8 @@ static int usage(void)
     fprintf(stderr, "usage: lh_probe http ADDR METHOD PATH [-H 'Name: value']... [-d BODY]\n"
                     "       lh_probe frame ADDR garbage|oversize|truncated|unknown|undecodable "
                     "[MAX_FRAME]\n"
-                    "       lh_probe quorum ADDR REPLICA_ID [STEP [TIMEOUT_MS]]\n"
+                    "       lh_probe quorum ADDR REPLICA_ID [STEP [TIMEOUT_MS [INCARNATION "
+                    "[SDC_SUM]]]]\n"
                     "       lh_probe heartbeat ADDR REPLICA_ID\n"
                     "       lh_probe slow ADDR N MAX_MS\n"
                     "       lh_probe stall ADDR N MAX_MS FROM once|reopen\n"
@@ -353,6 +356,15 @@ static int cmd_quorum(int argc, char **argv)
     me.step = argc > 2 ? atoll(argv[2]) : 0;
     me.world_size = 1;
     me.incarnation = argc > 4 ? strtoull(argv[4], NULL, 10) : 0; /* 0: the client's own */
+    /* SDC_SUM: one fingerprint (group rank 0, buffer "w") of this step */
+    Ftmpi__SdcPrint sp = FTMPI__SDC_PRINT__INIT, *spp = &sp;
+    if (argc > 5) {
+        sp.buffer = "w";
+        sp.sum = strtoull(argv[5], NULL, 10);
+        me.sdc_step = me.step;
+        me.n_sdc_prints = 1;
+        me.sdc_prints = &spp;
+    }
     int rc = fti_lighthouse_client_create(argv[0], job_key, 2000, &c);
     if (rc == FT_SUCCESS)
         rc = fti_lighthouse_quorum(c, &me, timeout, &q);
@@ -365,6 +377,11 @@ static int cmd_quorum(int argc, char **argv)
     for (size_t i = 0; i < q->n_participants; i++)
         printf("%s%s", i ? " " : "", q->participants[i]->replica_id);
     printf("] created %" PRId64 "\n", q->created_ms);
+    for (size_t i = 0; i < q->n_participants; i++)
+        if (q->participants[i]->sdc_verdict != 0)
+            printf("sdc %s verdict %d: %s\n", q->participants[i]->replica_id,
+                   (int)q->participants[i]->sdc_verdict,
+                   q->participants[i]->sdc_report ? q->participants[i]->sdc_report : "");
     ftmpi__quorum__free_unpacked(q, NULL);
     fti_lighthouse_client_destroy(c);
     return 0;

@@ -8,6 +8,8 @@
 # starts its ids at 1 here and the clients report none: without the
 # stored counter the new leader would issue id 1 again); SIGSTOPped beyond
 # its lease, another leads and after SIGCONT the old one issues nothing.
+# Every lighthouse names the job's lighthouses and their roles
+# (/status.json, /metrics, the dashboard), the dead one gone with its lease.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/integration/common.sh"
 . "$top_srcdir/tests/integration/lh_common.sh"
 . "$top_srcdir/tests/integration/etcd_lib.sh"
@@ -48,6 +50,30 @@ http GET /status.json
 grep -q "\"role\":\"standby\",\"leader\":\"$LADDR\"" "$HTTP_BODY" ||
     die "the standby's status.json: $(head -c 300 "$HTTP_BODY")"
 
+# every lighthouse names the three (each keeps PREFIX/lighthouses/ADDR on
+# a lease of its own) with their roles: /status.json "lighthouses",
+# /metrics ftmpi_lighthouse_members_info, the dashboard
+role_of() { [ "$1" = "$LADDR" ] && echo leader || echo standby; }
+names_all() {
+    http GET /status.json
+    for _a in $ADDR_a $ADDR_b $ADDR_c; do
+        grep -q "{\"address\":\"$_a\",\"role\":\"$(role_of "$_a")\"}" "$HTTP_BODY" || return 1
+    done
+    http GET /metrics
+    for _a in $ADDR_a $ADDR_b $ADDR_c; do
+        grep -q "^ftmpi_lighthouse_members_info{address=\"$_a\",role=\"$(role_of "$_a")\"} 1\$" \
+            "$HTTP_BODY" || return 1
+    done
+    [ "$(grep -c '^ftmpi_lighthouse_members_info{' "$HTTP_BODY")" = 3 ] || return 1
+    http GET /
+    grep -q "<li>$LADDR leader</li>" "$HTTP_BODY"
+}
+for n in a b c; do
+    eval "LH_HTTP=\$HTTP_$n"
+    wait_until 30 names_all || die "lighthouse $n does not name the three lighthouses: $(grep -o '"lighthouses":[^]]*]' "$T/http.body.raw" || head -c 400 "$HTTP_BODY")"
+done
+eval "LH_HTTP=\$HTTP_$S"
+
 # a standby names the leader; the client follows it
 timeout 30 "$PROBE" quorum "$SADDR" g1 0 10000 77 >"$T/q1.out" 2>&1 ||
     die "a quorum through the standby $SADDR: $(cat "$T/q1.out")"
@@ -84,6 +110,14 @@ timeout 30 "$PROBE" quorum "$ALL" g1 1 20000 >"$T/q2.out" 2>&1 ||
 Q2=$(sed -n 's/^quorum \([0-9]*\) .*/\1/p' "$T/q2.out")
 [ -n "$Q2" ] && [ "$Q2" -gt "$Q1" ] || die "the new leader issued id '$Q2', not above $Q1"
 [ "$(etcd_get "$P/quorum_id")" = "$Q2" ] || die "etcd's quorum id: '$(etcd_get "$P/quorum_id")', want $Q2"
+# the killed leader's key went with its lease: the two left name each other
+eval "LH_HTTP=\$HTTP_$L"
+two_left() {
+    http GET /status.json
+    grep -q "{\"address\":\"$LADDR\",\"role\":\"leader\"}" "$HTTP_BODY" &&
+        [ "$(grep -o '"address":"[^"]*","role":"[a-z]*"}' "$HTTP_BODY" | grep -c .)" = 2 ]
+}
+wait_until 30 two_left || die "after the SIGKILL the new leader names: $(grep -o '"lighthouses":[^]]*]' "$HTTP_BODY")"
 
 # the leader SIGSTOPped beyond its lease: the last one leads; after
 # SIGCONT the stopped one issues nothing and sends the group on

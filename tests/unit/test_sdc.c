@@ -3,6 +3,7 @@
  * minority, fingerprints consumed once, bounds. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -184,6 +185,64 @@ static void test_state_judge(void **unused)
     fti_sdc_destroy(h);
 }
 
+static bool known_none(const char *id, void *arg)
+{
+    (void)id;
+    (void)arg;
+    return false;
+}
+
+/* An open minority verdict listed (fti_sdc_open), restored into another
+ * table (a new leader's), sticky there at its step, kept through expiry
+ * until the group asks again, closed at another step. */
+static void test_open_restore(void **unused)
+{
+    (void)unused;
+    fti_sdc_h h, h2;
+    fti_sdc_print_t a[4], b[4];
+    fti_sdc_finding_t f[3];
+    fti_sdc_report_t r[4];
+    prints(a, 2, 100, -1, -1);
+    prints(b, 2, 100, 0, 1); /* group rank 0, buffer "m" */
+    assert_int_equal(fti_sdc_create(&h), FT_SUCCESS);
+    assert_int_equal(fti_sdc_create(&h2), FT_SUCCESS);
+    assert_int_equal(fti_sdc_open(h, r, 4), 0);
+    assert_int_equal(fti_sdc_note(h, "g0", 7, a, 4), FT_SUCCESS);
+    assert_int_equal(fti_sdc_note(h, "g1", 7, b, 4), FT_SUCCESS);
+    assert_int_equal(fti_sdc_note(h, "g2", 7, a, 4), FT_SUCCESS);
+    const char *ids[3] = {"g0", "g1", "g2"};
+    int64_t s7[3] = {7, 7, 7}, s8[3] = {8, 8, 8};
+    assert_int_equal(fti_sdc_judge(h, ids, s7, 3, 1000, f), 1);
+    assert_int_equal(f[1].verdict, FTI_SDC_MINORITY);
+    assert_int_equal(fti_sdc_open(h, r, 0), 1); /* counted, none copied */
+    assert_int_equal(fti_sdc_open(h, r, 4), 1);
+    assert_string_equal(r[0].replica_id, "g1");
+    assert_int_equal(r[0].f.step, 7);
+    assert_int_equal(r[0].f.group_rank, 0);
+    assert_string_equal(r[0].f.buffer, "m");
+
+    fti_sdc_finding_t bad = r[0].f;
+    bad.verdict = FTI_SDC_TIE;
+    assert_int_equal(fti_sdc_restore(h2, "g1", &bad), FT_ERR_ARG);
+    assert_int_equal(fti_sdc_restore(h2, "", &r[0].f), FT_ERR_ARG);
+    assert_int_equal(fti_sdc_restore(h2, "g1", &r[0].f), FT_SUCCESS);
+    assert_int_equal(fti_sdc_expire(h2, known_none, NULL), 0); /* restored: kept */
+    assert_int_equal(fti_sdc_judge(h2, ids, s7, 3, 2000, f), 0);
+    assert_int_equal(f[0].verdict, FTI_SDC_AGREE);
+    assert_int_equal(f[1].verdict, FTI_SDC_MINORITY);
+    assert_false(f[1].fresh);
+    assert_int_equal(f[1].step, 7);
+    assert_string_equal(f[1].buffer, "m");
+    assert_int_equal(fti_sdc_reports(h2, r, 4), 0); /* not a new report */
+    assert_int_equal(fti_sdc_open(h2, r, 4), 1);
+    /* asked once: expiry applies again; another step closes it */
+    assert_int_equal(fti_sdc_judge(h2, ids, s8, 3, 3000, f), 0);
+    assert_int_equal(f[1].verdict, FTI_SDC_AGREE);
+    assert_int_equal(fti_sdc_open(h2, r, 4), 0);
+    fti_sdc_destroy(h);
+    fti_sdc_destroy(h2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_two_differ_is_a_tie),
         cmocka_unit_test(test_all_agree_and_shapes),
         cmocka_unit_test(test_state_judge),
+        cmocka_unit_test(test_open_restore),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
