@@ -297,7 +297,10 @@ void fti_lh_evaluate(struct fti_lighthouse *lh)
     decide(lh, &is);
     if (is.q == NULL)
         return;
-    if (is.new_id && fti_lh_gate_record(lh, is.q) != FT_SUCCESS) {
+    /* every quorum sent is recorded first: not only a new id, also one
+     * whose recording failed and that the rules issue again unchanged (it
+     * was sent to the callers that asked again without being in etcd) */
+    if (fti_lh_gate_record(lh, is.q) != FT_SUCCESS) {
         fti_quorum_free(is.q);
         free(is.sdc);
         return;

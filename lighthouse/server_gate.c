@@ -293,11 +293,14 @@ bool fti_lh_gate_leading(struct fti_lighthouse *lh)
 int fti_lh_gate_record(struct fti_lighthouse *lh, const fti_quorum_t *q)
 {
     const fti_lh_gate_t *g = lh->opts.gate;
-    if (g == NULL)
+    if (g == NULL || (q->quorum_id == lh->gate_rec_id && lh->gate_term == lh->gate_rec_term))
         return FT_SUCCESS;
     int rc = g->record(g->arg, q);
-    if (rc == FT_SUCCESS)
+    if (rc == FT_SUCCESS) {
+        lh->gate_rec_id = q->quorum_id;
+        lh->gate_rec_term = lh->gate_term;
         return rc;
+    }
     FTI_WARN("quorum %" PRId64 " not sent: %s", q->quorum_id,
              rc == FT_ERR_NOT_LEADER ? "this lighthouse no longer leads"
                                      : "it could not be recorded in etcd");

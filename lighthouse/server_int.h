@@ -74,6 +74,8 @@ struct fti_lighthouse {
     fti_lh_recov_t recov;   /* recoveries, failed steps, rank counters (recoveries.h) */
     fti_sdc_h sdc;          /* fingerprints waiting, reports (sdc.h) */
     int64_t gate_term;      /* the leadership of opts.gate taken over (loop thread) */
+    int64_t gate_rec_id, gate_rec_term; /* the quorum last recorded through opts.gate, and
+                                         * under which leadership (loop thread) */
     fti_lh_killed_t gate_killed; /* killed as last saved through opts.gate (loop thread) */
     char *gate_sdc; /* the open SDC verdicts as last saved (server_gate.c), NULL none */
 };
