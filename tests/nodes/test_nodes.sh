@@ -333,10 +333,11 @@ fi
 # Only with FTI_NODES_MODEB=1: on Open MPI 5 with ULFM (mpirun --with-ft
 # ulfm, through the tests' mpirun_prte.sh) when this tree has a build
 # against it beside this one (../_build_ompi5, what ./quickstart.sh
-# check-ompi5 makes), it passed once, then in two runs on a loaded machine
-# (2026-11-29) world rank 0 stopped at step 16 with mpirun exiting 0, and
-# mpirun did not end in 300 s: not reliable yet, not in check-nodes.  Not
-# on Open MPI 4.1.4 at all: its mpirun --enable-recovery never ends once a process on another
+# check-ompi5 makes), it passed 4 times in 6 on a loaded machine
+# (2026-11-29); in the 2 others a survivor on mpirun's node (world rank 0,
+# then 1) vanished after the death on node1, killed by a signal with no
+# line in its stderr, and mpirun exited 0: not reliable yet, not in
+# check-nodes.  Not on Open MPI 4.1.4 at all: its mpirun --enable-recovery never ends once a process on another
 # node than its own died, whatever the program: `mpirun --enable-recovery
 # --host node0:3,node1:2 -np 5 sh -c ...` where rank 3's process (node1)
 # kills itself and the 4 others exit 0 never ends (124 at a 60 s timeout),
