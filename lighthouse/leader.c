@@ -136,28 +136,25 @@ static void step_down(struct fti_lh_leader *l, const char *why)
     l->leader[0] = '\0';
 }
 
-static int gate_record(void *arg, const struct fti_quorum *q)
+/* The n puts in one txn guarded by our election key (fencing): refused
+ * while we do not lead; a refused compare steps down.  what names the
+ * write in the warning of a failed call. */
+static int fenced_put(struct fti_lh_leader *l, const fti_etcd_put_t *put, size_t n,
+                      const char *what)
 {
-    struct fti_lh_leader *l = arg;
-    char id[24], err[FTI_REASON_SIZE];
+    char err[FTI_REASON_SIZE];
     pthread_mutex_lock(&l->mu);
     bool lead = l->leading && fti_now_ms() < l->deadline_ms;
     int64_t rev = l->fence_rev;
     pthread_mutex_unlock(&l->mu);
     if (!lead)
         return FT_ERR_NOT_LEADER;
-    char *js = quorum_json(q);
-    if (js == NULL)
-        return FT_ERR_NO_MEMORY;
-    snprintf(id, sizeof(id), "%" PRId64, q->quorum_id);
     fti_etcd_cmp_t cmp = {l->key_leader, FTI_ETCD_CREATE_REV, rev};
-    fti_etcd_put_t put[2] = {{l->key_id, id, strlen(id), 0}, {l->key_last, js, strlen(js), 0}};
     bool ok = false;
-    int rc = fti_etcd_txn(l->fence, &cmp, 1, put, 2, &ok, NULL);
-    free(js);
+    int rc = fti_etcd_txn(l->fence, &cmp, 1, put, n, &ok, NULL);
     if (rc != FT_SUCCESS) {
         fti_etcd_last_error(l->fence, err, sizeof(err));
-        FTI_WARN("etcd: quorum %" PRId64 " not recorded: %s", q->quorum_id, err);
+        FTI_WARN("etcd: %s: %s", what, err);
         return rc;
     }
     if (!ok) {
@@ -169,34 +166,30 @@ static int gate_record(void *arg, const struct fti_quorum *q)
     return FT_SUCCESS;
 }
 
+static int gate_record(void *arg, const struct fti_quorum *q)
+{
+    struct fti_lh_leader *l = arg;
+    char id[24], what[64];
+    char *js = quorum_json(q);
+    if (js == NULL)
+        return FT_ERR_NO_MEMORY;
+    snprintf(id, sizeof(id), "%" PRId64, q->quorum_id);
+    snprintf(what, sizeof(what), "quorum %" PRId64 " not recorded", q->quorum_id);
+    fti_etcd_put_t put[2] = {{l->key_id, id, strlen(id), 0}, {l->key_last, js, strlen(js), 0}};
+    int rc = fenced_put(l, put, 2, what);
+    free(js);
+    return rc;
+}
+
 /* PREFIX/name written in a txn guarded by our election key. */
 static int gate_save(void *arg, const char *name, const char *val)
 {
     struct fti_lh_leader *l = arg;
-    char key[KEY_SIZE + 64], err[FTI_REASON_SIZE];
-    pthread_mutex_lock(&l->mu);
-    bool lead = l->leading && fti_now_ms() < l->deadline_ms;
-    int64_t rev = l->fence_rev;
-    pthread_mutex_unlock(&l->mu);
-    if (!lead)
-        return FT_ERR_NOT_LEADER;
+    char key[KEY_SIZE + 64], what[KEY_SIZE + 80];
     snprintf(key, sizeof(key), "%s/%s", l->o.prefix, name);
-    fti_etcd_cmp_t cmp = {l->key_leader, FTI_ETCD_CREATE_REV, rev};
+    snprintf(what, sizeof(what), "%s not written", key);
     fti_etcd_put_t put = {key, val, strlen(val), 0};
-    bool ok = false;
-    int rc = fti_etcd_txn(l->fence, &cmp, 1, &put, 1, &ok, NULL);
-    if (rc != FT_SUCCESS) {
-        fti_etcd_last_error(l->fence, err, sizeof(err));
-        FTI_WARN("etcd: %s not written: %s", key, err);
-        return rc;
-    }
-    if (!ok) {
-        pthread_mutex_lock(&l->mu);
-        step_down(l, "etcd refused its write: another lighthouse was elected (fenced)");
-        pthread_mutex_unlock(&l->mu);
-        return FT_ERR_NOT_LEADER;
-    }
-    return FT_SUCCESS;
+    return fenced_put(l, &put, 1, what);
 }
 
 static int gate_load(void *arg, const char *name, char **val_p)
