@@ -76,7 +76,7 @@ int main(int argc, char **argv)
         rc = fti_heal_create(&hd);
     if (rc == FT_SUCCESS)
         rc = fti_heal_register(hd, "state", dst, bytes);
-    fti_heal_opts_t o = {5000, 1 << 20, 0, !staged, NULL};
+    fti_heal_opts_t o = {5000, 1 << 20, 0, !staged, NULL, NULL};
     int64_t us[MAX_REPS];
     for (int r = 0; rc == FT_SUCCESS && r < reps; r++) {
         fti_heal_set_step(hs, 10 + r, true);
