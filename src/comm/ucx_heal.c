@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,13 +64,29 @@ static void progress_or_sleep(ucp_worker_h w, int efd, int ms)
     (void)poll(&pf, 1, ms);
 }
 
+/* How long the serving thread keeps polling after the last event before
+ * it sleeps on the event fd: UCX's event fd does not wake it for every
+ * request of an emulated get, which then waited out the sleep. */
+#define UCX_HEAL_SPIN_US 20000
+
 static void *serve_main(void *arg)
 {
     (void)arg;
+    int64_t last = fti_now_us();
     pthread_mutex_lock(&srv.mu);
     while (!srv.stop) {
+        unsigned moved = 0;
         while (fti_ucx.worker_progress(srv.worker) != 0)
-            ;
+            moved++;
+        int64_t now = fti_now_us();
+        if (moved)
+            last = now;
+        if (now - last < UCX_HEAL_SPIN_US) {
+            pthread_mutex_unlock(&srv.mu);
+            sched_yield();
+            pthread_mutex_lock(&srv.mu);
+            continue;
+        }
         bool armed = fti_ucx.worker_arm(srv.worker) == UCS_OK;
         pthread_mutex_unlock(&srv.mu);
         if (armed) {
@@ -291,17 +308,26 @@ static void conn_close_ep(struct conn *c)
     fti_ucx.request_free(r);
 }
 
+/* A get of a range is cut into gets of this many bytes, all posted at
+ * once (UCX's emulated gets move one fragment per round trip otherwise);
+ * a range is at most UCX_HEAL_MAX_GETS of them. */
+#define UCX_HEAL_GET_BYTES ((size_t)256 << 10)
+#define UCX_HEAL_MAX_GETS 256
+
 struct get_done {
-    int done;
-    ucs_status_t st;
+    size_t count, want; /* completed, posted */
+    int done;           /* count == want */
+    ucs_status_t st;    /* the first error */
 };
 
 static void get_cb(void *req, ucs_status_t status, void *user)
 {
     (void)req;
     struct get_done *d = user;
-    d->st = status;
-    d->done = 1;
+    if (d->st == UCS_OK)
+        d->st = status;
+    d->count++;
+    d->done = d->count >= d->want;
 }
 
 int fti_ucx_heal_get(void *conn, const void *rkey, size_t rklen, uint64_t raddr, void *dst,
@@ -318,30 +344,43 @@ int fti_ucx_heal_get(void *conn, const void *rkey, size_t rklen, uint64_t raddr,
                  fti_ucx.status_string(st));
         return FT_ERR_BAD_MESSAGE;
     }
-    struct get_done d = {0, UCS_OK};
+    /* the gets of [raddr, +len), UCX_HEAL_GET_BYTES each, all in flight */
+    size_t n = len == 0 ? 0 : (len + UCX_HEAL_GET_BYTES - 1) / UCX_HEAL_GET_BYTES;
+    struct get_done d = {0, 0, 0, UCS_OK};
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                              UCP_OP_ATTR_FIELD_USER_DATA,
                              .cb.send = get_cb,
                              .user_data = &d};
-    ucs_status_ptr_t r = fti_ucx.get_nbx(c->ep, dst, len, raddr, rk, &p);
-    int rc = FT_SUCCESS;
-    if (UCS_PTR_IS_ERR(r)) {
-        d.done = 1;
-        d.st = UCS_PTR_STATUS(r);
-        r = NULL;
-    } else if (r == NULL) {
-        d.done = 1;
+    void *reqs[UCX_HEAL_MAX_GETS];
+    size_t posted = 0;
+    if (n > UCX_HEAL_MAX_GETS) {
+        fti_ucx.rkey_destroy(rk);
+        return FT_ERR_ARG;
     }
+    for (size_t i = 0; i < n && d.st == UCS_OK; i++) {
+        size_t off = i * UCX_HEAL_GET_BYTES, sz = FTI_MIN(UCX_HEAL_GET_BYTES, len - off);
+        ucs_status_ptr_t r = fti_ucx.get_nbx(c->ep, (char *)dst + off, sz, raddr + off, rk, &p);
+        if (UCS_PTR_IS_ERR(r))
+            d.st = UCS_PTR_STATUS(r);
+        else if (r != NULL)
+            reqs[posted++] = r;
+    }
+    d.want = posted;
+    d.done = d.count >= d.want;
+    int rc = FT_SUCCESS;
+    /* polled: the healer has nothing else to do, and UCX's event fd does not
+     * wake it for every completion of an emulated get */
     while (!d.done && !c->failed && fti_ms_left(deadline_ms) > 0)
-        progress_or_sleep(c->worker, c->efd, FTI_MIN(fti_ms_left(deadline_ms), UCX_HEAL_POLL_MS));
+        if (fti_ucx.worker_progress(c->worker) == 0)
+            sched_yield();
     if (!d.done) { /* failed peer or deadline: the forced close ends the get */
         rc = c->failed ? FT_ERR_PROC_FAILED : FT_ERR_TIMEOUT;
         conn_close_ep(c);
         while (!d.done)
             progress_or_sleep(c->worker, c->efd, 10);
     }
-    if (r != NULL)
-        fti_ucx.request_free(r);
+    for (size_t i = 0; i < posted; i++)
+        fti_ucx.request_free(reqs[i]);
     fti_ucx.rkey_destroy(rk);
     if (rc == FT_SUCCESS && d.st != UCS_OK)
         rc = c->failed || d.st == UCS_ERR_ENDPOINT_TIMEOUT || d.st == UCS_ERR_CONNECTION_RESET

@@ -83,7 +83,7 @@ void fti_heal_rma_open(struct stripe *sp, struct stripe_src *w)
 }
 
 /* Bytes per get: the frontier sums each while it is still in the cache. */
-#define HEAL_RMA_STEP ((size_t)1 << 20)
+#define HEAL_RMA_STEP ((size_t)8 << 20)
 
 int fti_heal_rma_fetch(struct stripe *sp, struct stripe_src *w, struct stripe_range *r,
                        void (*landed)(void *, size_t), void *arg)

@@ -11,7 +11,7 @@
 #      FTMPI_HEAL_TIMEOUT_MS, checked there), its state untouched, and it
 #      goes on alone.  The source's fetch replies cannot be slowed here
 #      (the healer reads with ucp_get_nbx, the source sees no request), so
-#      the healer waits 20 ms before each 1 MiB get (the test hook
+#      the healer waits 200 ms before each get of 8 MiB (the test hook
 #      FTMPI_TEST_HEAL_GET_DELAY_MS): the heal lasts seconds and the kill, 1 s
 #      after the source served the metadata, lands inside it.  Here also:
 #      the healer logged a failed get over ucx.
@@ -47,10 +47,11 @@ grep -q 'restart [0-9]* of this group: healed step' "$dir/g1.err" ||
 ! grep -h 'fetching over tcp' "$dir"/g*.err || die "kill_restart: a heal fell back to tcp"
 echo "kill_restart: g1's heals over ucx: $(grep -c 'over ucx (one-sided reads)' "$dir/g1.err")"
 
-scenario test_e2e_heal_kill_mid E2E_HEAL_MIB=128 E2E_SERVE_DELAY_MS=0 FTMPI_TEST_HEAL_GET_DELAY_MS=20
+scenario test_e2e_heal_kill_mid E2E_HEAL_MIB=128 E2E_SERVE_DELAY_MS=0 FTMPI_TEST_HEAL_GET_DELAY_MS=200
 grep -q 'heal: fetching step [0-9]* from .* over ucx (one-sided reads)' "$dir/g1.err" ||
     die "kill_mid: g1 did not heal over ucx"
 grep -q 'heal over ucx: get of [0-9]* bytes failed' "$dir/g1.err" ||
     die "kill_mid: no get over ucx failed in g1: the kill did not cut a heal over ucx"
+grep -h '"event":"heal"' "$dir/g1.events" | cut -c 1-200
 echo "kill_mid: $(grep -h 'heal over ucx: get of' "$dir/g1.err" | sed 's/.*\] //' | sort -u | head -n 2 | tr '\n' ' ')"
 echo "PASS ($TEST_NAME)"
