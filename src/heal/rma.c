@@ -111,8 +111,8 @@ int fti_heal_rma_fetch(struct stripe *sp, struct stripe_src *w, struct stripe_ra
         }
     }
     if (rc != FT_SUCCESS)
-        FTI_WARN("heal: fetching '%s' [%zu, +%zu) from %s over %s failed: %s; dropped as a "
+        FTI_WARN("heal: fetching '%s' [%zu, +%zu) over %s from %s failed: %s; dropped as a "
                  "source",
-                 s->b->name, r->off, r->len, w->addr, sp->opts->rma->name, FT_Error_string(rc));
+                 s->b->name, r->off, r->len, sp->opts->rma->name, w->addr, FT_Error_string(rc));
     return rc;
 }

@@ -15,6 +15,10 @@
 #      FTMPI_TEST_HEAL_GET_DELAY_MS): the heal lasts seconds and the kill, 1 s
 #      after the source served the metadata, lands inside it.  Here also:
 #      the healer logged a failed get over ucx.
+#   3. test_e2e_heal_source_killed.sh: 3 groups, g2 restarted; g0 SIGKILLed
+#      as it serves g2's heal (its metadata line: over ucx it sees no
+#      fetch); g2 heals from g1, in the same heal (g0 dropped as a source)
+#      or the next quorum's; the groups that finished together agree.
 # This test fails with the first scenario that fails.  Skips (77) in a build
 # without UCX or without the test hooks.
 . "$top_srcdir/tests/integration/common.sh"
@@ -54,4 +58,13 @@ grep -q 'heal over ucx: get of [0-9]* bytes failed' "$dir/g1.err" ||
     die "kill_mid: no get over ucx failed in g1: the kill did not cut a heal over ucx"
 grep -h '"event":"heal"' "$dir/g1.events" | cut -c 1-200
 echo "kill_mid: $(grep -h 'heal over ucx: get of' "$dir/g1.err" | sed 's/.*\] //' | sort -u | head -n 2 | tr '\n' ' ')"
+
+# 3. the source SIGKILLed as it serves a heal over ucx (at its metadata);
+# the healer's gets from it fail through UCX (the peer error callback or
+# the get's error), and g2 gets the state from g1, in the same heal or the
+# next quorum's (the checks of test_e2e_heal_source_killed.sh)
+scenario test_e2e_heal_source_killed E2E_KILL_ON='heal: metadata of step' \
+    FTMPI_TEST_HEAL_GET_DELAY_MS=200
+grep -q 'over ucx (one-sided reads)' "$dir/g2.err" || die "source_killed: g2 did not heal over ucx"
+echo "source_killed: $(grep -h 'over ucx from .* failed\|heal over ucx: get of' "$dir"/g*.err | sed 's/.*\] //' | head -n 2 | tr '\n' ' ')"
 echo "PASS ($TEST_NAME)"
