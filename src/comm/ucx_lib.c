@@ -90,7 +90,10 @@ static void lib_init(void)
         ucp_params_t p = {
             .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
             .features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP,
-            .mt_workers_shared = 0,
+            /* workers on several threads: a slice's, the heal's serving one and
+             * a healer's per source (comm/ucx_heal.c), made and mapping
+             * memory concurrently */
+            .mt_workers_shared = 1,
         };
         st = fti_ucx.init_version(UCP_API_MAJOR, UCP_API_MINOR, &p, cfg, &lib.ctx);
         fti_ucx.config_release(cfg);

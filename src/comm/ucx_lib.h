@@ -46,7 +46,8 @@ struct fti_ucx_fns {
 };
 extern struct fti_ucx_fns fti_ucx;
 
-/* Loads libucp and makes the process-wide context (features TAG,
+/* Loads libucp and makes the process-wide context (shared by workers of
+ * several threads; features TAG,
  * RMA and WAKEUP; workers in UCS_THREAD_MODE_SERIALIZED) the first time; the
  * context afterwards.  With timeout_ms > 0 (the first call's counts) and
  * UCX_KEEPALIVE_INTERVAL not set by the user: UCX's keepalive every
