@@ -23,6 +23,7 @@
 static const char *const world_choices[] = {"dynamic", "fixed_with_spares", NULL};
 static const char *const bool_choices[] = {"0", "1", NULL};
 static const char *const heal_install_choices[] = {"auto", "staged", "direct", NULL};
+static const char *const heal_transport_choices[] = {"auto", "tcp", "ucx", NULL};
 static const char *const sdc_tie_choices[] = {"continue", "stop", NULL};
 
 const fti_config_field_t fti_config_table[] = {
@@ -77,6 +78,8 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_INT, OFF(heal_timeout_ms), 1, 3600000, NULL},
     {"FTMPI_HEAL_INSTALL", "auto", "how a heal writes the registered buffers: staged (into staging memory, installed only once every rank of the group has a verified copy: a failed heal changes nothing), direct (straight into the buffers, no copy: a heal that fails after its first byte loses the group, which leaves with FT_ERR_GROUP_LOST and is restarted), auto = direct while the process has neither committed nor healed a step (mode A: its state is what a restart makes again), staged otherwise",
      FTI_CFG_ENUM, OFF(heal_install), 0, 0, heal_install_choices},
+    {"FTMPI_HEAL_TRANSPORT", "auto", "how a heal moves the bytes: tcp (HEAL_FETCH replies over the rank server's connection), ucx (one-sided reads, ucp_get_nbx, of the source's mapped state; builds with UCX; a source that does not serve ucx is read over tcp), auto = ucx when this rank's backend is ucx (FTMPI_BACKEND=ucx, or auto with FTMPI_UCX=1), else tcp; the metadata and checksums go over the authenticated RPC either way",
+     FTI_CFG_ENUM, OFF(heal_transport), 0, 0, heal_transport_choices},
     {"FTMPI_INIT_SYNC", "1", "1: a fresh start copies the primary group's state at step 0",
      FTI_CFG_BOOL, OFF(init_sync), 0, 1, bool_choices},
     {"FTMPI_LOG_LEVEL", "warn", "none, error, warn, info, debug or trace",

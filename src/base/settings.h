@@ -20,6 +20,8 @@
 enum fti_world_mode { FTI_WORLD_DYNAMIC, FTI_WORLD_FIXED_WITH_SPARES };
 /* FTMPI_HEAL_INSTALL (src/step/step_quorum.c, fti_step_heal) */
 enum fti_heal_install { FTI_HEAL_INSTALL_AUTO, FTI_HEAL_INSTALL_STAGED, FTI_HEAL_INSTALL_DIRECT };
+/* FTMPI_HEAL_TRANSPORT (src/step/step_heal_rma.c) */
+enum fti_heal_transport { FTI_HEAL_TRANSPORT_AUTO, FTI_HEAL_TRANSPORT_TCP, FTI_HEAL_TRANSPORT_UCX };
 /* FTMPI_SDC_ON_TIE (src/step/step_sdc.c) */
 enum fti_sdc_on_tie { FTI_SDC_TIE_CONTINUE, FTI_SDC_TIE_STOP };
 
@@ -38,6 +40,7 @@ typedef struct fti_config {
     int heartbeat_ms;
     int heal_timeout_ms;
     int heal_install;           /* enum fti_heal_install */
+    int heal_transport;         /* enum fti_heal_transport */
     int init_sync;              /* bool */
     int log_level;
     char event_log[FTI_PATH_SIZE];      /* JSON event log path, "" = off */

@@ -33,6 +33,8 @@ static const char *const names[] = {
     "ucp_worker_arm", "ucp_worker_progress", "ucp_worker_query", "ucp_worker_release_address",
     "ucp_ep_create", "ucp_ep_close_nbx", "ucp_tag_send_nbx", "ucp_tag_recv_nbx",
     "ucp_request_free", "ucp_request_cancel", "ucp_request_check_status", "ucs_status_string",
+    "ucp_mem_map", "ucp_mem_unmap", "ucp_rkey_pack", "ucp_rkey_buffer_release",
+    "ucp_ep_rkey_unpack", "ucp_rkey_destroy", "ucp_get_nbx",
 };
 
 /* Fills fti_ucx from libucp (its dependencies give ucs_status_string);
@@ -87,8 +89,11 @@ static void lib_init(void)
     if (st == UCS_OK) {
         ucp_params_t p = {
             .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-            .features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP,
-            .mt_workers_shared = 0,
+            .features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP,
+            /* workers on several threads: a slice's, the heal's serving one and
+             * a healer's per source (comm/ucx_heal.c), made and mapping
+             * memory concurrently */
+            .mt_workers_shared = 1,
         };
         st = fti_ucx.init_version(UCP_API_MAJOR, UCP_API_MINOR, &p, cfg, &lib.ctx);
         fti_ucx.config_release(cfg);

@@ -35,11 +35,20 @@ struct fti_ucx_fns {
     __typeof__(&ucp_request_cancel) request_cancel;
     __typeof__(&ucp_request_check_status) request_check_status;
     __typeof__(&ucs_status_string) status_string;
+    /* the heal's one-sided reads (comm/ucx_heal.c) */
+    __typeof__(&ucp_mem_map) mem_map;
+    __typeof__(&ucp_mem_unmap) mem_unmap;
+    __typeof__(&ucp_rkey_pack) rkey_pack;
+    __typeof__(&ucp_rkey_buffer_release) rkey_buffer_release;
+    __typeof__(&ucp_ep_rkey_unpack) ep_rkey_unpack;
+    __typeof__(&ucp_rkey_destroy) rkey_destroy;
+    __typeof__(&ucp_get_nbx) get_nbx;
 };
 extern struct fti_ucx_fns fti_ucx;
 
-/* Loads libucp and makes the process-wide context (features TAG and
- * WAKEUP; workers in UCS_THREAD_MODE_SERIALIZED) the first time; the
+/* Loads libucp and makes the process-wide context (shared by workers of
+ * several threads; features TAG,
+ * RMA and WAKEUP; workers in UCS_THREAD_MODE_SERIALIZED) the first time; the
  * context afterwards.  With timeout_ms > 0 (the first call's counts) and
  * UCX_KEEPALIVE_INTERVAL not set by the user: UCX's keepalive every
  * quarter of it (at least 50 ms), so that a dead peer is found within it

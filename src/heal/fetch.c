@@ -72,6 +72,8 @@ static int fetch_range(struct stripe *sp, struct stripe_src *w, struct stripe_ra
     }
     ftmpi__heal_fetch_request__pack(&req, rbuf);
     struct landing l = {sp, r};
+    if (w->rma != NULL)
+        return fti_heal_rma_fetch(sp, w, r, fetch_landed, &l);
     int rc = fti_rpc_call_into_cb(w->c, FTMPI__METHOD__HEAL_FETCH, rbuf, rlen, left,
                                   s->data + r->off, r->len, HEAL_LAND_STEP, fetch_landed, &l);
     if (rc != FT_SUCCESS)
@@ -470,6 +472,8 @@ static void stripe_free(struct stripe *sp)
     for (int j = 0; j < sp->n_src; j++) {
         struct stripe_src *w = &sp->src[j];
         fti_rpc_client_destroy(w->c);
+        if (w->rma != NULL)
+            sp->opts->rma->disconnect(w->rma);
         if (w->sums != NULL && w->sums != w->m)
             ftmpi__heal_metadata_response__free_unpacked(w->sums, NULL);
         if (w->m != NULL)
@@ -538,6 +542,7 @@ int fti_heal_stage_multi(fti_heal_h h, const char *const *src_managers, int n_sr
     for (int j = 0; j < sp.n_src; j++) {
         st.bytes += sp.src[j].bytes;
         st.sources += sp.src[j].bytes > 0;
+        st.rma_sources += sp.src[j].bytes > 0 && sp.src[j].rma != NULL;
     }
     /* the first source that delivered bytes, else the first one reached */
     for (int j = 0; j < sp.n_src && st.source[0] == '\0'; j++)
@@ -557,9 +562,10 @@ int fti_heal_stage_multi(fti_heal_h h, const char *const *src_managers, int n_sr
     rc = fti_heal_code(rc);
     st.ms = fti_now_ms() - t0;
     if (rc == FT_SUCCESS) {
-        FTI_DEBUG("heal: step %" PRId64 " staged from %d of %d sources (%s first): %" PRIu64
-                  " bytes in %" PRId64 " ms",
-                  step, st.sources, n_src, st.source, st.bytes, st.ms);
+        FTI_DEBUG("heal: step %" PRId64 " staged from %d of %d sources (%s first, %d over %s): "
+                  "%" PRIu64 " bytes in %" PRId64 " ms",
+                  step, st.sources, n_src, st.source, st.rma_sources,
+                  opts->rma != NULL ? opts->rma->name : "-", st.bytes, st.ms);
         *staged_p = staged;
     }
     if (stats != NULL)

@@ -5,7 +5,8 @@
  * discard, so that a group heals as a whole or not at all (heal/fetch.c).
  * Errors: FT_ERR_* codes; a failed stage leaves the registered memory
  * untouched.  Test hooks (configure --enable-test-hooks only; heal_int.h):
- * FTMPI_TEST_HEAL_CORRUPT, FTMPI_TEST_HEAL_SERVE_DELAY_MS.
+ * FTMPI_TEST_HEAL_CORRUPT, FTMPI_TEST_HEAL_SERVE_DELAY_MS,
+ * FTMPI_TEST_HEAL_GET_DELAY_MS.
  *
  * Threads: fti_heal_register, fti_heal_set_step and the fetching calls
  * run on the application thread; fti_heal_handle on the RPC server's loop
@@ -128,6 +129,37 @@ void fti_heal_rpc(void *h, fti_rpc_call_h call, uint16_t method, const uint8_t *
 void fti_heal_handle(fti_heal_h h, fti_rpc_call_h call, uint16_t method, const uint8_t *payload,
                      size_t len);
 
+/* A one-sided transport a heal can fetch over instead of HEAL_FETCH (DESIGN
+ * section 7.1): the UCX one is comm/ucx_heal.c's (fti_ucx_heal_*), which the
+ * step hands in (this layer does not link UCX).  The metadata and the
+ * checksums still go through the authenticated RPC; the transport only
+ * moves the bytes, and every piece is checked as over HEAL_FETCH.
+ * Errors are FT_ERR_ codes, logged by the transport. */
+typedef struct fti_heal_rma {
+    const char *name; /* "ucx", in log lines */
+    /* Source, loop thread: makes [bases[i], +lens[i]) (i < n) readable by
+     * a healer; this process's address into *addr_p, *alen_p and each
+     * region's packed remote key into rkeys[i], rklens[i], all owned by
+     * the transport and valid until the next expose or release. */
+    int (*expose)(void *const *bases, const size_t *lens, size_t n, const void **addr_p,
+                  size_t *alen_p, const void **rkeys, size_t *rklens);
+    /* Source: forgets what expose made (fti_heal_destroy). */
+    void (*release)(void);
+    /* Healer, a fetching thread: a connection to the source at addr
+     * (release with disconnect). */
+    int (*connect)(const void *addr, size_t alen, int64_t deadline_ms, void **conn_p);
+    /* Healer: copies len bytes at raddr in the source's region of rkey into
+     * dst, before deadline_ms; FT_ERR_PROC_FAILED when the source died
+     * (UCX's peer error callback), FT_ERR_TIMEOUT at the deadline. */
+    int (*get)(void *conn, const void *rkey, size_t rklen, uint64_t raddr, void *dst, size_t len,
+               int64_t deadline_ms);
+    void (*disconnect)(void *conn);
+} fti_heal_rma_t;
+
+/* The transport this rank serves over when a healer asks for it (NULL:
+ * HEAL_FETCH only, the default).  Call before serving starts. */
+void fti_heal_set_rma(fti_heal_h h, const fti_heal_rma_t *rma);
+
 typedef struct fti_heal_opts {
     int connect_timeout_ms;
     size_t max_reply;   /* cap of metadata replies */
@@ -140,6 +172,9 @@ typedef struct fti_heal_opts {
      * false: staged, all or nothing (below). */
     bool direct;
     const fti_auth_key_t *key; /* the job's key for the sources' servers; NULL: none */
+    /* a one-sided transport to fetch over from every source that serves
+     * it (the others stream over HEAL_FETCH); NULL: HEAL_FETCH only */
+    const fti_heal_rma_t *rma;
 } fti_heal_opts_t;
 
 typedef struct fti_heal_stats {
@@ -150,6 +185,7 @@ typedef struct fti_heal_stats {
                                     * that delivered bytes (else reached) */
     int sources;        /* sources that delivered bytes */
     int refetched;      /* pieces that failed their checksum, fetched again */
+    int rma_sources;    /* sources that delivered bytes over opts->rma */
     bool torn;          /* opts->direct: it failed once a fetch into the
                          * registered memory began (this rank's state is lost) */
 } fti_heal_stats_t;

@@ -71,6 +71,12 @@ struct fti_heal {
      * N ms on the loop thread, so that a test can kill a source while a
      * heal of it runs, whatever the machine's speed */
     int serve_delay_ms;
+    /* FTMPI_TEST_HEAL_GET_DELAY_MS=N (test hook): a healer waits N ms before
+     * each one-sided get (heal/rma.c), so that a test can kill the source
+     * while a heal over ucx runs (the source sees no request to delay) */
+    int get_delay_ms;
+    /* the one-sided transport served when a healer asks (fti_heal_set_rma) */
+    const fti_heal_rma_t *rma;
 };
 
 #endif

@@ -16,6 +16,7 @@
 #include "ftmpi_config.h" /* FTMPI_TEST_HOOKS */
 #include "ftmpi_errors.h"
 #include "heal/heal_int.h"
+#include "heal/stripe.h"
 #include "base/log.h"
 #include "control/proto/ftmpi.pb-c.h"
 #include "base/util.h"
@@ -49,6 +50,8 @@ int fti_heal_create(fti_heal_h *h_p)
     }
     const char *delay = getenv("FTMPI_TEST_HEAL_SERVE_DELAY_MS");
     h->serve_delay_ms = delay != NULL ? atoi(delay) : 0;
+    const char *gdelay = getenv("FTMPI_TEST_HEAL_GET_DELAY_MS");
+    h->get_delay_ms = gdelay != NULL ? atoi(gdelay) : 0;
     if (h->serve_delay_ms > 0)
         FTI_WARN("heal: FTMPI_TEST_HEAL_SERVE_DELAY_MS: every fetch reply waits %d ms",
                  h->serve_delay_ms);
@@ -68,6 +71,8 @@ void fti_heal_destroy(fti_heal_h h)
         pthread_mutex_unlock(&h->mu);
         pthread_join(h->sum_tid, NULL);
     }
+    if (h->rma != NULL)
+        h->rma->release();
     for (size_t i = 0; i < h->n; i++) {
         struct heal_buf *b = h->bufs[i];
         if (b->copy.release != NULL)
@@ -475,9 +480,10 @@ static void sums_finish(struct fti_heal *h, uint64_t gen)
 /* Sends reply_buffers' answer: the n buffers hbp of step (generation gen),
  * with their checksums when with_sums. */
 static void send_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t step, uint64_t gen,
-                         Ftmpi__HealBuffer **hbp, size_t n, bool with_sums)
+                         Ftmpi__HealBuffer **hbp, size_t n, bool with_sums, ProtobufCBinaryData ucx)
 {
     Ftmpi__HealMetadataResponse resp = FTMPI__HEAL_METADATA_RESPONSE__INIT;
+    resp.ucx_address = ucx;
     resp.step = step;
     resp.committed_batches = 0;
     resp.n_buffers = n;
@@ -492,8 +498,10 @@ static void send_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t step, 
 /* Replies with the step's buffers: names and lengths, and the checksums
  * when with_sums (computed now if missing; the reply then completes a
  * copy), else sums_deferred.  Refuses a step other than `want`. */
-static void reply_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t want, bool with_sums)
+static void reply_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t want, bool with_sums,
+                          bool ucx)
 {
+    ProtobufCBinaryData ua = {0, NULL};
     pthread_mutex_lock(&h->mu);
     int64_t step = h->step;
     bool open = h->open;
@@ -559,8 +567,10 @@ static void reply_buffers(struct fti_heal *h, fti_rpc_call_h call, int64_t want,
         fti_rpc_reply_error(call, FT_ERR_NO_MEMORY, "out of memory");
     } else if (stale) {
         fti_rpc_reply_error(call, FT_ERR_STATE, "the step ended while its checksums were computed");
-    } else {
-        send_buffers(h, call, step, gen, hbp, n, with_sums);
+    } else if (!ucx || fti_heal_rma_serve(h, hb, n, &ua) == FT_SUCCESS) {
+        send_buffers(h, call, step, gen, hbp, n, with_sums, ua);
+    } else { /* logged */
+        fti_rpc_reply_error(call, FT_ERR_SYSTEM, "the state could not be exposed over ucx");
     }
     free(names);
     free(hbp);
@@ -577,8 +587,9 @@ static void serve_metadata(struct fti_heal *h, fti_rpc_call_h call, const uint8_
         return;
     }
     int64_t want = req->step;
+    bool ucx = req->ucx && h->rma != NULL;
     ftmpi__heal_metadata_request__free_unpacked(req, NULL);
-    reply_buffers(h, call, want, false);
+    reply_buffers(h, call, want, false, ucx);
 }
 
 /* A fetch reply on its way: bytes [off, +len) of buffer bi in generation
@@ -640,7 +651,7 @@ static void serve_fetch(struct fti_heal *h, fti_rpc_call_h call, const uint8_t *
     if (req->sums) {
         int64_t want = req->step;
         ftmpi__heal_fetch_request__free_unpacked(req, NULL);
-        reply_buffers(h, call, want, true);
+        reply_buffers(h, call, want, true, false);
         return;
     }
     const unsigned char *ptr = NULL;

@@ -194,6 +194,7 @@ int fti_heal_src_open(struct stripe *sp, struct stripe_src *w)
         return rc;
     Ftmpi__HealMetadataRequest req = FTMPI__HEAL_METADATA_REQUEST__INIT;
     req.step = sp->step;
+    req.ucx = o->rma != NULL;
     rc = fti_rpc_call_msg(w->c, FTMPI__METHOD__HEAL_METADATA, &req.base,
                           &ftmpi__heal_metadata_response__descriptor, fti_ms_left(sp->deadline_ms),
                           (ProtobufCMessage **)&w->m);
@@ -216,5 +217,7 @@ int fti_heal_src_open(struct stripe *sp, struct stripe_src *w)
     pthread_mutex_unlock(&sp->h->mu);
     if (rc == FT_SUCCESS && !w->m->sums_deferred)
         w->sums = w->m; /* the checksums came with the metadata */
+    if (rc == FT_SUCCESS)
+        fti_heal_rma_open(sp, w);
     return rc;
 }

@@ -92,6 +92,7 @@ struct stripe_src {
     const char *manager;
     char addr[FTI_ADDRESS_SIZE];
     fti_rpc_client_h c;
+    void *rma;                         /* opts->rma's connection, NULL: HEAL_FETCH */
     Ftmpi__HealMetadataResponse *m;    /* its metadata */
     Ftmpi__HealMetadataResponse *sums; /* its checksums (== m when not deferred) */
     bool dead;                         /* under the stripe's mutex */
@@ -162,5 +163,17 @@ int fti_heal_code(int rc);
 int fti_heal_src_open(struct stripe *sp, struct stripe_src *w);
 int fti_heal_src_sums(fti_rpc_client_h c, int64_t step, int64_t deadline_ms,
                       Ftmpi__HealMetadataResponse **resp_p);
+
+/* rma.c: the buffers' remote keys and the address (opts->rma's expose)
+ * into hb[0..n) and *addr_p, for the metadata reply (loop thread). */
+int fti_heal_rma_serve(struct fti_heal *h, Ftmpi__HealBuffer *hb, size_t n,
+                       ProtobufCBinaryData *addr_p);
+/* rma.c: after w's metadata was checked: a connection over opts->rma
+ * when w serves it (w->rma), else nothing (HEAL_FETCH; logged). */
+void fti_heal_rma_open(struct stripe *sp, struct stripe_src *w);
+/* rma.c: range r from w over opts->rma into the staging memory, calling
+ * landed(arg, bytes in place) as it goes.  Logs its failure. */
+int fti_heal_rma_fetch(struct stripe *sp, struct stripe_src *w, struct stripe_range *r,
+                       void (*landed)(void *, size_t), void *arg);
 
 #endif

@@ -49,6 +49,7 @@ struct fti_step {
     int group_rank, group_size;
     char my_addr[FTI_ADDRESS_SIZE]; /* this rank's RPC server */
     fti_heal_h heal;
+    const fti_heal_rma_t *heal_rma; /* FTMPI_HEAL_TRANSPORT: NULL = tcp (step_init.c) */
     fti_rank_server_h server;
     fti_manager_h manager;          /* group rank 0 only */
     fti_event_log_h elog;           /* NULL when FTMPI_EVENT_LOG is empty */

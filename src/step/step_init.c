@@ -20,6 +20,41 @@
 #include "base/log.h"
 #include "base/net.h"
 #include "base/util.h"
+#include "ftmpi_config.h" /* FTMPI_HAVE_UCX */
+#ifdef FTMPI_HAVE_UCX
+#include "comm/ucx.h"
+#include "comm/ucx_heal.h"
+
+static const fti_heal_rma_t ucx_heal_rma = {"ucx",
+                                            fti_ucx_heal_expose,
+                                            fti_ucx_heal_release,
+                                            fti_ucx_heal_connect,
+                                            fti_ucx_heal_get,
+                                            fti_ucx_heal_disconnect};
+#endif
+
+/* FTMPI_HEAL_TRANSPORT: the one-sided transport this rank heals and serves
+ * over (DESIGN section 7.1), NULL: tcp.  auto takes ucx when this rank's
+ * backend is ucx (named, or auto with FTMPI_UCX=1), so that a rank on
+ * another backend never loads UCX for a heal. */
+static const fti_heal_rma_t *heal_rma(const fti_config_t *cfg)
+{
+    bool ucx = cfg->heal_transport == FTI_HEAL_TRANSPORT_UCX ||
+               (cfg->heal_transport == FTI_HEAL_TRANSPORT_AUTO &&
+                (strcmp(cfg->backend, "ucx") == 0 || (strcmp(cfg->backend, "auto") == 0 && cfg->ucx)));
+    if (!ucx)
+        return NULL;
+#ifdef FTMPI_HAVE_UCX
+    char why[256];
+    if (fti_ucx_available(cfg->timeout_ms, why, sizeof(why)) == FT_SUCCESS)
+        return &ucx_heal_rma;
+    FTI_WARN("heal over ucx: UCX is not usable (%s); heals go over tcp", why);
+#else
+    if (cfg->heal_transport == FTI_HEAL_TRANSPORT_UCX)
+        FTI_WARN("FTMPI_HEAL_TRANSPORT=ucx: this build has no UCX; heals go over tcp");
+#endif
+    return NULL;
+}
 
 /* How long telling the lighthouse that the group leaves may take: it must
  * not hold FT_Finalize up for long when the lighthouse is gone. */
@@ -239,6 +274,10 @@ static void avg_kernel(void *in, void *inout, int *len, MPI_Datatype *dt)
 static int init_services(struct fti_step *s)
 {
     int rc = fti_heal_create(&s->heal);
+    if (rc == FT_SUCCESS) {
+        s->heal_rma = heal_rma(s->cfg);
+        fti_heal_set_rma(s->heal, s->heal_rma);
+    }
     if (rc == FT_SUCCESS && s->cfg->event_log[0] != '\0')
         rc = fti_event_log_open(s->cfg->event_log, s->world.replica_id, s->group_rank, &s->elog);
     if (rc == FT_SUCCESS)

@@ -320,8 +320,8 @@ int fti_step_heal(struct fti_step *s)
         .key = fti_config_key(s->cfg),
         .connect_timeout_ms = s->cfg->connect_timeout_ms,
         .max_reply = (size_t)s->cfg->max_frame_bytes,
-        .chunk_bytes = 0,
-        .direct = heal_direct(s),
+        .direct = heal_direct(s), /* chunk_bytes 0: FTI_HEAL_CHUNK_BYTES */
+        .rma = s->heal_rma,
     };
     fti_heal_stats_t hs;
     fti_heal_staged_h staged = NULL;

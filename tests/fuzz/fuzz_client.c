@@ -132,7 +132,7 @@ static void quorum(void)
 static void heal(void)
 {
     uint8_t before[BUF_LEN];
-    fti_heal_opts_t o = {2000, 1 << 16, 16, false, NULL};
+    fti_heal_opts_t o = {2000, 1 << 16, 16, false, NULL, NULL};
     fti_heal_stats_t st;
     for (size_t i = 0; i < BUF_LEN; i++)
         S.buf[i] = (uint8_t)i;

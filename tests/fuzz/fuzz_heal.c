@@ -247,7 +247,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *managers[N_SRC];
     for (int j = 0; j < n_src; j++)
         managers[j] = S.src[j].addr;
-    fti_heal_opts_t o = {2000, 1 << 16, chunk, false, NULL};
+    fti_heal_opts_t o = {2000, 1 << 16, chunk, false, NULL, NULL};
     fti_heal_staged_h staged = NULL;
     int rc = fti_heal_stage_multi(S.heal, managers, n_src, 0, STEP, &o, fti_now_ms() + 3000,
                                   &staged, NULL);

@@ -26,6 +26,9 @@ FTMPI_TIMEOUT_MS=5000
 # kill once came after it)
 need_test_hooks
 FTMPI_TEST_HEAL_SERVE_DELAY_MS=50
+# the line of g0's log that marks a heal it serves (test_e2e_ucx_heal.sh:
+# over ucx the source sees no fetch, so it kills at the metadata)
+: "${E2E_KILL_ON:=heal: test delay of}"
 export FTMPI_TIMEOUT_MS FTMPI_TEST_HEAL_SERVE_DELAY_MS
 args="--features $E2E_HEAL_FEATURES --batch 2 --samples 64 --eval 4 --lr 0.05 --steps 20 --print-every 1"
 
@@ -58,7 +61,7 @@ r0=$(e2e_ranks g0)
 [ -n "$m0" ] && [ -n "$r0" ] || e2e_fail "g0 has no mpirun or rank"
 (
     timeout 60 tail -n 0 --pid="$r0" -f "$TEST_TMPDIR/g0.err" | {
-        grep -q -m 1 'heal: test delay of' && kill -KILL "-$m0" $r0 &&
+        grep -q -m 1 "$E2E_KILL_ON" && kill -KILL "-$m0" $r0 &&
             echo "[trigger] a fetch of a heal reached g0: SIGKILL to mpirun $m0 and ranks $r0"
     }
 ) &

@@ -336,7 +336,7 @@ static void test_big_buffer(void **state)
         FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(srv)};
     assert_int_equal(fti_rank_server_set_peers(srv, peers, 1), FT_SUCCESS);
-    fti_heal_opts_t o = {1000, 1 << 20, (3u << 20) + 5, false, NULL}; /* chunks across the pieces */
+    fti_heal_opts_t o = {1000, 1 << 20, (3u << 20) + 5, false, NULL, NULL}; /* chunks across the pieces */
     fti_heal_stats_t st;
     const size_t spots[] = {0, len - 1, FTI_HEAL_SUM_BYTES};
     for (size_t k = 0; k < FTI_ARRAY_SIZE(spots); k++) {
@@ -633,7 +633,7 @@ static void test_mirrored(void **state)
         FT_SUCCESS);
     const char *peers[] = {fti_rank_server_address(srv)};
     assert_int_equal(fti_rank_server_set_peers(srv, peers, 1), FT_SUCCESS);
-    fti_heal_opts_t o = {1000, 1 << 20, 4096 + 17, false, NULL};
+    fti_heal_opts_t o = {1000, 1 << 20, 4096 + 17, false, NULL, NULL};
     const char *addr = fti_rank_server_address(srv);
 
     /* served through the mirror, copied out on the loop thread once */
