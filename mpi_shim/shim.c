@@ -43,6 +43,7 @@
 
 int fti_shim_on;
 __thread int fti_shim_busy;
+atomic_uint fti_shim_errh_gen = 1; /* 0: allreduce.c's cache is empty */
 struct fti_shim_cfg fti_shim_cfg;
 
 /* The FTMPI_* table, read once in before_init (setup uses it). */

@@ -9,6 +9,9 @@
  * SHIM_RETURN_STALL=R:I:MS makes world rank R compute MS ms longer before
  * call I (a survivor that enters the failing call late: it asks for the
  * new quorum that much after the others and must not be left out).
+ * SHIM_RETURN_LATE=N sets MPI_ERRORS_RETURN only before call N: the calls
+ * before it run under MPI_ERRORS_ARE_FATAL (the failure mode auto is then
+ * abort, and the drop-in's hot path runs them), the later ones return.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -29,7 +32,9 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int late = getenv("SHIM_RETURN_LATE") != NULL ? atoi(getenv("SHIM_RETURN_LATE")) : 0;
+    if (late <= 0)
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (rank == 0)
         printf("shim_return started\n");
     fflush(stdout);
@@ -43,6 +48,8 @@ int main(int argc, char **argv)
             raise(SIGKILL);
         if (rank == stall_rank && i == stall_at)
             sleep_ms(stall_ms);
+        if (late > 0 && i == late)
+            MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         int one = 1, sum = 0;
         int rc = MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         if (rc != MPI_SUCCESS)
