@@ -21,7 +21,7 @@
 #     the drop-in, each after a run without it (its two columns native:
 #     the method's noise) and, with BENCH_SHIM_LIB_BASE (another build of
 #     the drop-in, e.g. main's: before and after a change in one sitting),
-#     before a run of that build.  Per run and size the ratio drop-in /
+#     beside a run of that build (which of the two comes first alternates).  Per run and size the ratio drop-in /
 #     native of that run; the table gives the median over the runs.
 #  2. Separate runs (native, then shim): with and without LD_PRELOAD, over
 #     vader and TCP (self,tcp), 8 B to 64 MiB (BENCH_QUICK: 4 MiB); then
@@ -94,7 +94,9 @@ median_ratio() { # FILES...: "bytes plain-native native dropin" -> "bytes native
 }
 k=1
 while [ $k -le "$OSU_RUNS" ]; do
-    for kind in $osu_kinds; do
+    kinds=$osu_kinds # every other turn the base before the shim: neither always runs last
+    [ -n "$BENCH_SHIM_LIB_BASE" ] && [ $((k % 2)) -eq 0 ] && kinds="plain base shim"
+    for kind in $kinds; do
         case $kind in
             plain) pre= ;;
             shim) pre=$SHIM ;;
