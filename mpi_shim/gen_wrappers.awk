@@ -18,10 +18,10 @@ function argnames(params,    n, i, p, out, parts) {
     return out
 }
 
-# The Fortran symbols of a `watch`, `poll` or `errh` line (see wrappers.txt)
+# The Fortran symbols of a `watch`, `poll`, `errh` or `errhf` line (see wrappers.txt)
 # around the Fortran library's own pmpi_<name>_.
 function fortran_syms(kind, short, params, name, mark,    n, i, lname, fparams, fargs, nsyms, syms) {
-    if (kind != "watch" && kind != "poll" && kind != "errh")
+    if (kind != "watch" && kind != "poll" && kind != "errh" && kind != "errhf")
         return
     n = split(params, syms, ",") + 1
     lname = tolower(short)
@@ -36,7 +36,7 @@ function fortran_syms(kind, short, params, name, mark,    n, i, lname, fparams, 
     for (i = 1; i <= nsyms; i++) {
         printf "FTI_SHIM_EXPORT void %s(%s)\n{\n", syms[i], fparams
         printf "    if (pmpi_%s_ == NULL)\n        return;\n", lname
-        if (kind == "errh") {
+        if (kind == "errh" || kind == "errhf") {
             printf "    pmpi_%s_(%s);\n    fti_shim_errh_changed();\n}\n", lname, fargs
             continue
         }
@@ -61,7 +61,7 @@ BEGIN {
 FILENAME ~ /wrappers\.txt$/ {
     line = $0
     kind = ""
-    if ($1 == "watch" || $1 == "poll" || $1 == "watchc" || $1 == "errh") {
+    if ($1 == "watch" || $1 == "poll" || $1 == "watchc" || $1 == "errh" || $1 == "errhf") {
         kind = $1
         line = trim(substr(line, length($1) + 2))
     }
@@ -74,6 +74,10 @@ FILENAME ~ /wrappers\.txt$/ {
     short = name; sub(/^MPI_/, "", short)
     args = argnames(params)
     mark = kind == "poll" ? "FTI_CALL_POLL" : "FTI_CALL_BLOCKING"
+    if (kind == "errhf") { # the Fortran symbols only
+        fortran_syms(kind, short, params, name, mark)
+        next
+    }
     printf "FTI_SHIM_EXPORT %s %s(%s)\n{\n", rtype, name, params
     if (kind == "errh") {
         printf "    %s rc = P%s(%s);\n    fti_shim_errh_changed();\n    return rc;\n}\n\n", \

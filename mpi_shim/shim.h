@@ -36,7 +36,8 @@ extern int fti_shim_on;
 extern __thread int fti_shim_busy __attribute__((tls_model("initial-exec")));
 
 /* Moves each time the program sets an error handler (wrappers.txt's
- * `errh` lines: MPI_Comm_set_errhandler from C and Fortran), so that the
+ * `errh` lines: MPI_Comm_set_errhandler from C and Fortran, and MPI-1's
+ * MPI_Errhandler_set: shim.c and `errhf`), so that the
  * failure mode auto, which the world's error handler decides, is looked up
  * once per change, not per call (allreduce.c). */
 extern atomic_uint fti_shim_errh_gen;

@@ -6,6 +6,8 @@
 ! before call 100.  Each survivor prints "late_f rank=R errors=E" (E = 1:
 ! the call returned the error, as under return; the drop-in must see the
 ! handler change made from Fortran, which reaches PMPI_ past a C wrapper).
+! Built with -cpp -DSHIM_LATE_MPI1 the handler is set with MPI-1's
+! MPI_ERRHANDLER_SET (removed in MPI-3.0, still in Open MPI 4.1).
 program late_f
   use mpi
   use iso_c_binding
@@ -25,7 +27,11 @@ program late_f
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
   errors = 0
   do i = 0, 299
+#ifdef SHIM_LATE_MPI1
+    if (i == 20) call MPI_ERRHANDLER_SET(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
+#else
     if (i == 20) call MPI_COMM_SET_ERRHANDLER(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
+#endif
     if (rank == 2 .and. i == 100) rc = c_raise(9_c_int)
     one = 1
     call MPI_ALLREDUCE(one, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)

@@ -14,7 +14,8 @@
 #  return set late: shim_return sets MPI_ERRORS_RETURN after 20 calls
 #    made under MPI_ERRORS_ARE_FATAL (auto: abort, the drop-in's hot path,
 #    which keeps the failure mode until the program sets a handler); the
-#    survivors get the error once, as under return from the start;
+#    survivors get the error once, as under return from the start (the
+#    same from Fortran and with MPI-1's call: test_shim_hot);
 #  abort: the job ends within FTMPI_TIMEOUT_MS + 2 s with a message naming
 #    the lost world rank (the lighthouse drops it the moment its
 #    connections close, so the new quorum comes at once);
