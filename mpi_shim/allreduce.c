@@ -46,6 +46,43 @@ static struct {
     uint64_t n_other;       /* protected MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allgather */
 } sh;
 
+/* The default mode's hot path (PERFORMANCE.md section 9): a protected
+ * MPI_Allreduce or MPI_Barrier on MPI_COMM_WORLD under abort, failure-free,
+ * is the blocking MPI call on the fast path and the counts, nothing looked
+ * up again: on says so (the world's failure mode abort, the fast path open,
+ * no failure), found by a call on the world that took the long way
+ * (hot_find), for as long as no error handler was set since (gen) and no
+ * call failed (sh.failed, sh.broken; a failed hot call clears it).  dt and
+ * op: the last pair of a protected MPI_Allreduce on the world that the data
+ * plane reduces, with what the long way found for it (the Fortran type's C
+ * twin, the data plane's type and op; MPI's predefined handles, never
+ * freed).  A look-up per call (the error handler's query and free, the
+ * tables) cost about two thirds of the drop-in's time of a small call. */
+static struct {
+    bool on;
+    unsigned gen;
+    MPI_Datatype dt, cdt;
+    MPI_Op op;
+    enum fti_dtype fdt;
+    enum fti_op fop;
+} hot = {.dt = MPI_DATATYPE_NULL, .cdt = MPI_DATATYPE_NULL, .op = MPI_OP_NULL};
+
+static bool hot_on(void)
+{
+    return hot.on && !sh.failed && !sh.broken &&
+           hot.gen == atomic_load_explicit(&fti_shim_errh_gen, memory_order_relaxed);
+}
+
+/* After a call on comm in mode that took the long way, with gen the
+ * error handlers' generation read before its failure mode was. */
+static void hot_find(MPI_Comm comm, int mode, unsigned gen)
+{
+    if (comm != MPI_COMM_WORLD)
+        return;
+    hot.on = mode == FTI_SHIM_ABORT && !sh.failed && !sh.broken && fti_shim_fast_open();
+    hot.gen = gen;
+}
+
 int fti_shim_start(void)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &sh.rank);
@@ -75,6 +112,7 @@ void fti_shim_stats(struct fti_shim_stats *stats_p)
 
 void fti_shim_stop(void)
 {
+    hot.on = false;
     fti_shim_fast_stop();
     free(sh.spare); /* NULL once leaked to an abandoned request */
     sh.spare = NULL;
@@ -158,14 +196,25 @@ static MPI_Datatype c_type(MPI_Datatype dt)
 /* FTMPI_SHIM_ON_FAILURE for a call on comm (auto: by its error handler). */
 static int failure_mode(MPI_Comm comm)
 {
+    /* the world's, kept until the program sets an error handler */
+    static unsigned world_gen;
+    static int world_mode;
     if (fti_shim_cfg.on_failure != FTI_SHIM_AUTO)
         return fti_shim_cfg.on_failure;
+    unsigned gen = atomic_load_explicit(&fti_shim_errh_gen, memory_order_acquire);
+    if (comm == MPI_COMM_WORLD && gen == world_gen)
+        return world_mode;
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
     if (PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS)
         return FTI_SHIM_ABORT;
     bool fatal = eh == MPI_ERRORS_ARE_FATAL;
     PMPI_Errhandler_free(&eh);
-    return fatal ? FTI_SHIM_ABORT : FTI_SHIM_RETURN;
+    int mode = fatal ? FTI_SHIM_ABORT : FTI_SHIM_RETURN;
+    if (comm == MPI_COMM_WORLD) {
+        world_mode = mode;
+        world_gen = gen;
+    }
+    return mode;
 }
 
 /* A call completed: counts it, scales sums after a loss
@@ -518,6 +567,8 @@ static int reform_only(int why)
  * abort ends the job, return gives the error (this call and every later
  * one of its kind), continue ends the job (nothing can redo it over the
  * survivors). */
+static int fast_only_failed(const char *what, int mode, int rc);
+
 static int fast_only(const char *what, int mode, enum fti_shim_coll c,
                      const struct fti_shim_args *a)
 {
@@ -536,6 +587,12 @@ static int fast_only(const char *what, int mode, enum fti_shim_coll c,
             return MPI_SUCCESS;
         }
     }
+    return fast_only_failed(what, mode, rc);
+}
+
+/* fast_only's end when its call failed with rc (or could not run). */
+static int fast_only_failed(const char *what, int mode, int rc)
+{
     if (mode == FTI_SHIM_RETURN)
         return sh.failed ? sh.err_code : reform_only(rc);
     char text[160];
@@ -555,6 +612,25 @@ int fti_shim_fast_only(const char *what, MPI_Comm comm, enum fti_shim_coll c,
 int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                        MPI_Op op, MPI_Comm comm)
 {
+    /* the hot path: the checks below, known to pass for this pair; what
+     * fast_call does under abort */
+    if (comm == MPI_COMM_WORLD && datatype == hot.dt && op == hot.op && count >= 0 &&
+        (count == 0 || (recvbuf != NULL && sendbuf != NULL)) && hot_on()) {
+        fti_shim_call_kind(FTI_CALL_LOSS_ENDS);
+        int rc = fti_shim_fast_allreduce_blocking(sendbuf, recvbuf, count, hot.cdt, op);
+        if (rc == FT_SUCCESS) {
+            sh.done++;
+            sh.n_protected++;
+            sh.last_valid = false;
+            sh.last_len = 0;
+            return MPI_SUCCESS;
+        }
+        hot.on = false;
+        return failed_call(sendbuf, recvbuf, count, hot.cdt, op, hot.fdt, hot.fop, comm, rc,
+                           false);
+    }
+    MPI_Datatype given = datatype;
+    unsigned gen = atomic_load_explicit(&fti_shim_errh_gen, memory_order_acquire);
     enum fti_dtype dt;
     enum fti_op fop;
     int order = fti_shim_world_order(comm);
@@ -576,9 +652,17 @@ int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
                                   .datatype = datatype, .op = op};
         return fti_shim_fast_only("MPI_Allreduce", comm, FTI_COLL_ALLREDUCE, &a);
     }
+    if (comm == MPI_COMM_WORLD) {
+        hot.dt = given;
+        hot.cdt = datatype;
+        hot.op = op;
+        hot.fdt = dt;
+        hot.fop = fop;
+    }
     if (sh.broken)
         return sh.err_code;
     int mode = failure_mode(comm);
+    hot_find(comm, mode, gen);
     /* the watchdog leaves the redo to this file (return, continue), or ends
      * the job at a loss (abort: the blocking call on the fast path) */
     if (!sh.failed && fti_shim_fast_open()) {
@@ -599,11 +683,23 @@ int fti_shim_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
  * gives the error like MPI_Allreduce. */
 int fti_shim_Barrier(MPI_Comm comm)
 {
+    if (comm == MPI_COMM_WORLD && hot_on()) { /* the hot path: fast_only's under abort */
+        fti_shim_call_kind(FTI_CALL_LOSS_ENDS);
+        int rc = fti_shim_fast_barrier_blocking();
+        if (rc == FT_SUCCESS) {
+            sh.n_other++;
+            return MPI_SUCCESS;
+        }
+        hot.on = false;
+        return fast_only_failed("MPI_Barrier", FTI_SHIM_ABORT, rc);
+    }
     if (!fti_shim_world_like(comm)) {
         fti_shim_note_passed("MPI_Barrier", comm);
         return PMPI_Barrier(comm);
     }
+    unsigned gen = atomic_load_explicit(&fti_shim_errh_gen, memory_order_acquire);
     int mode = failure_mode(comm);
+    hot_find(comm, mode, gen);
     if (mode == FTI_SHIM_ABORT) { /* native's own barrier: nothing to redo */
         struct fti_shim_args a = {.count = 0};
         return fast_only("MPI_Barrier", mode, FTI_COLL_BARRIER, &a);

@@ -142,6 +142,14 @@ static int issue(enum fti_shim_coll c, const struct fti_shim_args *a, MPI_Reques
  * rank lost meanwhile is the watchdog's to act on (it ends the job).  An error MPI returns
  * (errors return on this communicator) closes the path like a missed
  * request, with nothing left to MPI. */
+static int blocking_failed(int rc)
+{
+    FTI_WARN("libftmpi_pmpi: a collective on the failure-free path got MPI error %d%s", rc,
+             fti_shim_watch_n_lost() > 0 ? " after a rank was lost" : "");
+    fast.closed = true;
+    return FT_ERR_PROC_FAILED;
+}
+
 static int run_blocking(enum fti_shim_coll c, const struct fti_shim_args *a)
 {
     int rc = issue(c, a, NULL);
@@ -149,10 +157,28 @@ static int run_blocking(enum fti_shim_coll c, const struct fti_shim_args *a)
         fast.calls++;
         return FT_SUCCESS;
     }
-    FTI_WARN("libftmpi_pmpi: a collective on the failure-free path got MPI error %d%s", rc,
-             fti_shim_watch_n_lost() > 0 ? " after a rank was lost" : "");
-    fast.closed = true;
-    return FT_ERR_PROC_FAILED;
+    return blocking_failed(rc);
+}
+
+int fti_shim_fast_allreduce_blocking(const void *sendbuf, void *recvbuf, int count,
+                                     MPI_Datatype datatype, MPI_Op op)
+{
+    int rc = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, fast.comm);
+    if (rc == MPI_SUCCESS) {
+        fast.calls++;
+        return FT_SUCCESS;
+    }
+    return blocking_failed(rc);
+}
+
+int fti_shim_fast_barrier_blocking(void)
+{
+    int rc = PMPI_Barrier(fast.comm);
+    if (rc == MPI_SUCCESS) {
+        fast.calls++;
+        return FT_SUCCESS;
+    }
+    return blocking_failed(rc);
 }
 
 /* Waits for n requests until they complete (FT_SUCCESS), MPI says an

@@ -43,7 +43,21 @@
 
 int fti_shim_on;
 __thread int fti_shim_busy;
+atomic_uint fti_shim_errh_gen = 1; /* 0: allreduce.c's cache is empty */
 struct fti_shim_cfg fti_shim_cfg;
+
+/* MPI_Errhandler_set: MPI-1's MPI_Comm_set_errhandler, removed in MPI-3.0,
+ * which Open MPI 4.1 still exports for old codes (mpi.h refuses a call of
+ * it, hence the #undef): the same call, and the error handlers changed
+ * (fti_shim_errh_changed; its Fortran symbols are wrappers.txt's). */
+#undef MPI_Errhandler_set
+FTI_SHIM_EXPORT int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler);
+FTI_SHIM_EXPORT int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler)
+{
+    int rc = PMPI_Comm_set_errhandler(comm, errhandler);
+    fti_shim_errh_changed();
+    return rc;
+}
 
 /* The FTMPI_* table, read once in before_init (setup uses it). */
 static fti_config_t shim_table;

@@ -17,6 +17,7 @@
 #define FTI_SHIM_H
 
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,7 +29,22 @@
 #define FTI_SHIM_EXPORT __attribute__((visibility("default")))
 
 extern int fti_shim_on;
-extern __thread int fti_shim_busy;
+/* initial-exec: one load relative to the thread pointer in every wrapper,
+ * not a __tls_get_addr call (about 5 % of a 1-rank MPI_Allreduce under the
+ * drop-in; PERFORMANCE.md section 9).  The drop-in is preloaded, so its
+ * TLS lies in the static block; a dlopen of it uses glibc's spare room. */
+extern __thread int fti_shim_busy __attribute__((tls_model("initial-exec")));
+
+/* Moves each time the program sets an error handler (wrappers.txt's
+ * `errh` lines: MPI_Comm_set_errhandler from C and Fortran, and MPI-1's
+ * MPI_Errhandler_set: shim.c and `errhf`), so that the
+ * failure mode auto, which the world's error handler decides, is looked up
+ * once per change, not per call (allreduce.c). */
+extern atomic_uint fti_shim_errh_gen;
+static inline void fti_shim_errh_changed(void)
+{
+    atomic_fetch_add_explicit(&fti_shim_errh_gen, 1, memory_order_release);
+}
 
 /* FTMPI_SHIM_ON_FAILURE: what a protected call does when a rank is lost
  * (DESIGN section 10); auto: abort under MPI_ERRORS_ARE_FATAL, return
@@ -145,6 +161,12 @@ struct fti_shim_args {
 int fti_shim_fast_start(void);
 bool fti_shim_fast_open(void);
 int fti_shim_fast_run(enum fti_shim_coll c, const struct fti_shim_args *a, bool blocking);
+/* fast.c: run's blocking MPI_Allreduce and MPI_Barrier, for the default
+ * mode's hot path (allreduce.c): the path must be open (the caller checked
+ * fti_shim_fast_open since the last error); the same returns. */
+int fti_shim_fast_allreduce_blocking(const void *sendbuf, void *recvbuf, int count,
+                                     MPI_Datatype datatype, MPI_Op op);
+int fti_shim_fast_barrier_blocking(void);
 /* allreduce.c: a protected collective that is not redone (see there);
  * returns an MPI code, or ends the job. */
 int fti_shim_fast_only(const char *what, MPI_Comm comm, enum fti_shim_coll c,

@@ -23,6 +23,16 @@
  * the medians over the rounds.  A block is short (k = 1 MiB / size, 2 to
  * 50 calls), so that most blocks run between two preemptions.
  *
+ * BENCH_SHIM_OSU=1: the paired method in the shape of OSU's
+ * `osu_allreduce -T mpi_float` (MPI_FLOAT MPI_SUM on MPI_COMM_WORLD, each
+ * call timed alone, an MPI_Barrier after it, untimed; a block's time the
+ * mean over the ranks of each rank's mean, OSU's "Avg Latency") at 4 B,
+ * 16 B, 64 B, 256 B and 1 KiB: per size BENCH_SHIM_PAIR_ROUNDS rounds
+ * (default 21) of a native block (PMPI_Allreduce, PMPI_Barrier) and a
+ * drop-in block (MPI_Allreduce, MPI_Barrier) of BENCH_SHIM_OSU_ITERS calls
+ * (default 100), which goes first alternating; world rank 0 prints
+ * "bytes native_us shim_us" per size, the medians over the rounds.
+ *
  *   bench_shim [MAX_BYTES (default 64 MiB)]
  */
 #define _POSIX_C_SOURCE 200809L
@@ -103,6 +113,67 @@ static void paired(int rank, int barrier, int rounds, long bytes, const double *
     free(t);
 }
 
+/* BENCH_SHIM_OSU (see the top): k calls of n floats, each timed alone,
+ * after a barrier; OSU's average of the ranks' mean latency, seconds */
+static double osu_block(int native, int k, const float *s, float *r, int n, int size)
+{
+    double sum = 0;
+    PMPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < k; i++) {
+        double t = MPI_Wtime();
+        if (native)
+            PMPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        else
+            MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        sum += MPI_Wtime() - t;
+        if (native)
+            PMPI_Barrier(MPI_COMM_WORLD);
+        else
+            MPI_Barrier(MPI_COMM_WORLD);
+    }
+    sum /= k;
+    PMPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return sum / size;
+}
+
+static void osu(int rank, int rounds)
+{
+    static const int sizes[] = {4, 16, 64, 256, 1024};
+    static float s[256], r[256];
+    int size, k = getenv("BENCH_SHIM_OSU_ITERS") != NULL ? atoi(getenv("BENCH_SHIM_OSU_ITERS")) : 100;
+    k = k < 1 ? 1 : k;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 0; i < 256; i++)
+        s[i] = (float)(i % 10) + (float)rank;
+    double *nat = malloc((size_t)rounds * sizeof(double));
+    double *shim = malloc((size_t)rounds * sizeof(double));
+    if (nat == NULL || shim == NULL) {
+        fprintf(stderr, "bench_shim: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+        int n = sizes[z] / (int)sizeof(float);
+        osu_block(1, k, s, r, n, size); /* warm-up of both (OSU's skip) */
+        osu_block(0, k, s, r, n, size);
+        for (int i = 0; i < rounds; i++) {
+            if (i % 2) {
+                nat[i] = osu_block(1, k, s, r, n, size);
+                shim[i] = osu_block(0, k, s, r, n, size);
+            } else {
+                shim[i] = osu_block(0, k, s, r, n, size);
+                nat[i] = osu_block(1, k, s, r, n, size);
+            }
+        }
+        if (rank == 0) {
+            printf("%d %.3f %.3f\n", sizes[z], median(nat, rounds) * 1e6,
+                   median(shim, rounds) * 1e6);
+            fflush(stdout);
+        }
+    }
+    free(nat);
+    free(shim);
+}
+
 int main(int argc, char **argv)
 {
     int rank;
@@ -113,6 +184,11 @@ int main(int argc, char **argv)
     int pair = getenv("BENCH_SHIM_PAIRED") != NULL && atoi(getenv("BENCH_SHIM_PAIRED")) != 0;
     int rounds = getenv("BENCH_SHIM_PAIR_ROUNDS") != NULL ? atoi(getenv("BENCH_SHIM_PAIR_ROUNDS")) : 21;
     rounds = rounds < 1 ? 1 : rounds;
+    if (getenv("BENCH_SHIM_OSU") != NULL && atoi(getenv("BENCH_SHIM_OSU")) != 0) {
+        osu(rank, rounds);
+        MPI_Finalize();
+        return 0;
+    }
     size_t max_n = (size_t)max_bytes / sizeof(double);
     double *s = malloc((max_n + 1) * sizeof(double)), *r = malloc((max_n + 1) * sizeof(double));
     if (s == NULL || r == NULL) {

@@ -11,9 +11,18 @@
 #     (ratio-plain), which the shim's threads and state cannot touch.
 #     BENCH_SHIM_PAIR_RUNS (3; BENCH_QUICK: 1) runs of each, the median of
 #     their per-size medians (BENCH_SHIM_PAIR_ROUNDS rounds a run, 21), up
-#     to BENCH_SHIM_PAIR_MAX bytes (4 MiB).  BENCH_SHIM_PARTS="1 2": which;
+#     to BENCH_SHIM_PAIR_MAX bytes (4 MiB).  BENCH_SHIM_PARTS="osu 1 2": which;
 #     BENCH_SHIM_NP: ranks (4); BENCH_SHIM_LIB: another build of the shim
 #     (to compare with main's).
+#  osu. The OSU shape (issue 36 item 4; BENCH_SHIM_OSU, see bench_shim.c):
+#     `osu_allreduce -T mpi_float` at 4 B - 1 KiB, native and drop-in
+#     blocks alternating in each run, on BENCH_SHIM_OSU_NP ranks (2), the
+#     default failure mode; BENCH_SHIM_OSU_RUNS runs (5; BENCH_QUICK: 1) of
+#     the drop-in, each after a run without it (its two columns native:
+#     the method's noise) and, with BENCH_SHIM_LIB_BASE (another build of
+#     the drop-in, e.g. main's: before and after a change in one sitting),
+#     beside a run of that build (which of the two comes first alternates).  Per run and size the ratio drop-in /
+#     native of that run; the table gives the median over the runs.
 #  2. Separate runs (native, then shim): with and without LD_PRELOAD, over
 #     vader and TCP (self,tcp), 8 B to 64 MiB (BENCH_QUICK: 4 MiB); then
 #     the cost of FTMPI_SHIM_ON_FAILURE=continue (small calls keep a copy
@@ -24,7 +33,7 @@
 bench_selected shim || exit 0
 PROG=$BENCH_BIN/bench_shim
 SHIM=${BENCH_SHIM_LIB:-$top_builddir/.libs/libftmpi_pmpi.so}
-for f in "$PROG" "$SHIM"; do
+for f in "$PROG" "$SHIM" ${BENCH_SHIM_LIB_BASE:+"$BENCH_SHIM_LIB_BASE"}; do
     [ -e "$f" ] || { note "missing $f"; exit 1; }
 done
 NP=${BENCH_SHIM_NP:-4}
@@ -43,7 +52,7 @@ run() { # OUT BTL [mpirun flags]: bench_shim on NP ranks
 # native shim ratio plain ratio-plain), medians over the runs
 PAIR_RUNS=${BENCH_SHIM_PAIR_RUNS:-3}
 PAIR_MAX=${BENCH_SHIM_PAIR_MAX:-$((4 << 20))}
-PARTS=${BENCH_SHIM_PARTS:-1 2}
+PARTS=${BENCH_SHIM_PARTS:-osu 1 2}
 [ -n "$BENCH_QUICK" ] && PAIR_RUNS=${BENCH_SHIM_PAIR_RUNS:-1}
 median_cols() { # FILES...: "bytes a b" lines -> per size the medians of a and of b
     cat "$@" | awk '
@@ -59,6 +68,67 @@ median_cols() { # FILES...: "bytes a b" lines -> per size the medians of a and o
         END { for (i = 1; i <= sizes; i++) { k = order[i]
                   printf "%s %s %s\n", k, med(a, k, n[k]), med(b, k, n[k]) } }'
 }
+# ---- osu: KIND (plain, shim, base) runs -> $BT/osu.KIND.N ("bytes native
+# drop-in" per size); per size the median over the runs of each column and
+# of the ratio of each run
+OSU_RUNS=${BENCH_SHIM_OSU_RUNS:-5}
+[ -n "$BENCH_QUICK" ] && OSU_RUNS=${BENCH_SHIM_OSU_RUNS:-1}
+case " $PARTS " in *" osu "*) ;; *) OSU_RUNS=0 ;; esac
+osu_kinds="plain shim"
+[ -n "$BENCH_SHIM_LIB_BASE" ] && osu_kinds="plain shim base"
+median_ratio() { # FILES...: "bytes plain-native native dropin" -> "bytes native dropin
+    # ratio ratio-plain", medians over the files (the runs)
+    cat "$@" | awk '
+        $1 !~ /^[0-9]+$/ { next }
+        !($1 in n) { order[++sizes] = $1 }
+        { m = ++n[$1]; a[$1, m] = $3; b[$1, m] = $4; c[$1, m] = $4 / $3; d[$1, m] = $4 / $2 }
+        function med(arr, key, m,    x, y, t, v) {
+            for (x = 1; x <= m; x++) v[x] = arr[key, x]
+            for (x = 2; x <= m; x++) { t = v[x]; y = x - 1
+                while (y >= 1 && v[y] > t) { v[y + 1] = v[y]; y-- } v[y + 1] = t }
+            return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+        }
+        END { for (i = 1; i <= sizes; i++) { k = order[i]
+                  printf "%s %.3f %.3f %.3f %.3f\n", k, med(a, k, n[k]), med(b, k, n[k]),
+                      med(c, k, n[k]), med(d, k, n[k]) } }'
+}
+k=1
+while [ $k -le "$OSU_RUNS" ]; do
+    kinds=$osu_kinds # every other turn the base before the shim: neither always runs last
+    [ -n "$BENCH_SHIM_LIB_BASE" ] && [ $((k % 2)) -eq 0 ] && kinds="plain base shim"
+    for kind in $kinds; do
+        case $kind in
+            plain) pre= ;;
+            shim) pre=$SHIM ;;
+            base) pre=$BENCH_SHIM_LIB_BASE ;;
+        esac
+        note "osu run $k: $kind"
+        NP_SAVE=$NP NP=${BENCH_SHIM_OSU_NP:-2}
+        run osu.$kind.$k "self,vader" -x BENCH_SHIM_OSU=1 ${pre:+-x LD_PRELOAD="$pre"}
+        NP=$NP_SAVE
+        # beside the native time of the plain run just before (ratio-plain)
+        paste -d ' ' "$BT/osu.plain.$k" "$BT/osu.$kind.$k" | awk '{ print $1, $2, $5, $6 }' \
+            > "$BT/osu.$kind.$k.p"
+    done
+    k=$((k + 1))
+done
+[ "$OSU_RUNS" -gt 0 ] && {
+    echo "# osu_allreduce -T mpi_float shape: MPI_FLOAT MPI_SUM on MPI_COMM_WORLD, ${BENCH_SHIM_OSU_NP:-2} ranks,"
+    echo "# vader, each call timed alone, a barrier after it; us per call (OSU's avg latency),"
+    echo "# medians of ${BENCH_SHIM_PAIR_ROUNDS:-21} alternating rounds of ${BENCH_SHIM_OSU_ITERS:-100} calls, then over $OSU_RUNS run(s);"
+    echo "# ratio: drop-in / native of the same run; ratio-plain: drop-in / native of the plain run"
+    echo "# just before (no drop-in in the process: its threads and state cannot touch it);"
+    echo "# medians of the runs' ratios; default mode (abort); plain: both columns native"
+    echo "# shim: $SHIM"
+    [ -n "$BENCH_SHIM_LIB_BASE" ] && echo "# base: $BENCH_SHIM_LIB_BASE"
+    echo "# $BENCH_MACHINE; at the end: $(machine)"
+    printf '%-6s %6s %9s %9s %6s %11s\n' kind bytes native drop-in ratio ratio-plain
+    for kind in $osu_kinds; do
+        median_ratio "$BT"/osu.$kind.*.p |
+            awk -v k=$kind '{ printf "%-6s %6d %9.3f %9.3f %6.2f %11.2f\n", k, $1, $2, $3, $4, $5 }'
+    done
+} | table_out shim_osu.txt
+
 case " $PARTS " in *" 1 "*) ;; *) PAIR_RUNS=0 ;; esac
 for mode in auto continue; do
     [ "$PAIR_RUNS" -gt 0 ] || break

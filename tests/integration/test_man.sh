@@ -2,7 +2,8 @@
 # test_man.sh - the man pages of doc/man render without a warning (man -l,
 # groff -ww), each tool's page names every option of its --help, and
 # ftmpi(3) names every exported function of src/ftmpi.h and every error
-# code of src/ftmpi_errors.h; each FT_ function has its ftmpi(3) alias page.
+# code of src/ftmpi_errors.h; each FT_ function has its ftmpi(3) alias page;
+# libftmpi_pmpi(7) names every FTMPI_SHIM_* setting.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/integration/common.sh"
 
 command -v groff >/dev/null 2>&1 || skip "no groff: cannot render man pages"
@@ -30,6 +31,15 @@ for page in ftmpi-lighthouse.1 ftmpi-run.1 ftmpi-info.1 ftmpi-ckpt.1 ftmpi.3 lib
     fi
     render "$M/$page" "$T/$page.txt"
 done
+
+# libftmpi_pmpi(7): every setting of the drop-in (FTMPI_SHIM_*, from the
+# settings table) and the exit status of a job that lost a rank (70)
+grep -ho '{"FTMPI_SHIM_[A-Z_]*"' "$top_srcdir"/src/base/settings*.c | tr -d '{"' | sort -u >"$T/shimset"
+[ "$(wc -l <"$T/shimset")" -ge 3 ] || die "found only $(wc -l <"$T/shimset") FTMPI_SHIM_* settings"
+while read -r name; do
+    grep -q "$name" "$T/libftmpi_pmpi.7.txt" || die "libftmpi_pmpi.7 does not mention $name"
+done <"$T/shimset"
+grep -q "exits with 70" "$T/libftmpi_pmpi.7.txt" || die "libftmpi_pmpi.7 does not give the exit status 70"
 
 # every option of a tool's --help is in its page
 for tool in ftmpi-lighthouse ftmpi-run ftmpi-info; do

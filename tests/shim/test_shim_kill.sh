@@ -11,6 +11,11 @@
 #    1.5 s longer; rank 1 asks for the new quorum 1.5 s after the others and
 #    is not left out, even with FTMPI_LH_JOIN_TIMEOUT_MS=500 (the
 #    in-process lighthouse waits FTMPI_TIMEOUT_MS + 2 s at least);
+#  return set late: shim_return sets MPI_ERRORS_RETURN after 20 calls
+#    made under MPI_ERRORS_ARE_FATAL (auto: abort, the drop-in's hot path,
+#    which keeps the failure mode until the program sets a handler); the
+#    survivors get the error once, as under return from the start (the
+#    same from Fortran and with MPI-1's call: test_shim_hot);
 #  abort: the job ends within FTMPI_TIMEOUT_MS + 2 s with a message naming
 #    the lost world rank (the lighthouse drops it the moment its
 #    connections close, so the new quorum comes at once);
@@ -161,6 +166,13 @@ file_has "$TEST_TMPDIR/late.log" "join timeout is FTMPI_TIMEOUT_MS \\+ 2000 ms =
     die "return, late: no line about the join timeout"
 file_has "$TEST_TMPDIR/late.log" 'quorum [0-9]*: 3 members, -r2;' || die "return, late: no quorum of the 3 survivors"
 echo "return, late: rank 1, 1.5 s late, stays in (3 survivors, one error each)"
+
+# ---- return set late (the hot path under abort must see the handler change)
+start "$TEST_TMPDIR/setlate.log" "$RET" auto -x SHIM_RETURN_LATE=20 -x SHIM_RETURN_DIE=$VICTIM:100
+wait_pid_timeout $JOB 90 || die "return set late: the job did not end"
+n=$(grep -c '^shim_return rank=[0-9]* errors=1 after=ok' "$TEST_TMPDIR/setlate.log")
+[ "$n" -eq $((NP - 1)) ] || { cat "$TEST_TMPDIR/setlate.log"; die "return set late: $n of $((NP - 1)) survivors saw one error and then correct sums"; }
+echo "return set late: MPI_ERRORS_RETURN after 20 calls under the fatal handler; 3 survivors, one error each"
 
 # ---- abort (mpirun's odls_base_sigkill_timeout, 1 s by default, is Open
 # MPI's grace between SIGTERM and SIGKILL when it tears a job down: with it
