@@ -20,7 +20,9 @@
  * in the call when the dump was taken).  Under it, every rank's place at its
  * dump: in a call ("is in allreduce (step 12, call #40) for 900 ms") or
  * between calls ("is between calls: its last call commit of step 12 ...
- * ended 15 ms before its dump"), and the job's ranks without a dump there.
+ * ended 15 ms before its dump"), or before its first call (a dump of no
+ * record: its "flight_dump" header), and the job's ranks without a dump
+ * there.
  *
  *   ftmpi-flight [--last] [--window MS] FILE...
  *
@@ -132,7 +134,24 @@ static void note_id(const char *id)
     snprintf(db.ids[db.nids++], ID_LEN, "%s", id);
 }
 
-/* One "flight" line into the records and its dump. */
+static dump_t *new_dump(const char *line, const char *id, int64_t number, int64_t ts)
+{
+    db.d = grow(db.d, &db.capd, db.nd, sizeof(*db.d));
+    dump_t *d = &db.d[db.nd++];
+    memset(d, 0, sizeof(*d));
+    snprintf(d->id, sizeof(d->id), "%s", id);
+    if (!jfield(line, "reason", d->reason, sizeof(d->reason)))
+        snprintf(d->reason, sizeof(d->reason), "?");
+    d->number = number;
+    d->ts = ts;
+    d->fail_step = -1;
+    d->round = SIZE_MAX; /* none yet */
+    return d;
+}
+
+/* One "flight" line into the records and its dump; a "flight_dump" line
+ * (the recorder's header of a dump, src/obs/event_log.h) begins a dump,
+ * which may hold no record. */
 static void take(const char *line)
 {
     char rid[ID_LEN - 16] = "?", gr[16] = "?", id[ID_LEN];
@@ -140,6 +159,10 @@ static void take(const char *line)
     jfield(line, "group_rank", gr, sizeof(gr));
     snprintf(id, sizeof(id), "%s/%s", rid, gr);
     note_id(id);
+    if (strstr(line, "\"event\":\"flight_dump\"")) {
+        new_dump(line, id, jnum(line, "dump"), jnum(line, "ts_ms"));
+        return;
+    }
     db.r = grow(db.r, &db.cap, db.n, sizeof(*db.r));
     rec_t *r = &db.r[db.n];
     memset(r, 0, sizeof(*r));
@@ -155,18 +178,8 @@ static void take(const char *line)
     int64_t number = jnum(line, "dump");
     dump_t *d = last_dump_of(id);
     /* a new dump of this rank (or of its restarted process) */
-    if (d == NULL || number != d->number || r->seq <= d->last_seq) {
-        db.d = grow(db.d, &db.capd, db.nd, sizeof(*db.d));
-        d = &db.d[db.nd++];
-        memset(d, 0, sizeof(*d));
-        snprintf(d->id, sizeof(d->id), "%s", id);
-        if (!jfield(line, "reason", d->reason, sizeof(d->reason)))
-            snprintf(d->reason, sizeof(d->reason), "?");
-        d->number = number;
-        d->ts = r->ts;
-        d->fail_step = -1;
-        d->round = SIZE_MAX; /* none yet */
-    }
+    if (d == NULL || number != d->number || r->seq <= d->last_seq)
+        d = new_dump(line, id, number, r->ts);
     if (r->ts < d->ts)
         d->ts = r->ts;
     d->last_seq = r->seq;
@@ -186,7 +199,7 @@ static int read_file(const char *path)
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0)
-        if (strstr(line, "\"event\":\"flight\""))
+        if (strstr(line, "\"event\":\"flight\"") || strstr(line, "\"event\":\"flight_dump\""))
             take(line);
     free(line);
     fclose(f);
@@ -328,6 +341,8 @@ static void print_place(const dump_t *d)
                ", %s), ended %" PRId64 " ms before its dump\n",
                d->id, last->op, last->step, last->seq,
                !strcmp(last->result, "FT_SUCCESS") ? "ok" : last->result, last->ts - last->end);
+    else
+        printf("%s had made no call yet at its dump\n", d->id);
 }
 
 static void wall(int64_t ms, char *buf, size_t len)
@@ -354,7 +369,7 @@ static void print_round(size_t k)
         in += dump_in(k, db.ids[c]) != NULL;
     printf("round %zu of %zu: %s, %zu of %zu ranks, from %s over %" PRId64 " ms\n", k + 1, db.nr,
            cause, in, db.nids, at, rd->last_ts - rd->ts);
-    int64_t *kk = malloc(db.n * sizeof(*kk));
+    int64_t *kk = malloc((db.n ? db.n : 1) * sizeof(*kk));
     if (kk == NULL)
         return;
     places(k, kk);
@@ -441,7 +456,7 @@ int main(int argc, char **argv)
     for (; i < argc; i++)
         if (read_file(argv[i]) != 0)
             return 2;
-    if (db.n == 0) {
+    if (db.nd == 0) {
         fprintf(stderr, "ftmpi-flight: no flight records in the files\n");
         return 1;
     }

@@ -54,6 +54,9 @@ if [ -n "$usr1" ]; then
         e2e_fail "a flight record with an unknown op"
     grep -q '"event":"flight".*"op":"allreduce","bytes":[1-9][0-9]*,"quorum_id":[0-9]' \
         "$TEST_TMPDIR/g0.events" || e2e_fail "no allreduce record with its bytes and quorum id"
+    # each dump begins with its header, which counts its records
+    grep -q '"event":"flight_dump".*"dump":1,"reason":"sigusr1","records":'"$n"'$\|"event":"flight_dump".*"dump":1,"reason":"sigusr1","records":'"$n"'}' \
+        "$TEST_TMPDIR/g0.events" || e2e_fail "g0's SIGUSR1 dump has no flight_dump header of $n records"
     e2e_log "SIGUSR1: g0 dumped $n consecutive records"
     "$FLIGHT" "$TEST_TMPDIR/g0.events" "$TEST_TMPDIR/g1.events" >"$TEST_TMPDIR/flight1.txt" ||
         e2e_fail "ftmpi-flight failed"
