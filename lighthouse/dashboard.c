@@ -304,6 +304,31 @@ static double gvalue(const fti_lh_gstats_t *g, size_t k)
     }
 }
 
+/* A label value, escaped (backslash, quote, newline). */
+static void label(struct evbuffer *b, const char *v)
+{
+    for (const char *c = v; *c; c++) {
+        if (*c == '\\' || *c == '"')
+            evbuffer_add_printf(b, "\\%c", *c);
+        else if (*c == '\n')
+            evbuffer_add_printf(b, "\\n");
+        else
+            evbuffer_add(b, c, 1);
+    }
+}
+
+void fti_lh_metric_series(struct evbuffer *b, const char *name, const char *job,
+                          const char *group)
+{
+    evbuffer_add_printf(b, "%s{job=\"", name);
+    label(b, job);
+    if (group) {
+        evbuffer_add_printf(b, "\",group=\"");
+        label(b, group);
+    }
+    evbuffer_add_printf(b, "\"");
+}
+
 void fti_lh_dash_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
 {
     static const struct gmetric m[] = {
@@ -328,17 +353,8 @@ void fti_lh_dash_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
         evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name,
                             m[k].type);
         for (size_t i = 0; i < h->n_groups; i++) {
-            evbuffer_add_printf(b, "%s{replica_id=\"", m[k].name);
-            /* label values: backslash, quote and newline escaped */
-            for (const char *c = h->groups[i].replica_id; *c; c++) {
-                if (*c == '\\' || *c == '"')
-                    evbuffer_add_printf(b, "\\%c", *c);
-                else if (*c == '\n')
-                    evbuffer_add_printf(b, "\\n");
-                else
-                    evbuffer_add(b, c, 1);
-            }
-            evbuffer_add_printf(b, "\"} %.6g\n", gvalue(&h->groups[i], k));
+            fti_lh_metric_series(b, m[k].name, s->job, h->groups[i].replica_id);
+            evbuffer_add_printf(b, "} %.6g\n", gvalue(&h->groups[i], k));
         }
     }
     evbuffer_add_printf(b, "# HELP ftmpi_lighthouse_sdc_checks_total SDC comparisons of groups' "

@@ -22,6 +22,14 @@ void fti_lh_dash_json(struct evbuffer *b, const fti_lh_snapshot_t *s);
 /* Prometheus text: the per-group metrics (ftmpi_group_*). */
 void fti_lh_dash_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s);
 
+/* Starts a sample of every group family of /metrics (ftmpi_group_*,
+ * ftmpi_recovery_*, ftmpi_rank_*; ftmpi_job_* with group NULL): name{job="..",
+ * group=".." with the values escaped; the caller adds labels of its own and
+ * closes the braces.  One label set for a group: job and group (its
+ * replica id). */
+void fti_lh_metric_series(struct evbuffer *b, const char *name, const char *job,
+                          const char *group);
+
 /* s escaped for HTML text and attributes (& < > " ') into b. */
 void fti_lh_html_escape(struct evbuffer *b, const char *s);
 /* s as a JSON string literal, quotes included (fti_json_escape), into b. */

@@ -92,31 +92,6 @@ bool fti_lh_goodput(const fti_lh_snapshot_t *s, double *committed_p, double *hea
 
 /* ---- /metrics ---------------------------------------------------------------- */
 
-/* A label value, escaped (backslash, quote, newline). */
-static void label(struct evbuffer *b, const char *v)
-{
-    for (const char *c = v; *c; c++) {
-        if (*c == '\\' || *c == '"')
-            evbuffer_add_printf(b, "\\%c", *c);
-        else if (*c == '\n')
-            evbuffer_add_printf(b, "\\n");
-        else
-            evbuffer_add(b, c, 1);
-    }
-}
-
-/* name{job="..",group="..": the caller closes the braces. */
-static void series(struct evbuffer *b, const char *name, const char *job, const char *group)
-{
-    evbuffer_add_printf(b, "%s{job=\"", name);
-    label(b, job);
-    if (group) {
-        evbuffer_add_printf(b, "\",group=\"");
-        label(b, group);
-    }
-    evbuffer_add_printf(b, "\"");
-}
-
 static void head(struct evbuffer *b, const char *name, const char *type, const char *help)
 {
     evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -131,20 +106,20 @@ static void hist_lines(struct evbuffer *b, const char *name, const char *job, co
     snprintf(nm, sizeof(nm), "%s_bucket", name);
     for (size_t k = 0; k < nb; k++) {
         cum += h->n[k];
-        series(b, nm, job, group);
+        fti_lh_metric_series(b, nm, job, group);
         if (k + 1 < nb)
             evbuffer_add_printf(b, ",le=\"%.15g\"} %" PRIu64 "\n", bounds[k], cum);
         else
             evbuffer_add_printf(b, ",le=\"+Inf\"} %" PRIu64 "\n", cum);
     }
     snprintf(nm, sizeof(nm), "%s_sum", name);
-    series(b, nm, job, group);
+    fti_lh_metric_series(b, nm, job, group);
     if (ms) /* exact: the event log's milliseconds */
         evbuffer_add_printf(b, "} %" PRId64 ".%03d\n", h->sum / 1000, (int)(h->sum % 1000));
     else
         evbuffer_add_printf(b, "} %" PRId64 "\n", h->sum);
     snprintf(nm, sizeof(nm), "%s_count", name);
-    series(b, nm, job, group);
+    fti_lh_metric_series(b, nm, job, group);
     evbuffer_add_printf(b, "} %" PRIu64 "\n", h->count);
 }
 
@@ -173,20 +148,20 @@ static void recovery_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
     head(b, "ftmpi_recovery_heal_rate_bytes_per_second", "gauge",
          "Heal rate of the group's last recovery that healed.");
     for (size_t i = 0; i < t->n_groups; i++) {
-        series(b, "ftmpi_recovery_heal_rate_bytes_per_second", s->job, t->groups[i].replica_id);
+        fti_lh_metric_series(b, "ftmpi_recovery_heal_rate_bytes_per_second", s->job, t->groups[i].replica_id);
         evbuffer_add_printf(b, "} %.6g\n", t->groups[i].last_heal_rate);
     }
     head(b, "ftmpi_recoveries_total", "counter", "Recoveries ended, by kind (survivor, restart).");
     for (size_t i = 0; i < t->n_groups; i++)
         for (int k = 0; k < 2; k++) {
-            series(b, "ftmpi_recoveries_total", s->job, t->groups[i].replica_id);
+            fti_lh_metric_series(b, "ftmpi_recoveries_total", s->job, t->groups[i].replica_id);
             evbuffer_add_printf(b, ",kind=\"%s\"} %" PRIu64 "\n", fti_recovery_kind_name(k),
                                 t->groups[i].recoveries[k]);
         }
     head(b, "ftmpi_recovery_steps_lost_total", "counter",
          "Steps that did not commit during the group's recoveries.");
     for (size_t i = 0; i < t->n_groups; i++) {
-        series(b, "ftmpi_recovery_steps_lost_total", s->job, t->groups[i].replica_id);
+        fti_lh_metric_series(b, "ftmpi_recovery_steps_lost_total", s->job, t->groups[i].replica_id);
         evbuffer_add_printf(b, "} %" PRId64 "\n", t->groups[i].steps_lost);
     }
 }
@@ -200,7 +175,7 @@ static void rank_metric(struct evbuffer *b, const fti_lh_snapshot_t *s, const ch
     for (size_t i = 0; i < t->n_groups; i++)
         for (size_t r = 0; r < t->groups[i].n_ranks; r++) {
             int64_t v = *(const int64_t *)((const char *)&t->groups[i].ranks[r] + off);
-            series(b, name, s->job, t->groups[i].replica_id);
+            fti_lh_metric_series(b, name, s->job, t->groups[i].replica_id);
             evbuffer_add_printf(b, ",rank=\"%zu\"} %.15g\n", r, (double)v * scale);
         }
 }
@@ -227,7 +202,7 @@ static void rank_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
     for (size_t i = 0; i < t->n_groups; i++)
         for (size_t r = 0; r < t->groups[i].n_ranks; r++)
             for (int k = 0; k < FTI_FAIL_KINDS; k++) {
-                series(b, "ftmpi_rank_failed_steps_total", s->job, t->groups[i].replica_id);
+                fti_lh_metric_series(b, "ftmpi_rank_failed_steps_total", s->job, t->groups[i].replica_id);
                 evbuffer_add_printf(b, ",rank=\"%zu\",kind=\"%s\"} %" PRId64 "\n", r, kinds[k],
                                     t->groups[i].ranks[r].fail[k]);
             }
@@ -236,7 +211,7 @@ static void rank_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
         for (size_t r = 0; r < t->groups[i].n_ranks; r++)
             for (int c = 0; c < 3; c++) {
                 int64_t us = *(const int64_t *)((const char *)&t->groups[i].ranks[r] + call_off[c]);
-                series(b, "ftmpi_rank_call_seconds_total", s->job, t->groups[i].replica_id);
+                fti_lh_metric_series(b, "ftmpi_rank_call_seconds_total", s->job, t->groups[i].replica_id);
                 evbuffer_add_printf(b, ",rank=\"%zu\",call=\"%s\"} %.6f\n", r, calls[c],
                                     (double)us / 1e6);
             }
@@ -253,15 +228,15 @@ void fti_lh_obs_metrics(struct evbuffer *b, const fti_lh_snapshot_t *s)
     head(b, "ftmpi_job_goodput_ratio", "gauge",
          "Committed steps per second over the healthy rate (frozen once the job finished).");
     if (known) {
-        series(b, "ftmpi_job_committed_steps_per_second", s->job, NULL);
+        fti_lh_metric_series(b, "ftmpi_job_committed_steps_per_second", s->job, NULL);
         evbuffer_add_printf(b, "} %.6g\n", committed);
-        series(b, "ftmpi_job_healthy_steps_per_second", s->job, NULL);
+        fti_lh_metric_series(b, "ftmpi_job_healthy_steps_per_second", s->job, NULL);
         evbuffer_add_printf(b, "} %.6g\n", healthy);
-        series(b, "ftmpi_job_goodput_ratio", s->job, NULL);
+        fti_lh_metric_series(b, "ftmpi_job_goodput_ratio", s->job, NULL);
         evbuffer_add_printf(b, "} %.6g\n", committed / healthy);
     }
     head(b, "ftmpi_job_finished", "gauge", "1 once every group known finalized: the job is over.");
-    series(b, "ftmpi_job_finished", s->job, NULL);
+    fti_lh_metric_series(b, "ftmpi_job_finished", s->job, NULL);
     evbuffer_add_printf(b, "} %d\n", s->history != NULL && fti_lh_history_finished(s->history));
     if (s->recov == NULL)
         return;

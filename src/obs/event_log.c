@@ -261,3 +261,15 @@ void fti_event_flight(fti_event_log_h l, int64_t step, uint64_t dump, const char
               dump, reason, seq, op, bytes, quorum_id, start_ms, end_ms, result);
     line_end(l, &b);
 }
+
+void fti_event_flight_dump(fti_event_log_h l, int64_t step, uint64_t dump, const char *reason,
+                           size_t records)
+{
+    struct sbuf b = {0};
+    if (l == NULL)
+        return;
+    line_begin(l, &b, "flight_dump", step);
+    sb_printf(&b, ",\"dump\":%" PRIu64 ",\"reason\":\"%s\",\"records\":%zu", dump, reason,
+              records);
+    line_end(l, &b);
+}

@@ -25,6 +25,10 @@
  *           process's dump number), reason (error, sigusr1), seq, op
  *           (quorum, allreduce, commit), bytes, quorum_id, start_ms,
  *           end_ms (-1: still running), result (FT_* name or "running")
+ *   flight_dump: a dump begins (before its "flight" lines): dump, reason,
+ *           records (how many follow; 0: no call yet, so a rank that made
+ *           none still shows in ftmpi-flight); "step" is its last call's
+ *           step, -1 without one
  * ("error" is the FT_Error code, 0 on success, "error_name" its enum name
  * such as "FT_ERR_PROC_FAILED"; members: the quorum's replica ids, from a
  * compact reply up to 64 of them; "step" is the step the
@@ -76,5 +80,9 @@ void fti_event_recovery(fti_event_log_h log, const struct fti_recovery_rec *r);
 void fti_event_flight(fti_event_log_h log, int64_t step, uint64_t dump, const char *reason,
                       uint64_t seq, const char *op, uint64_t bytes, int64_t quorum_id,
                       int64_t start_ms, int64_t end_ms, const char *result);
+
+/* A flight-recorder dump of `records` entries begins (flight.h). */
+void fti_event_flight_dump(fti_event_log_h log, int64_t step, uint64_t dump, const char *reason,
+                           size_t records);
 
 #endif

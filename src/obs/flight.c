@@ -190,6 +190,18 @@ void fti_flight_dump(fti_flight_h f, const char *reason)
     memcpy(copy, f->ring, f->n * sizeof(*copy));
     pthread_mutex_unlock(&f->mu);
     uint64_t first = last >= f->n ? last - f->n + 1 : 1;
+    size_t records = 0;
+    int64_t step = -1;
+    for (uint64_t s = first; s <= last && s > 0; s++)
+        if (copy[(s - 1) % f->n].seq == s) {
+            records++;
+            step = copy[(s - 1) % f->n].step;
+        }
+    /* the header first: a dump of no record still says the rank is there */
+    if (f->elog)
+        fti_event_flight_dump(f->elog, step, dump, reason, records);
+    else
+        FTI_WARN("flight %s dump %llu: %zu records", reason, (unsigned long long)dump, records);
     for (uint64_t s = first; s <= last && s > 0; s++) {
         const fti_flight_rec_t *r = &copy[(s - 1) % f->n];
         if (r->seq != s)

@@ -44,7 +44,8 @@ uint64_t fti_flight_begin(fti_flight_h f, int op, uint64_t bytes, int64_t quorum
  * its slot was reused meanwhile. */
 void fti_flight_end(fti_flight_h f, uint64_t seq, int result);
 
-/* Writes the ring, oldest first, with reason ("error", "sigusr1"). */
+/* Writes a "flight_dump" header (the number of records, 0 before any
+ * call) and the ring, oldest first, with reason ("error", "sigusr1"). */
 void fti_flight_dump(fti_flight_h f, const char *reason);
 
 #endif

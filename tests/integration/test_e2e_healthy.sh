@@ -29,7 +29,7 @@ grep -q '^ftmpi_job_finished{job="ftmpi"} 1$' "$TEST_TMPDIR/metrics" ||
     e2e_fail "the job is not finished on /metrics: $(grep ftmpi_job_finished "$TEST_TMPDIR/metrics")"
 timeout 10 "$PROBE" http "$E2E_LH_HTTP" GET /status.json >"$TEST_TMPDIR/status.json" || e2e_fail "no /status.json"
 for g in g0 g1 g2; do
-    grep -q "^ftmpi_group_finished{replica_id=\"$g\"} 1\$" "$TEST_TMPDIR/metrics" ||
+    grep -q "^ftmpi_group_finished{job=\"ftmpi\",group=\"$g\"} 1\$" "$TEST_TMPDIR/metrics" ||
         e2e_fail "group $g is not finished on /metrics"
     grep "\"replica_id\":\"$g\"" "$TEST_TMPDIR/status.json" | grep -q '"finished":true' ||
         e2e_fail "group $g is not finished in /status.json"

@@ -110,6 +110,19 @@ if grep -q '"event":"commit".*"committed":false' "$TEST_TMPDIR/g0.events" "$TEST
 fi
 grep -q '^ftmpi_rank_commits_total{job="'"$JOB"'",group="g0",rank="0"} [1-9]' "$TEST_TMPDIR/metrics.txt" ||
     e2e_fail "/metrics has no per-rank commits of g0"
+# one label set (issue 36 item 7): every sample of a job's families carries
+# job first, every per-group one group (the replica id), none replica_id
+awk -v job="$JOB" '/^ftmpi_(group|recovery|rank|job)_/ {
+        if (index($0, "{job=\"" job "\"") == 0 || /replica_id=/ ||
+            (/^ftmpi_(group|recovery|rank)_/ && !/,group="/)) { print; bad = 1 } }
+    END { exit bad }' "$TEST_TMPDIR/metrics.txt" >"$TEST_TMPDIR/labels.bad" ||
+    e2e_fail "samples without the job and group labels: $(head -n 3 "$TEST_TMPDIR/labels.bad")"
+grep -q '^ftmpi_group_alive{job="'"$JOB"'",group="g0"} ' "$TEST_TMPDIR/metrics.txt" ||
+    e2e_fail "/metrics has no ftmpi_group_alive of g0 with job and group"
+# every selector of the Grafana dashboard is filtered by its $job variable
+awk '/"expr":/ { n = gsub(/ftmpi_[a-z_]+/, "&"); f = gsub(/ftmpi_[a-z_]+\{job=~\\"\$job\\"/, "&")
+        if (n != f) { print; bad = 1 } } END { exit bad }' "$top_srcdir/doc/grafana-ftmpi.json" \
+    >"$TEST_TMPDIR/grafana.bad" || e2e_fail "Grafana selectors not filtered by \$job: $(cat "$TEST_TMPDIR/grafana.bad")"
 # every metric the Grafana dashboard and the alert examples use is exported
 for f in "$top_srcdir/doc/grafana-ftmpi.json" "$top_srcdir/doc/prometheus-ftmpi-alerts.yml"; do
     for name in $(grep -o 'ftmpi_[a-z_]*' "$f" | sed 's/_\(bucket\|sum\|count\)$//' | sort -u); do

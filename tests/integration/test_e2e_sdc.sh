@@ -62,9 +62,9 @@ fi
 
 # /metrics: the counter of g1 (and of no other group); the dashboard's event
 timeout 10 "$PROBE" http "$E2E_LH_HTTP" GET /metrics >"$T/metrics" || e2e_fail "no /metrics"
-grep -q '^ftmpi_group_sdc_mismatches_total{replica_id="g1"} 1$' "$T/metrics" ||
+grep -q '^ftmpi_group_sdc_mismatches_total{job="ftmpi",group="g1"} 1$' "$T/metrics" ||
     e2e_fail "/metrics: no ftmpi_group_sdc_mismatches_total of 1 for g1: $(grep sdc "$T/metrics")"
-grep -q '^ftmpi_group_sdc_mismatches_total{replica_id="g0"} 0$' "$T/metrics" ||
+grep -q '^ftmpi_group_sdc_mismatches_total{job="ftmpi",group="g0"} 0$' "$T/metrics" ||
     e2e_fail "/metrics: g0's ftmpi_group_sdc_mismatches_total is not 0"
 grep -q '^ftmpi_lighthouse_sdc_checks_total [1-9]' "$T/metrics" ||
     e2e_fail "/metrics: no SDC check counted"

@@ -46,7 +46,7 @@ e2e_log "continue: both reported at step $(first_report g0), both went on"
 cmp -s "$T/g0.dump" "$T/g1.dump" && e2e_fail "the states are equal: nothing was corrupted?"
 timeout 10 "$PROBE" http "$E2E_LH_HTTP" GET /metrics >"$T/metrics" || e2e_fail "no /metrics"
 for g in g0 g1; do
-    grep -q "^ftmpi_group_sdc_mismatches_total{replica_id=\"$g\"} [1-9]" "$T/metrics" ||
+    grep -q "^ftmpi_group_sdc_mismatches_total{job=\"ftmpi\",group=\"$g\"} [1-9]" "$T/metrics" ||
         e2e_fail "/metrics: no SDC mismatch counted for $g"
 done
 

@@ -3,7 +3,7 @@
 # their last FTMPI_FLIGHT_RECORDS=12 calls; a SIGUSR1 makes a rank write
 # them to its event log (from the recorder's thread, not the handler); the
 # first FT_ERR_* of a step writes them too; ftmpi-flight prints the ranks
-# side by side.  A frozen group (SIGSTOP) makes the other hang in a call:
+# side by side, in rounds of one cause, with each rank's place.  A frozen group (SIGSTOP) makes the other hang in a call:
 # a SIGUSR1 dump then shows that call RUNNING, and ftmpi-flight names it.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 e2e_init
@@ -54,11 +54,20 @@ if [ -n "$usr1" ]; then
         e2e_fail "a flight record with an unknown op"
     grep -q '"event":"flight".*"op":"allreduce","bytes":[1-9][0-9]*,"quorum_id":[0-9]' \
         "$TEST_TMPDIR/g0.events" || e2e_fail "no allreduce record with its bytes and quorum id"
+    # each dump begins with its header, which counts its records
+    grep -q '"event":"flight_dump".*"dump":1,"reason":"sigusr1","records":'"$n"'$\|"event":"flight_dump".*"dump":1,"reason":"sigusr1","records":'"$n"'}' \
+        "$TEST_TMPDIR/g0.events" || e2e_fail "g0's SIGUSR1 dump has no flight_dump header of $n records"
     e2e_log "SIGUSR1: g0 dumped $n consecutive records"
     "$FLIGHT" "$TEST_TMPDIR/g0.events" "$TEST_TMPDIR/g1.events" >"$TEST_TMPDIR/flight1.txt" ||
         e2e_fail "ftmpi-flight failed"
-    head -n 1 "$TEST_TMPDIR/flight1.txt" | grep -q 'g0/0.*g1/0' ||
-        e2e_fail "ftmpi-flight has no g0/0 and g1/0 columns: $(head -n 3 "$TEST_TMPDIR/flight1.txt")"
+    # each dump in a round of its own cause, every rank's place named (the
+    # two SIGUSR1 dumps are one round or two, as far apart as they came)
+    for r in g0/0 g1/0; do
+        grep -Eq "^$r is (in|between calls)" "$TEST_TMPDIR/flight1.txt" ||
+            e2e_fail "ftmpi-flight names no place of $r: $(grep -E '^(round|g[01]/0)' "$TEST_TMPDIR/flight1.txt")"
+    done
+    grep -q '^round 1 of [0-9]*: sigusr1 dumps' "$TEST_TMPDIR/flight1.txt" ||
+        e2e_fail "ftmpi-flight shows no SIGUSR1 round: $(head -n 3 "$TEST_TMPDIR/flight1.txt")"
 fi
 
 # 2. g1 frozen: g0's reductions fail (an error dump with the failed call)
@@ -71,8 +80,8 @@ grep -q '"event":"flight".*"reason":"error".*"result":"FT_ERR_' "$TEST_TMPDIR/g0
 if [ -z "$usr1" ]; then
     "$FLIGHT" "$TEST_TMPDIR/g0.events" "$TEST_TMPDIR/g1.events" >"$TEST_TMPDIR/flight1.txt" ||
         e2e_fail "ftmpi-flight failed"
-    head -n 1 "$TEST_TMPDIR/flight1.txt" | grep -q 'g0/0' ||
-        e2e_fail "ftmpi-flight has no g0/0 column: $(head -n 3 "$TEST_TMPDIR/flight1.txt")"
+    grep -Eq '^g0/0 is (in|between calls)' "$TEST_TMPDIR/flight1.txt" ||
+        e2e_fail "ftmpi-flight names no place of g0/0: $(head -n 3 "$TEST_TMPDIR/flight1.txt")"
     e2e_log "error dumps of g0: $(dumps g0 error) record(s)"
 else
     r0=$(e2e_ranks g0)
@@ -80,7 +89,7 @@ else
         _before=$(dumps g0 sigusr1)
         kill -USR1 $r0
         wait_until 20 _more_dumps g0 sigusr1 "$_before" || return 1
-        "$FLIGHT" "$TEST_TMPDIR/g0.events" "$TEST_TMPDIR/g1.events" >"$TEST_TMPDIR/flight2.txt" || return 1
+        "$FLIGHT" --last "$TEST_TMPDIR/g0.events" "$TEST_TMPDIR/g1.events" >"$TEST_TMPDIR/flight2.txt" || return 1
         grep -q '^g0/0 is in ' "$TEST_TMPDIR/flight2.txt"
     }
     wait_until 60 _running_dump || e2e_fail "no SIGUSR1 dump of g0 showed a call still running: $(tail -n 5 "$TEST_TMPDIR/flight2.txt")"

@@ -103,6 +103,31 @@ head -n 1 "$TCL" | grep -q '^#%Module' || die "$TCL lacks the #%Module cookie"
 sed -n 's/^prepend-path \([A-Z_]*\) "\(.*\)"$/\1 \2/p' "$TCL" >"$T/tclpaths"
 cmp -s "$T/modpaths" "$T/tclpaths" || die "the Tcl modulefile's paths differ from the Lua one's: $(cat "$T/tclpaths")"
 
+# the modulefiles name their MPI (issue 36 item 7): configure's MPI library
+# in whatis, and a prereq on the MPI's module when one was given
+# (FTMPI_MODULE_MPI, configure's --with-module-mpi, or at make install)
+grep -q '^whatis("MPI: [A-Za-z]' "$MOD" || die "$MOD names no MPI: $(grep -n whatis "$MOD")"
+grep -q '^module-whatis "MPI: [A-Za-z]' "$TCL" || die "$TCL names no MPI"
+[ "$(sed -n 's/^whatis("MPI: \(.*\)")$/\1/p' "$MOD")" = \
+    "$(sed -n 's/^module-whatis "MPI: \(.*\)"$/\1/p' "$TCL")" ] || die "the modulefiles name different MPIs"
+if [ -z "$FTMPI_TEST_PREFIX" ]; then
+    timeout 120 $MAKE -C "$top_builddir" install-ftmpi-dist prefix="$T/modmpi" \
+        FTMPI_MODULE_MPI=openmpi/4.1.4 >"$T/modmpi.out" 2>&1 ||
+        die "make install-ftmpi-dist FTMPI_MODULE_MPI=...: $(tail -5 "$T/modmpi.out")"
+    grep -qx 'local mpi_module = "openmpi/4.1.4"' "$T/modmpi/share/modulefiles/ftmpi/$version.lua" &&
+        grep -qx 'set mpi_module "openmpi/4.1.4"' "$T/modmpi/share/modulefiles/ftmpi/$version" ||
+        die "FTMPI_MODULE_MPI=openmpi/4.1.4: the modulefiles do not require it"
+    if command -v tclsh >/dev/null 2>&1; then
+        # Environment Modules' view of the Tcl file: the prereq it declares
+        printf '%s\n' 'proc prereq {args} { puts "prereq $args" }' \
+            'foreach p {module-whatis conflict setenv prepend-path} { proc $p {args} {} }' \
+            'source [lindex $argv 0]' >"$T/mod.tcl"
+        [ "$(tclsh "$T/mod.tcl" "$T/modmpi/share/modulefiles/ftmpi/$version")" = "prereq openmpi/4.1.4" ] ||
+            die "the Tcl modulefile declares no prereq openmpi/4.1.4"
+        [ -z "$(tclsh "$T/mod.tcl" "$TCL")" ] || die "the Tcl modulefile declares a prereq without a module named"
+    fi
+fi
+
 # ---- a program outside the tree ------------------------------------------
 mkdir -p "$T/app"
 cat >"$T/app/app.c" <<'EOF'

@@ -4,7 +4,7 @@
 # default): 3 rounds of 100 group ids that each report 4 ranks' counters,
 # a recovery and a failed step, leave an SDC fingerprint that is never
 # judged (--min-replicas 2: no quorum) and die.  After each round every
-# /metrics series of its groups goes (group="..", replica_id="..") and no
+# /metrics series of its groups goes (group="..") and no
 # fingerprint waits (ftmpi_lighthouse_sdc_groups 0), so the series stay
 # bounded by the groups of the last window.  Before: every series of the
 # 300 groups stayed on /metrics for good.
