@@ -73,7 +73,7 @@ tests/integration/test_heal_stripe tests/integration/test_rpc tests/integration/
 # what check-ompi5 runs: every test that starts MPI ranks or meets the MPI
 # (the unit tests and the MPI-free ones run in check already), but
 # test_launcher_mismatch (MPICH's hydra starting 5.0's programs: not tried)
-ompi5_tests="tests/integration/test_modeb_ulfm.sh tests/integration/test_modeb_kill.sh \
+ompi5_tests="tests/integration/test_modeb_ulfm.sh tests/integration/test_modeb_ulfm_stop.sh tests/integration/test_modeb_kill.sh \
 tests/integration/test_modeb_partner.sh tests/integration/test_modeb_allreduce.sh \
 tests/integration/test_modeb_config.sh tests/integration/test_modeb_late_member.sh \
 tests/integration/test_modeb_native.sh tests/integration/test_modeb_sdc.sh \
