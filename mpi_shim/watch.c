@@ -36,6 +36,12 @@
 #include "base/sizes.h"
 #include "base/util.h"
 
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5
+/* Open MPI 5's switch behind the MCA parameter async_mpi_finalize:
+ * MPI_Finalize without its job-wide PMIx fence (arm_exit).  Weak. */
+extern bool ompi_async_mpi_finalize __attribute__((weak));
+#endif
+
 /* The status of every rank the drop-in ends (plain mpirun returns it). */
 #define FTI_SHIM_EXIT_STATUS 70
 #define SHIM_REDO_FACTOR 3
@@ -611,11 +617,22 @@ static void exit_after_loss(int status, void *arg)
     forward_and_end(-1, st);
 }
 
-/* Registers exit_after_loss once (any thread). */
+/* Registers exit_after_loss once (any thread).  On Open MPI 5 the
+ * survivors' MPI_Finalize also skips its job-wide PMIx fence from then on:
+ * the fence waited for a stopped rank (until the watchdog ended the job,
+ * exit 70, before the program's last lines and this handler; issue 38
+ * item 3), as mode B's did after a SIGKILL (mode/mode_b.c).  Open MPI 4.1
+ * keeps its fence: there it returned (test_shim_end's stopped cells). */
 static void arm_exit(void)
 {
     static atomic_int armed;
-    if (atomic_exchange(&armed, 1) == 0 && on_exit(exit_after_loss, NULL) != 0)
+    if (atomic_exchange(&armed, 1) != 0)
+        return;
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5
+    if (&ompi_async_mpi_finalize != NULL)
+        ompi_async_mpi_finalize = true;
+#endif
+    if (on_exit(exit_after_loss, NULL) != 0)
         FTI_WARN("libftmpi_pmpi: on_exit: the exit status after a loss stays the program's");
 }
 
