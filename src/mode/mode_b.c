@@ -92,13 +92,26 @@ enum { GROUP_WAIT, GROUP_LIVE, GROUP_DONE };
 struct serve {
     struct event_base *base;
     fti_lighthouse_h lh;
-    int n;
+    int n, group_size;
     char (*ids)[FTI_REPLICA_ID_SIZE];
     int *state;             /* GROUP_* */
     int64_t start_ms;
     int64_t gone_after_ms;  /* silent this long: gone */
     int64_t never_seen_ms;  /* never heard of this long after the start: gone */
 };
+
+/* Under ULFM: group i is silent long enough to be gone; its ranks that
+ * are still there are stopped or hung, and every rank's MPI_Finalize would
+ * wait for them (mode_b.h): they are ended.  A rank MPI knows dead is
+ * ended again, which changes nothing. */
+static void end_group(const struct serve *s, int i, int64_t age)
+{
+    char why[96];
+    snprintf(why, sizeof(why), "(group %s) sent the lighthouse no heartbeat for %" PRId64 " ms",
+             s->ids[i], age);
+    for (int g = 0; g < s->group_size; g++)
+        fti_modeb_end_rank(i * s->group_size + g, why);
+}
 
 static void check_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -142,6 +155,8 @@ static void check_cb(evutil_socket_t fd, short what, void *arg)
         if (why != NULL) {
             s->state[i] = GROUP_DONE;
             FTI_INFO("mode B: group %s %s", s->ids[i], why);
+            if (st == FTI_LH_GROUP_SILENT && fti_ulfm_active())
+                end_group(s, i, age);
         } else {
             open++;
         }
@@ -161,6 +176,7 @@ static void serve(const fti_config_t *cfg, const fti_modeb_t *mb, struct event_b
         .base = base,
         .lh = lh,
         .n = mb->n_groups,
+        .group_size = mb->group_size,
         .start_ms = fti_now_ms(),
         .gone_after_ms = (int64_t)MODEB_GONE_FACTOR * cfg->lh_heartbeat_timeout_ms,
     };

@@ -132,6 +132,20 @@ static int launcher_kill(int w, char *why, size_t len)
 #endif
 }
 
+void fti_modeb_end_rank(int w, const char *why)
+{
+    char how[PMIX_WHY_SIZE];
+    FTI_WARN("mode B: world rank %d %s: it is stopped or hung, and MPI_Finalize (under ULFM it "
+             "waits for every rank not known dead) would wait for it; asking the launcher to "
+             "end it",
+             w, why);
+    if (launcher_kill(w, how, sizeof(how)) == FT_SUCCESS)
+        FTI_WARN("mode B: world rank %d ended through %s", w, how);
+    else
+        FTI_ERROR("mode B: world rank %d could not be ended: %s; MPI_Finalize may wait for it", w,
+                  how);
+}
+
 void fti_modeb_bye(fti_modeb_t *mb, int wait_ms)
 {
     if (mb->bye == MPI_COMM_NULL)
@@ -175,17 +189,10 @@ void fti_modeb_bye(fti_modeb_t *mb, int wait_ms)
     for (int g = 0; g < n; g++) {
         if (req[g] == MPI_REQUEST_NULL)
             continue;
-        int w = mb->first_world_rank + g;
-        char why[PMIX_WHY_SIZE];
-        FTI_WARN("mode B: world rank %d said no goodbye in %d ms after this rank reached "
-                 "FT_Finalize: it is stopped or hung, and MPI_Finalize (under ULFM it waits for "
-                 "every rank not known dead) would wait for it; asking the launcher to end it",
-                 w, wait_ms);
-        if (launcher_kill(w, why, sizeof(why)) == FT_SUCCESS)
-            FTI_WARN("mode B: world rank %d ended through %s", w, why);
-        else
-            FTI_ERROR("mode B: world rank %d could not be ended: %s; MPI_Finalize may wait for it",
-                      w, why);
+        char why[96];
+        snprintf(why, sizeof(why), "said no goodbye in %d ms after this rank reached FT_Finalize",
+                 wait_ms);
+        fti_modeb_end_rank(mb->first_world_rank + g, why);
         (void)MPI_Cancel(&req[g]);
         (void)MPI_Request_free(&req[g]);
         cancelled = true;
