@@ -82,7 +82,7 @@ tests/integration/test_stdout_lines.sh \
 tests/integration/test_examples_lang.sh tests/integration/test_e2e_healthy.sh \
 tests/integration/test_e2e_kill_restart.sh tests/integration/test_e2e_rank_watch.sh \
 tests/integration/test_ftmpi_run.sh tests/shim/test_shim_s1.sh tests/shim/test_shim_kill.sh \
-tests/shim/test_shim_nohang.sh tests/shim/test_shim_examples.sh \
+tests/shim/test_shim_nohang.sh tests/shim/test_shim_ulfm.sh tests/shim/test_shim_examples.sh \
 tests/shim/test_shim_fortran.sh tests/shim/test_shim_restart.sh tests/shim/test_shim_hpcc.sh"
 if [ "$mpi" = ompi5 ]; then
     # the tree: FTMPI_OMPI5, else ../shared/ompi5 unpacked into _ompi5/

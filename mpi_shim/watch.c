@@ -35,6 +35,7 @@
 #include "base/net.h"
 #include "base/sizes.h"
 #include "base/util.h"
+#include "comm/ulfm.h"
 
 #if defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5
 /* Open MPI 5's switch behind the MCA parameter async_mpi_finalize:
@@ -361,6 +362,14 @@ static void mark_lost(int r, int why)
     if (w.rank == 0)
         fti_hub_tell_lost(w.table, r, why);
     arm_exit(); /* the exit status (exit_after_loss) */
+    /* Under ULFM (mpirun --with-ft ulfm) every MPI_Finalize first agrees
+     * with every rank not known dead, and a stopped rank is none: world
+     * rank 0 (the hub; world rank 1 for rank 0) has it ended through the
+     * launcher and reported failed (comm/ulfm.h), or the survivors waited
+     * there until the watchdog ended the job (issue 38 item 3).  PMIx only,
+     * no MPI call: this may be the watchdog thread. */
+    if (why == WHY_SILENT && fti_ulfm_active() && w.rank == (r == 0 ? 1 : 0))
+        fti_ulfm_end_rank(r, "was silent for FTMPI_TIMEOUT_MS (the drop-in's watchdog)");
 }
 
 /* The hub's word that rank r is lost (hub.h's rule 5). */

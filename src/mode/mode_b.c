@@ -110,7 +110,7 @@ static void end_group(const struct serve *s, int i, int64_t age)
     snprintf(why, sizeof(why), "(group %s) sent the lighthouse no heartbeat for %" PRId64 " ms",
              s->ids[i], age);
     for (int g = 0; g < s->group_size; g++)
-        fti_modeb_end_rank(i * s->group_size + g, why);
+        fti_ulfm_end_rank(i * s->group_size + g, why);
 }
 
 static void check_cb(evutil_socket_t fd, short what, void *arg)

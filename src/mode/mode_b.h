@@ -71,13 +71,6 @@ int fti_modeb_init(const fti_config_t *cfg, const char *bind_host, fti_modeb_t *
 int fti_modeb_bye_create(fti_modeb_t *mb);
 void fti_modeb_bye(fti_modeb_t *mb, int wait_ms);
 
-/* Mode B on ULFM: asks the launcher to end world rank w (stopped or hung:
- * why says how this rank knows) and reports it failed to ULFM, as
- * fti_modeb_bye does; logs what it did.  Also the lighthouse rank's, for
- * every rank of a group silent long enough to be gone (a stopped group of
- * one rank has no partner to wait for it).  Any thread that may call MPI. */
-void fti_modeb_end_rank(int w, const char *why);
-
 /* Frees the split and the slice context.  lost: the group lost a rank;
  * its communicator is left to MPI. */
 void fti_modeb_release(fti_modeb_t *mb, int lost);
