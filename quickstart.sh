@@ -73,7 +73,7 @@ tests/integration/test_heal_stripe tests/integration/test_rpc tests/integration/
 # what check-ompi5 runs: every test that starts MPI ranks or meets the MPI
 # (the unit tests and the MPI-free ones run in check already), but
 # test_launcher_mismatch (MPICH's hydra starting 5.0's programs: not tried)
-ompi5_tests="tests/integration/test_modeb_ulfm.sh tests/integration/test_modeb_kill.sh \
+ompi5_tests="tests/integration/test_modeb_ulfm.sh tests/integration/test_modeb_ulfm_stop.sh tests/integration/test_modeb_kill.sh \
 tests/integration/test_modeb_partner.sh tests/integration/test_modeb_allreduce.sh \
 tests/integration/test_modeb_config.sh tests/integration/test_modeb_late_member.sh \
 tests/integration/test_modeb_native.sh tests/integration/test_modeb_sdc.sh \
@@ -82,7 +82,7 @@ tests/integration/test_stdout_lines.sh \
 tests/integration/test_examples_lang.sh tests/integration/test_e2e_healthy.sh \
 tests/integration/test_e2e_kill_restart.sh tests/integration/test_e2e_rank_watch.sh \
 tests/integration/test_ftmpi_run.sh tests/shim/test_shim_s1.sh tests/shim/test_shim_kill.sh \
-tests/shim/test_shim_nohang.sh tests/shim/test_shim_examples.sh \
+tests/shim/test_shim_nohang.sh tests/shim/test_shim_ulfm.sh tests/shim/test_shim_examples.sh \
 tests/shim/test_shim_fortran.sh tests/shim/test_shim_restart.sh tests/shim/test_shim_hpcc.sh"
 if [ "$mpi" = ompi5 ]; then
     # the tree: FTMPI_OMPI5, else ../shared/ompi5 unpacked into _ompi5/

@@ -35,6 +35,13 @@
 #include "base/net.h"
 #include "base/sizes.h"
 #include "base/util.h"
+#include "comm/ulfm.h"
+
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5
+/* Open MPI 5's switch behind the MCA parameter async_mpi_finalize:
+ * MPI_Finalize without its job-wide PMIx fence (arm_exit).  Weak. */
+extern bool ompi_async_mpi_finalize __attribute__((weak));
+#endif
 
 /* The status of every rank the drop-in ends (plain mpirun returns it). */
 #define FTI_SHIM_EXIT_STATUS 70
@@ -355,6 +362,14 @@ static void mark_lost(int r, int why)
     if (w.rank == 0)
         fti_hub_tell_lost(w.table, r, why);
     arm_exit(); /* the exit status (exit_after_loss) */
+    /* Under ULFM (mpirun --with-ft ulfm) every MPI_Finalize first agrees
+     * with every rank not known dead, and a stopped rank is none: world
+     * rank 0 (the hub; world rank 1 for rank 0) has it ended through the
+     * launcher and reported failed (comm/ulfm.h), or the survivors waited
+     * there until the watchdog ended the job (issue 38 item 3).  PMIx only,
+     * no MPI call: this may be the watchdog thread. */
+    if (why == WHY_SILENT && fti_ulfm_active() && w.rank == (r == 0 ? 1 : 0))
+        fti_ulfm_end_rank(r, "was silent for FTMPI_TIMEOUT_MS (the drop-in's watchdog)");
 }
 
 /* The hub's word that rank r is lost (hub.h's rule 5). */
@@ -611,11 +626,22 @@ static void exit_after_loss(int status, void *arg)
     forward_and_end(-1, st);
 }
 
-/* Registers exit_after_loss once (any thread). */
+/* Registers exit_after_loss once (any thread).  On Open MPI 5 the
+ * survivors' MPI_Finalize also skips its job-wide PMIx fence from then on:
+ * the fence waited for a stopped rank (until the watchdog ended the job,
+ * exit 70, before the program's last lines and this handler; issue 38
+ * item 3), as mode B's did after a SIGKILL (mode/mode_b.c).  Open MPI 4.1
+ * keeps its fence: there it returned (test_shim_end's stopped cells). */
 static void arm_exit(void)
 {
     static atomic_int armed;
-    if (atomic_exchange(&armed, 1) == 0 && on_exit(exit_after_loss, NULL) != 0)
+    if (atomic_exchange(&armed, 1) != 0)
+        return;
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION >= 5
+    if (&ompi_async_mpi_finalize != NULL)
+        ompi_async_mpi_finalize = true;
+#endif
+    if (on_exit(exit_after_loss, NULL) != 0)
         FTI_WARN("libftmpi_pmpi: on_exit: the exit status after a loss stays the program's");
 }
 

@@ -64,4 +64,18 @@ int fti_ulfm_agree(MPI_Comm comm, int *flag);
  * *n_failed on success. */
 int fti_ulfm_failed(MPI_Comm comm, int *n_failed);
 
+/* Under ULFM (mode B, the drop-in): asks the launcher to end world rank w,
+ * stopped or hung (why says how the caller knows), and reports it failed
+ * to ULFM: Open MPI 5's PMIx job control (PMIX_JOB_CTRL_KILL: its mpirun
+ * ends it on its node, SIGCONT, SIGTERM, SIGKILL), then
+ * PMIX_ERR_PROC_TERM_WO_SYNC for it, as ULFM's own detector reports a
+ * suspect (5.0 takes a process ended on request for no failure), after
+ * which every MPI_Finalize, whose shrink of the world waits for every rank
+ * not known dead, completes.  PMIx's calls are looked up in the process
+ * (libmpi loaded PMIx): the library links no PMIx.  Logs what it did; a
+ * rank MPI knows dead is ended again, which changes nothing.  Any thread:
+ * PMIx calls only, no MPI.  Elsewhere (no PMIx header at build time, or
+ * no PMIx client in the process) it logs that it cannot. */
+void fti_ulfm_end_rank(int w, const char *why);
+
 #endif

@@ -35,6 +35,8 @@ typedef struct fti_modeb {
     int first_world_rank;  /* world rank of this group's rank 0 */
     MPI_Comm split;        /* this group's ranks (the application's group
                             * communicator, ftmpi_group_comm) */
+    MPI_Comm bye;          /* mode B on ULFM: a dup of split for a lost group's
+                            * goodbye (mode_b.h), else MPI_COMM_NULL */
     fti_mpi_ctx_h mpi;     /* what the `mpi` backend builds slices from */
     char lighthouse[FTI_ADDRESS_SIZE]; /* the lighthouse rank's address host:port */
 } fti_modeb_t;

@@ -92,13 +92,26 @@ enum { GROUP_WAIT, GROUP_LIVE, GROUP_DONE };
 struct serve {
     struct event_base *base;
     fti_lighthouse_h lh;
-    int n;
+    int n, group_size;
     char (*ids)[FTI_REPLICA_ID_SIZE];
     int *state;             /* GROUP_* */
     int64_t start_ms;
     int64_t gone_after_ms;  /* silent this long: gone */
     int64_t never_seen_ms;  /* never heard of this long after the start: gone */
 };
+
+/* Under ULFM: group i is silent long enough to be gone; its ranks that
+ * are still there are stopped or hung, and every rank's MPI_Finalize would
+ * wait for them (mode_b.h): they are ended.  A rank MPI knows dead is
+ * ended again, which changes nothing. */
+static void end_group(const struct serve *s, int i, int64_t age)
+{
+    char why[96];
+    snprintf(why, sizeof(why), "(group %s) sent the lighthouse no heartbeat for %" PRId64 " ms",
+             s->ids[i], age);
+    for (int g = 0; g < s->group_size; g++)
+        fti_ulfm_end_rank(i * s->group_size + g, why);
+}
 
 static void check_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -142,6 +155,8 @@ static void check_cb(evutil_socket_t fd, short what, void *arg)
         if (why != NULL) {
             s->state[i] = GROUP_DONE;
             FTI_INFO("mode B: group %s %s", s->ids[i], why);
+            if (st == FTI_LH_GROUP_SILENT && fti_ulfm_active())
+                end_group(s, i, age);
         } else {
             open++;
         }
@@ -161,6 +176,7 @@ static void serve(const fti_config_t *cfg, const fti_modeb_t *mb, struct event_b
         .base = base,
         .lh = lh,
         .n = mb->n_groups,
+        .group_size = mb->group_size,
         .start_ms = fti_now_ms(),
         .gone_after_ms = (int64_t)MODEB_GONE_FACTOR * cfg->lh_heartbeat_timeout_ms,
     };
@@ -262,11 +278,23 @@ static int modeb_initial_slice(fti_modeb_t *mb, bool is_lh)
     return rc;
 }
 
+/* The group's communicator (the application's too: ftmpi_group_comm)
+ * returns errors: under ULFM a dead partner is MPIX_ERR_PROC_FAILED there,
+ * which MPI_ERRORS_ARE_FATAL would turn into this rank's end; and its
+ * goodbye's duplicate (mode_b.h).  Collective over the group. */
+static int group_comms(fti_modeb_t *mb)
+{
+    if (mb->split != MPI_COMM_NULL)
+        MPI_Comm_set_errhandler(mb->split, MPI_ERRORS_RETURN);
+    return fti_modeb_bye_create(mb);
+}
+
 int fti_modeb_init(const fti_config_t *cfg, const char *bind_host, fti_modeb_t *mb)
 {
     char err[256];
     memset(mb, 0, sizeof(*mb));
     mb->split = MPI_COMM_NULL;
+    mb->bye = MPI_COMM_NULL;
     MPI_Comm_rank(MPI_COMM_WORLD, &mb->world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mb->world_size);
     mb->group_size = cfg->group_size;
@@ -293,11 +321,8 @@ int fti_modeb_init(const fti_config_t *cfg, const char *bind_host, fti_modeb_t *
         FTI_ERROR("mode B: MPI_Comm_split of the world failed");
         rc = FT_ERR_MPI;
     }
-    /* the group's communicator (the application's too: ftmpi_group_comm)
-     * returns errors: under ULFM a dead partner is MPIX_ERR_PROC_FAILED
-     * there, which MPI_ERRORS_ARE_FATAL would turn into this rank's end */
-    if (mb->split != MPI_COMM_NULL)
-        MPI_Comm_set_errhandler(mb->split, MPI_ERRORS_RETURN);
+    if (rc == FT_SUCCESS)
+        rc = group_comms(mb);
     int crc = fti_mpi_ctx_create(MPI_COMM_WORLD, &mb->mpi);
     if (crc == FT_SUCCESS)
         fti_mpi_ctx_set_zero_copy(mb->mpi, cfg->modeb_zero_copy);
@@ -350,7 +375,10 @@ void fti_modeb_release(fti_modeb_t *mb, int lost)
     MPI_Finalized(&finalized);
     if (!lost && !finalized && mb->split != MPI_COMM_NULL)
         MPI_Comm_free(&mb->split);
+    if (!lost && !finalized && mb->bye != MPI_COMM_NULL)
+        MPI_Comm_free(&mb->bye);
     mb->split = MPI_COMM_NULL;
+    mb->bye = MPI_COMM_NULL;
     fti_mpi_ctx_destroy(mb->mpi);
     mb->mpi = NULL;
 }
@@ -419,10 +447,14 @@ static void b_log_start(const fti_world_t *w, int group_rank, int group_size, co
              w->mb.world_size - 1, w->backend->name);
 }
 
+/* The group's goodbye (mode_b.h, under ULFM): a partner gets the longest a
+ * live one may still need to reach FT_Finalize after this rank (a quorum
+ * round's deadline and a commit's, which also make a group lost) before it
+ * is judged stopped or hung and ended. */
 static void b_release(const fti_config_t *cfg, fti_world_t *w, bool finalized)
 {
-    (void)cfg;
-    (void)finalized;
+    if (!finalized)
+        fti_modeb_bye(&w->mb, cfg->quorum_timeout_ms + 4 * cfg->timeout_ms);
     fti_modeb_release(&w->mb, w->lost);
 }
 

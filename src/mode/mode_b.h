@@ -46,6 +46,31 @@ void fti_modeb_replica_id(const char *prefix, int k, int n, char *buf, size_t le
  * size does not fit (logged once, by world rank 0). */
 int fti_modeb_init(const fti_config_t *cfg, const char *bind_host, fti_modeb_t *mb);
 
+/* Mode B on ULFM (mode_b_ulfm.c), groups of 2 ranks and more.  A stopped
+ * rank is not dead to ULFM (its failure detector is off by default), and
+ * every MPI_Finalize under ULFM first agrees with every rank not known
+ * dead: one stopped rank held the whole job in MPI_Finalize for good.  The
+ * library's deadlines decide instead: every group rank says goodbye to
+ * its partners in FT_Finalize (its group lost or not: an application that
+ * finds a partner gone by itself leaves without telling the library) and
+ * waits for theirs; a partner that says none within wait_ms and that MPI
+ * does not know failed is ended through the launcher (PMIx job control,
+ * PMIX_JOB_CTRL_KILL: Open MPI 5's mpirun ends it on its node, SIGCONT,
+ * SIGTERM, SIGKILL) and reported failed to ULFM, after which every
+ * MPI_Finalize completes.  A live
+ * partner says goodbye as soon as it reaches FT_Finalize (in a lost group
+ * it learns the loss at its next group operation: the group's communicator
+ * is revoked); one later than wait_ms is ended too.
+ *
+ * fti_modeb_bye_create: collective over the group (in fti_modeb_init):
+ * mb->bye, a dup of mb->split, under ULFM only (else MPI_COMM_NULL).
+ * fti_modeb_bye: the goodbye, once, in FT_Finalize before MPI_Finalize;
+ * logs each partner ended and how; frees mb->bye (left to MPI after a
+ * partner was ended).
+ * Application thread. */
+int fti_modeb_bye_create(fti_modeb_t *mb);
+void fti_modeb_bye(fti_modeb_t *mb, int wait_ms);
+
 /* Frees the split and the slice context.  lost: the group lost a rank;
  * its communicator is left to MPI. */
 void fti_modeb_release(fti_modeb_t *mb, int lost);
