@@ -366,8 +366,9 @@ static int ring_run(struct fti_ucx_comm *c, char *buf, size_t count, size_t esiz
             int i = 0;
             while (sops[i] != NULL)
                 i++;
+            unsigned idx = (unsigned)((size_t)t * p.per_step + j);
             sops[i] = fti_ucx_send(c, next, buf + off * esize, len * esize,
-                                   fti_ucx_tag(c, p.me, seq, (unsigned)((size_t)t * p.per_step + j)));
+                                   fti_ucx_tag(c, p.me, seq, idx));
             sent++;
             in_flight++;
         }

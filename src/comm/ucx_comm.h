@@ -83,7 +83,8 @@ struct fti_ucx_op *fti_ucx_recv(struct fti_ucx_comm *c, int peer, void *buf, siz
 
 /* Progresses the worker until every busy slot completed, then frees
  * them (nops = 0).  Busy-polls the worker up to UCX_SPIN_POLLS times, then
- * sleeps on its event fd when nothing moves (waking at least every FTI_UCX_POLL_MS for UCX's keepalive), never past
+ * sleeps on its event fd when nothing moves (waking at least every
+ * FTI_UCX_POLL_MS for UCX's keepalive), never past
  * deadline_ms.  FT_ERR_PROC_FAILED when a peer's endpoint failed (the
  * error callback) or an operation on it did (c->failed names it),
  * FT_ERR_BAD_MESSAGE for a message of the wrong length, FT_ERR_TIMEOUT at
