@@ -88,7 +88,7 @@ const fti_config_field_t fti_config_table[] = {
      FTI_CFG_STRING, OFF(event_log), 0, 0, NULL},
     {"FTMPI_TOKEN_FILE", "", "file holding the job secret (mode 600; the lighthouse's --token-file): every control-plane and ring connection must prove it; at least 128 bits (make one with ftmpi-lighthouse --make-token FILE); empty = unauthenticated",
      FTI_CFG_STRING, OFF(token_file), 0, 0, NULL},
-    {"FTMPI_CHUNK_BYTES", "262144", "pipeline chunk of the tcp ring (suffixes k, m, g)",
+    {"FTMPI_CHUNK_BYTES", "262144", "pipeline chunk of the tcp and ucx rings (suffixes k, m, g)",
      FTI_CFG_BYTES, OFF(chunk_bytes), 4096, INT64_C(1) << 30, NULL},
     {"FTMPI_MAX_FRAME_BYTES", "16777216", "largest control-plane frame accepted (suffixes k, m, g)",
      FTI_CFG_BYTES, OFF(max_frame_bytes), 1024, INT64_C(1) << 31, NULL},

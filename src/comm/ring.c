@@ -49,3 +49,19 @@ size_t fti_ring_nchunks(size_t len, size_t chunk_elems)
 {
     return (len + chunk_elems - 1) / chunk_elems;
 }
+
+size_t fti_ring_chunk_plan(size_t count, int n, size_t esize, size_t chunk_bytes,
+                           size_t max_msgs, size_t *per_step_p)
+{
+    size_t steps = (size_t)fti_ring_nsteps(n), ce = fti_ring_chunk_elems(chunk_bytes, esize);
+    size_t maxseg = n > 0 ? (count + (size_t)n - 1) / (size_t)n : count;
+    size_t budget = steps ? max_msgs / steps : max_msgs, per = fti_ring_nchunks(maxseg, ce);
+    if (budget == 0)
+        budget = 1;
+    if (per > budget) {
+        ce = (maxseg + budget - 1) / budget;
+        per = fti_ring_nchunks(maxseg, ce);
+    }
+    *per_step_p = per ? per : 1;
+    return ce;
+}

@@ -39,4 +39,13 @@ size_t fti_ring_chunk_elems(size_t chunk_bytes, size_t esize);
 /* Number of chunks of a segment of len elements (0 for an empty one). */
 size_t fti_ring_nchunks(size_t len, size_t chunk_elems);
 
+/* Elements per chunk of a ring over n ranks (n >= 2) of count elements
+ * whose messages are numbered step * per_step + chunk in fewer than
+ * max_msgs numbers (a tag's bits): chunk_bytes's elements
+ * (fti_ring_chunk_elems), made larger where the largest segment would
+ * need more than max_msgs / nsteps chunks.  The same on every rank.
+ * *per_step_p: the chunks of the largest segment (at least 1). */
+size_t fti_ring_chunk_plan(size_t count, int n, size_t esize, size_t chunk_bytes,
+                           size_t max_msgs, size_t *per_step_p);
+
 #endif

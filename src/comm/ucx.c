@@ -29,6 +29,8 @@
 
 #define UCX_SMALL_MAX (64u * 1024u) /* as the tcp ring's */
 #define UCX_GRACE_MS 1000            /* fti_ucx_abort's without a timeout_ms */
+#define UCX_CHUNK (256u * 1024u)     /* the ring's chunk without FTMPI_CHUNK_BYTES */
+#define UCX_REDUCE_PIECE (64u * 1024u) /* bytes reduced between two rounds of progress */
 
 /* ---- rendezvous ------------------------------------------------------------ */
 
@@ -204,10 +206,12 @@ static int ucx_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_c
     c->failed = -1;
     c->efd = -1;
     c->small_max = UCX_SMALL_MAX;
+    c->chunk_bytes = r->chunk_bytes ? r->chunk_bytes : UCX_CHUNK;
+    c->ops_cap = FTI_MAX(2 * r->size, 2 * FTI_UCX_WINDOW);
     c->salt = ucx_salt(r->key, r->quorum_id);
     c->grace_ms = r->timeout_ms > 0 ? r->timeout_ms / 2 : UCX_GRACE_MS;
     c->peers = calloc((size_t)r->size, sizeof(*c->peers));
-    c->ops = calloc(2 * (size_t)r->size, sizeof(*c->ops));
+    c->ops = calloc((size_t)c->ops_cap, sizeof(*c->ops));
     int rc = c->peers == NULL || c->ops == NULL ? FT_ERR_NO_MEMORY : FT_SUCCESS;
     for (int i = 0; rc == FT_SUCCESS && i < r->size; i++)
         c->peers[i] = (struct fti_ucx_peer){.c = c, .rank = i};
@@ -251,30 +255,138 @@ static int scratch_reserve(struct fti_ucx_comm *c, size_t bytes)
     return FT_SUCCESS;
 }
 
-/* The ring (ring.h): at step t send segment send_seg to the next rank,
- * receive segment recv_seg from the previous one (into the scratch buffer
- * and reduced, or in place), one step after the other; message t of
- * operation seq. */
+/* The pipelined ring (ring.h, DESIGN section 5).  Each step's segment goes
+ * in chunks (c->chunk_bytes, larger when the tag's message numbers would
+ * not suffice: fti_ring_chunk_plan); chunk j of step t is message
+ * t * per_step + j of operation seq.  The receives are numbered in the
+ * order of the steps ("units" 0..K-1); up to FTI_UCX_WINDOW of them are in
+ * flight ahead of the one being reduced (a reducing step's into a scratch
+ * slot, unit k into slot k % FTI_UCX_WINDOW; a copying step's straight
+ * into buf), as are up to FTI_UCX_WINDOW sends.  The sends of step 0 are
+ * buf's own; the send of chunk j of step t >= 1 is the receive of chunk j
+ * of step t - 1 once reduced (or copied): send unit s >= n0 (step 0's
+ * chunks) is receive unit s - n0.  A receive into buf is posted while
+ * sends from buf may be in flight, but never overlaps what they read: the
+ * region it fills was sent at an earlier step, and its bytes come back
+ * only after the next rank received all of that send.  Each element is
+ * reduced as the unpipelined ring reduced it (buf op received), so the
+ * result is the same bits. */
+struct ring_plan {
+    int n, me, T;
+    size_t count, esize, ce, per_step;
+};
+
+/* Unit k of the receive stream (k < K) or the send stream: its step and
+ * chunk, and the chunk's offset and length in elements (0 for an empty
+ * segment); returns 0 past the last unit. */
+static int ring_unit(const struct ring_plan *p, int is_send, size_t k, int *t_p, size_t *j_p,
+                     size_t *off_p, size_t *len_p)
+{
+    for (int t = 0; t < p->T; t++) {
+        size_t off, len;
+        int seg = is_send ? fti_ring_send_seg(p->me, p->n, t) : fti_ring_recv_seg(p->me, p->n, t);
+        fti_ring_segment(p->count, p->n, seg, &off, &len);
+        size_t nc = fti_ring_nchunks(len, p->ce);
+        if (k < nc) {
+            *t_p = t;
+            *j_p = k;
+            *off_p = off + k * p->ce;
+            *len_p = FTI_MIN(p->ce, len - k * p->ce);
+            return 1;
+        }
+        k -= nc;
+    }
+    return 0;
+}
+
+/* Units of a stream. */
+static size_t ring_units(const struct ring_plan *p, int is_send)
+{
+    size_t k = 0;
+    for (int t = 0; t < p->T; t++) {
+        size_t off, len;
+        int seg = is_send ? fti_ring_send_seg(p->me, p->n, t) : fti_ring_recv_seg(p->me, p->n, t);
+        fti_ring_segment(p->count, p->n, seg, &off, &len);
+        k += fti_ring_nchunks(len, p->ce);
+    }
+    return k;
+}
+
+/* dst op= src, len bytes, in pieces with progress between them, so that
+ * the transfers in flight go on during the reduction. */
+static void reduce_overlapped(struct fti_ucx_comm *c, char *dst, const char *src, size_t count,
+                              size_t esize, enum fti_dtype dt, enum fti_op op)
+{
+    size_t piece = FTI_MAX((size_t)1, UCX_REDUCE_PIECE / esize);
+    for (size_t i = 0; i < count; i += piece) {
+        size_t m = FTI_MIN(piece, count - i);
+        fti_reduce(dst + i * esize, src + i * esize, m, dt, op);
+        if (i + m < count)
+            fti_ucx_nudge(c);
+    }
+}
+
 static int ring_run(struct fti_ucx_comm *c, char *buf, size_t count, size_t esize,
                     enum fti_dtype dt, enum fti_op op, uint32_t seq, int64_t deadline_ms)
 {
-    const int n = c->base.size, me = c->base.rank;
-    const int next = (me + 1) % n, prev = (me - 1 + n) % n;
-    size_t soff, slen, roff, rlen;
-    int rc = scratch_reserve(c, (count / (size_t)n + 1) * esize);
-    for (int t = 0; rc == FT_SUCCESS && t < fti_ring_nsteps(n); t++) {
-        int reduce = fti_ring_step_reduces(n, t);
-        fti_ring_segment(count, n, fti_ring_send_seg(me, n, t), &soff, &slen);
-        fti_ring_segment(count, n, fti_ring_recv_seg(me, n, t), &roff, &rlen);
-        char *dst = reduce ? c->scratch : buf + roff * esize;
-        if (rlen > 0)
-            fti_ucx_recv(c, prev, dst, rlen * esize, fti_ucx_tag(c, prev, seq, (unsigned)t));
-        if (slen > 0)
-            fti_ucx_send(c, next, buf + soff * esize, slen * esize,
-                         fti_ucx_tag(c, me, seq, (unsigned)t));
-        rc = fti_ucx_wait(c, deadline_ms);
-        if (rc == FT_SUCCESS && reduce && rlen > 0)
-            fti_reduce(buf + roff * esize, c->scratch, rlen, dt, op);
+    struct ring_plan p = {.n = c->base.size, .me = c->base.rank, .count = count, .esize = esize};
+    const int next = (p.me + 1) % p.n, prev = (p.me - 1 + p.n) % p.n;
+    p.T = fti_ring_nsteps(p.n);
+    p.ce = fti_ring_chunk_plan(count, p.n, esize, c->chunk_bytes, FTI_UCX_MAX_MSGS, &p.per_step);
+    size_t off, len, j;
+    int t;
+    fti_ring_segment(count, p.n, fti_ring_send_seg(p.me, p.n, 0), &off, &len);
+    const size_t cbytes = p.ce * esize, K = ring_units(&p, 0), S = ring_units(&p, 1);
+    const size_t n0 = fti_ring_nchunks(len, p.ce); /* step 0's sends */
+    struct fti_ucx_op *rops[FTI_UCX_WINDOW] = {0}, *sops[FTI_UCX_WINDOW] = {0};
+    size_t posted = 0, consumed = 0, sent = 0;
+    int in_flight = 0, rc = scratch_reserve(c, FTI_UCX_WINDOW * cbytes);
+    while (rc == FT_SUCCESS) {
+        /* receives: up to the window ahead of the one being reduced */
+        while (posted < K && posted < consumed + FTI_UCX_WINDOW &&
+               ring_unit(&p, 0, posted, &t, &j, &off, &len)) {
+            char *dst = fti_ring_step_reduces(p.n, t)
+                            ? c->scratch + (posted % FTI_UCX_WINDOW) * cbytes
+                            : buf + off * esize;
+            rops[posted % FTI_UCX_WINDOW] =
+                fti_ucx_recv(c, prev, dst, len * esize,
+                             fti_ucx_tag(c, prev, seq, (unsigned)((size_t)t * p.per_step + j)));
+            posted++;
+        }
+        /* sends: the finished ones freed (once a wait looked at them),
+         * then every ready one while the window has room */
+        for (int i = 0; i < FTI_UCX_WINDOW; i++)
+            if (sops[i] != NULL && sops[i]->done && sops[i]->seen) {
+                fti_ucx_release(c, sops[i]);
+                sops[i] = NULL;
+                in_flight--;
+            }
+        while (sent < S && in_flight < FTI_UCX_WINDOW && (sent < n0 || sent - n0 < consumed) &&
+               ring_unit(&p, 1, sent, &t, &j, &off, &len)) {
+            int i = 0;
+            while (sops[i] != NULL)
+                i++;
+            unsigned idx = (unsigned)((size_t)t * p.per_step + j);
+            sops[i] = fti_ucx_send(c, next, buf + off * esize, len * esize,
+                                   fti_ucx_tag(c, p.me, seq, idx));
+            sent++;
+            in_flight++;
+        }
+        if (consumed == K && sent == S && in_flight == 0)
+            break;
+        struct fti_ucx_op *head = consumed < K ? rops[consumed % FTI_UCX_WINDOW] : NULL;
+        if (head != NULL && head->done && head->seen) {
+            (void)ring_unit(&p, 0, consumed, &t, &j, &off, &len);
+            fti_ucx_release(c, head);
+            if (fti_ring_step_reduces(p.n, t))
+                reduce_overlapped(c, buf + off * esize,
+                                  c->scratch + (consumed % FTI_UCX_WINDOW) * cbytes, len, esize,
+                                  dt, op);
+            consumed++;
+            continue;
+        }
+        /* until the receive to reduce next or a send finished */
+        rc = fti_ucx_wait_some(c, head, deadline_ms);
     }
     return rc;
 }

@@ -22,6 +22,8 @@
 #include "base/sizes.h"
 
 #define FTI_UCX_MAX_SIZE 4096 /* members: the tag's 12 bits of rank */
+#define FTI_UCX_MAX_MSGS 65536 /* messages of one operation: the tag's 16 bits */
+#define FTI_UCX_WINDOW 4       /* the ring's receives (and sends) in flight */
 
 /* One send or receive in flight. */
 struct fti_ucx_op {
@@ -31,6 +33,7 @@ struct fti_ucx_op {
     int peer;            /* replica rank sent to / received from */
     int is_recv;
     int seen;            /* done and looked at by ops_reap */
+    int busy;            /* the slot is in use (fti_ucx_release frees it) */
     size_t want, got;    /* receive: the length posted, the length received */
 };
 
@@ -47,14 +50,16 @@ struct fti_ucx_comm {
     ucp_worker_h worker;
     int efd;                     /* the worker's event fd */
     struct fti_ucx_peer *peers;  /* size entries */
-    struct fti_ucx_op *ops;      /* 2 * size slots */
-    int nops;                    /* slots in use by the operation running */
+    struct fti_ucx_op *ops;      /* ops_cap slots */
+    int ops_cap;                 /* max(2 * size, 2 * FTI_UCX_WINDOW) */
+    int nops;                    /* slots 0..nops-1 may be busy */
     uint64_t salt;               /* tag bits 63..40 */
     uint32_t seq;                /* operations run so far */
     int dead;
     int failed;                  /* replica rank of the first failed peer, -1 none */
     int grace_ms;                /* how long an abort lets sends to live peers finish */
     size_t small_max;
+    size_t chunk_bytes;          /* the ring's pipeline chunk */
     char *scratch;
     size_t scratch_cap;
 };
@@ -68,14 +73,18 @@ static inline uint64_t fti_ucx_tag(const struct fti_ucx_comm *c, int src, uint32
 }
 
 /* Posts a send of len bytes at buf to peer / a receive of exactly len
- * bytes from peer into buf, in the next free slot.  A failure to post
- * completes the slot with its status. */
-void fti_ucx_send(struct fti_ucx_comm *c, int peer, const void *buf, size_t len, uint64_t tag);
-void fti_ucx_recv(struct fti_ucx_comm *c, int peer, void *buf, size_t len, uint64_t tag);
+ * bytes from peer into buf, in a free slot (the caller keeps at most
+ * ops_cap busy), which it returns.  A failure to post completes the slot
+ * with its status. */
+struct fti_ucx_op *fti_ucx_send(struct fti_ucx_comm *c, int peer, const void *buf, size_t len,
+                                uint64_t tag);
+struct fti_ucx_op *fti_ucx_recv(struct fti_ucx_comm *c, int peer, void *buf, size_t len,
+                                uint64_t tag);
 
-/* Progresses the worker until every posted slot completed, then frees
- * them (nops = 0).  Sleeps on the worker's event fd when nothing moves
- * (waking at least every FTI_UCX_POLL_MS for UCX's keepalive), never past
+/* Progresses the worker until every busy slot completed, then frees
+ * them (nops = 0).  Busy-polls the worker up to UCX_SPIN_POLLS times, then
+ * sleeps on its event fd when nothing moves (waking at least every
+ * FTI_UCX_POLL_MS for UCX's keepalive), never past
  * deadline_ms.  FT_ERR_PROC_FAILED when a peer's endpoint failed (the
  * error callback) or an operation on it did (c->failed names it),
  * FT_ERR_BAD_MESSAGE for a message of the wrong length, FT_ERR_TIMEOUT at
@@ -83,6 +92,19 @@ void fti_ucx_recv(struct fti_ucx_comm *c, int peer, void *buf, size_t len, uint6
  * Logged at debug level only (comm.h). */
 #define FTI_UCX_POLL_MS 100
 int fti_ucx_wait(struct fti_ucx_comm *c, int64_t deadline_ms);
+
+/* fti_ucx_wait until head (a busy slot, or NULL) is done or any busy send
+ * is: the pipelined ring's wait.  The slots stay busy (fti_ucx_release);
+ * errors as fti_ucx_wait's. */
+int fti_ucx_wait_some(struct fti_ucx_comm *c, const struct fti_ucx_op *head,
+                      int64_t deadline_ms);
+
+/* Frees the done slot op (its request freed by the wait that saw it). */
+void fti_ucx_release(struct fti_ucx_comm *c, struct fti_ucx_op *op);
+
+/* One round of progress without waiting (between pieces of a reduction,
+ * so that the transfers in flight go on meanwhile). */
+void fti_ucx_nudge(struct fti_ucx_comm *c);
 
 /* Kills the communicator: cancels the receives, closes the failed peers'
  * endpoints (forced), lets the sends to live peers finish for up to

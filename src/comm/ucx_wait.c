@@ -14,7 +14,7 @@
 #include "base/log.h"
 #include "base/util.h"
 
-#define UCX_SPIN_US 50        /* progress before sleeping on the event fd */
+#define UCX_SPIN_POLLS 256    /* rounds of progress before sleeping on the event fd */
 #define UCX_ABORT_MS 2000     /* how long an abort waits for its slots */
 #define UCX_CLOSE_MS 200      /* how long destroy waits for its flushed closes */
 
@@ -47,12 +47,28 @@ static void recv_done(void *req, ucs_status_t status, const ucp_tag_recv_info_t 
     op->done = 1;
 }
 
-/* The next free slot, set up for peer. */
+/* A free slot (the first, else a new one), set up for peer. */
 static struct fti_ucx_op *op_next(struct fti_ucx_comm *c, int peer, size_t want, int is_recv)
 {
-    struct fti_ucx_op *op = &c->ops[c->nops++];
-    *op = (struct fti_ucx_op){.peer = peer, .want = want, .is_recv = is_recv};
+    int i = 0;
+    while (i < c->nops && c->ops[i].busy)
+        i++;
+    if (i == c->nops)
+        c->nops++;
+    struct fti_ucx_op *op = &c->ops[i];
+    *op = (struct fti_ucx_op){.peer = peer, .want = want, .is_recv = is_recv, .busy = 1};
     return op;
+}
+
+void fti_ucx_release(struct fti_ucx_comm *c, struct fti_ucx_op *op)
+{
+    if (op->req != NULL) {
+        fti_ucx.request_free(op->req);
+        op->req = NULL;
+    }
+    op->busy = 0;
+    while (c->nops > 0 && !c->ops[c->nops - 1].busy)
+        c->nops--;
 }
 
 /* What a post returned: NULL (a send done now), an error, or a request
@@ -70,7 +86,8 @@ static void op_started(struct fti_ucx_op *op, ucs_status_ptr_t r)
     }
 }
 
-void fti_ucx_send(struct fti_ucx_comm *c, int peer, const void *buf, size_t len, uint64_t tag)
+struct fti_ucx_op *fti_ucx_send(struct fti_ucx_comm *c, int peer, const void *buf, size_t len,
+                                uint64_t tag)
 {
     struct fti_ucx_op *op = op_next(c, peer, len, 0);
     ucp_request_param_t p = {
@@ -79,9 +96,11 @@ void fti_ucx_send(struct fti_ucx_comm *c, int peer, const void *buf, size_t len,
         .user_data = op,
     };
     op_started(op, fti_ucx.tag_send_nbx(c->peers[peer].ep, buf, len, tag, &p));
+    return op;
 }
 
-void fti_ucx_recv(struct fti_ucx_comm *c, int peer, void *buf, size_t len, uint64_t tag)
+struct fti_ucx_op *fti_ucx_recv(struct fti_ucx_comm *c, int peer, void *buf, size_t len,
+                                uint64_t tag)
 {
     struct fti_ucx_op *op = op_next(c, peer, len, 1);
     ucp_request_param_t p = {
@@ -91,20 +110,24 @@ void fti_ucx_recv(struct fti_ucx_comm *c, int peer, void *buf, size_t len, uint6
         .user_data = op,
     }; /* no immediate completion: a receive learns its length in recv_done */
     op_started(op, fti_ucx.tag_recv_nbx(c->worker, buf, len, tag, UINT64_MAX, &p));
+    return op;
 }
 
-/* Frees the requests of done slots; the first error among them as an
- * FT_ code (c->failed set for a peer's), FT_SUCCESS when none failed,
- * and *all_p whether every slot is done. */
-static int ops_reap(struct fti_ucx_comm *c, int *all_p)
+/* Frees the requests of done busy slots; the first error among them as
+ * an FT_ code (c->failed set for a peer's), FT_SUCCESS when none failed,
+ * *all_p whether every busy slot is done, *sent_p whether a send is. */
+static int ops_reap(struct fti_ucx_comm *c, int *all_p, int *sent_p)
 {
-    int rc = FT_SUCCESS, all = 1;
+    int rc = FT_SUCCESS, all = 1, sent = 0;
     for (int i = 0; i < c->nops; i++) {
         struct fti_ucx_op *op = &c->ops[i];
+        if (!op->busy)
+            continue;
         if (!op->done) {
             all = 0;
             continue;
         }
+        sent |= !op->is_recv;
         if (op->req != NULL) {
             fti_ucx.request_free(op->req);
             op->req = NULL;
@@ -128,20 +151,21 @@ static int ops_reap(struct fti_ucx_comm *c, int *all_p)
         }
     }
     *all_p = all;
+    if (sent_p != NULL)
+        *sent_p = sent;
     return rc;
 }
 
-/* Progresses until nothing moves; spins UCX_SPIN_US first (the peer's
- * bytes are often microseconds away). */
-static void progress_spin(struct fti_ucx_comm *c, int64_t spin_end_us)
+/* Progresses until nothing moves. */
+static void progress_all(struct fti_ucx_comm *c)
 {
-    do {
-        while (fti_ucx.worker_progress(c->worker) != 0)
-            ;
-        if (fti_now_us() >= spin_end_us)
-            break;
-        sched_yield();
-    } while (1);
+    while (fti_ucx.worker_progress(c->worker) != 0)
+        ;
+}
+
+void fti_ucx_nudge(struct fti_ucx_comm *c)
+{
+    progress_all(c);
 }
 
 /* Sleeps on the worker's event fd until an event, FTI_UCX_POLL_MS or the
@@ -163,29 +187,55 @@ static int sleep_on_efd(struct fti_ucx_comm *c, int64_t deadline_ms)
     return FT_SUCCESS;
 }
 
-int fti_ucx_wait(struct fti_ucx_comm *c, int64_t deadline_ms)
+/* Progresses until every busy slot is done (head == NULL, all) or head or
+ * a send is (some): busy-polls UCX_SPIN_POLLS rounds (yielding between
+ * them: the peer's bytes are often microseconds away, and a peer may
+ * share our core), then sleeps on the event fd, until the deadline or the
+ * first failed peer. */
+static int wait_for(struct fti_ucx_comm *c, int some, const struct fti_ucx_op *head,
+                    int64_t deadline_ms)
 {
-    int all = 0, rc;
+    int all = 0, sent = 0, rc;
     for (;;) {
-        progress_spin(c, fti_now_us() + UCX_SPIN_US);
-        rc = ops_reap(c, &all);
-        if (rc == FT_SUCCESS && c->failed >= 0)
-            rc = FT_ERR_PROC_FAILED;
-        if (rc == FT_SUCCESS && all)
-            break;
-        if (rc == FT_SUCCESS && fti_ms_left(deadline_ms) == 0) {
+        for (int i = 0; i < UCX_SPIN_POLLS; i++) {
+            progress_all(c);
+            rc = ops_reap(c, &all, some ? &sent : NULL);
+            if (rc == FT_SUCCESS && c->failed >= 0)
+                rc = FT_ERR_PROC_FAILED;
+            if (rc != FT_SUCCESS)
+                goto fail;
+            if (some ? sent || (head != NULL && head->done) : all)
+                return FT_SUCCESS;
+            sched_yield();
+        }
+        if (fti_ms_left(deadline_ms) == 0) {
             FTI_DEBUG("ucx: deadline passed with operations in flight");
             rc = FT_ERR_TIMEOUT;
+            goto fail;
         }
-        if (rc == FT_SUCCESS)
-            rc = sleep_on_efd(c, deadline_ms);
-        if (rc != FT_SUCCESS) {
-            fti_ucx_abort(c, FTI_MIN(c->grace_ms, FTI_MAX(0, fti_ms_left(deadline_ms))));
-            return rc;
-        }
+        rc = sleep_on_efd(c, deadline_ms);
+        if (rc != FT_SUCCESS)
+            goto fail;
     }
-    c->nops = 0;
-    return FT_SUCCESS;
+fail:
+    fti_ucx_abort(c, FTI_MIN(c->grace_ms, FTI_MAX(0, fti_ms_left(deadline_ms))));
+    return rc;
+}
+
+int fti_ucx_wait(struct fti_ucx_comm *c, int64_t deadline_ms)
+{
+    int rc = wait_for(c, 0, NULL, deadline_ms);
+    if (rc == FT_SUCCESS) {
+        for (int i = 0; i < c->nops; i++)
+            c->ops[i].busy = 0; /* requests freed by ops_reap */
+        c->nops = 0;
+    }
+    return rc;
+}
+
+int fti_ucx_wait_some(struct fti_ucx_comm *c, const struct fti_ucx_op *head, int64_t deadline_ms)
+{
+    return wait_for(c, 1, head, deadline_ms);
 }
 
 /* Closes the endpoints of failed peers (all: every one), forced (its
@@ -214,9 +264,8 @@ static int ops_drain(struct fti_ucx_comm *c, int64_t deadline_ms)
 {
     int all = 0;
     for (;;) {
-        while (fti_ucx.worker_progress(c->worker) != 0)
-            ;
-        (void)ops_reap(c, &all);
+        progress_all(c);
+        (void)ops_reap(c, &all, NULL);
         if (all || fti_ms_left(deadline_ms) == 0 || sleep_on_efd(c, deadline_ms) != FT_SUCCESS)
             return all;
     }
@@ -227,7 +276,7 @@ void fti_ucx_abort(struct fti_ucx_comm *c, int64_t grace_ms)
     int64_t end = fti_now_ms() + grace_ms;
     c->dead = 1;
     for (int i = 0; i < c->nops; i++)
-        if (!c->ops[i].done && c->ops[i].req != NULL)
+        if (c->ops[i].busy && !c->ops[i].done && c->ops[i].req != NULL)
             fti_ucx.request_cancel(c->worker, c->ops[i].req);
     /* the live peers' endpoints stay open while their sends may finish,
      * so that each of them finds the failed peer itself rather than our
@@ -240,6 +289,8 @@ void fti_ucx_abort(struct fti_ucx_comm *c, int64_t grace_ms)
             FTI_WARN("ucx: operations did not end within %d ms of closing every endpoint",
                      UCX_ABORT_MS);
     }
+    for (int i = 0; i < c->nops; i++)
+        c->ops[i].busy = 0;
     c->nops = 0;
 }
 

@@ -6,6 +6,10 @@
 # other), then 2 groups for 1 Mi elements (the ring): every supported
 # datatype and op equals MPI_Reduce_local's fold over every group's input
 # in replica-rank order, bitwise, and each group logs once what UCX found.
+# The first set runs with FTMPI_CHUNK_BYTES=4096: 7919 elements of 8 bytes
+# go around the ring of 3 in 1 or 2 chunks per step, 100003 in up to 17,
+# the window of receives and sends in flight full and segments of unequal
+# length; the second with the default chunk (16 per step for doubles).
 # The second set runs with a job secret (FTMPI_TOKEN_FILE): the store that
 # carries the worker addresses authenticates, and the tags' salt comes from
 # the key.
@@ -47,7 +51,10 @@ run_set() {
     kill -KILL "$E2E_LH_PID" 2>/dev/null
 }
 
-run_set 3 0,1,7919 s
+FTMPI_CHUNK_BYTES=4096
+export FTMPI_CHUNK_BYTES
+run_set 3 0,1,7919,100003 s
+unset FTMPI_CHUNK_BYTES
 (umask 077 && printf 'ucx-e2e-secret-3b9d0c7a51e2f4869a1d\n' >"$TEST_TMPDIR/token")
 FTMPI_TOKEN_FILE=$TEST_TMPDIR/token
 export FTMPI_TOKEN_FILE

@@ -91,6 +91,32 @@ static void test_chunks(void **state)
     assert_int_equal(fti_ring_nchunks(11, 5), 3);
 }
 
+/* The ucx ring's chunks: chunk_bytes's when the tag's message numbers
+ * suffice, larger when not; every message number of every step below
+ * max_msgs, and every segment covered. */
+static void test_chunk_plan(void **state)
+{
+    (void)state;
+    size_t per = 0;
+    /* 2 ranks, 8 MiB of doubles: 4 MiB segments in 16 chunks of 256 KiB */
+    assert_int_equal(fti_ring_chunk_plan(1u << 20, 2, 8, 262144, 65536, &per), 32768);
+    assert_int_equal(per, 16);
+    /* 3 ranks, 7919 elements: segments of 2640 at most, one element chunks */
+    assert_int_equal(fti_ring_chunk_plan(7919, 3, 8, 8, 65536, &per), 1);
+    assert_int_equal(per, 2640);
+    /* too many chunks for 16 bits: 2 steps of at most 32768 */
+    size_t ce = fti_ring_chunk_plan((size_t)1 << 31, 2, 4, 4096, 65536, &per);
+    assert_true(per <= 32768);
+    assert_true(ce * per >= (size_t)1 << 30);
+    /* 4096 ranks: 8190 steps, 8 chunks each at most */
+    ce = fti_ring_chunk_plan((size_t)1 << 30, 4096, 4, 4096, 65536, &per);
+    assert_true(per * 8190 <= 65536);
+    assert_true(ce * per >= ((size_t)1 << 30) / 4096);
+    /* an empty segment still has one message number */
+    assert_int_equal(fti_ring_chunk_plan(1, 2, 8, 4096, 65536, &per), 512);
+    assert_int_equal(per, 1);
+}
+
 /*
  * Lock-step simulation: n ranks, each contributing 1 << rank in every
  * element; step by step every rank sends its segment, every receiver
@@ -148,6 +174,7 @@ int main(void)
         cmocka_unit_test(test_segments_partition),
         cmocka_unit_test(test_steps),
         cmocka_unit_test(test_chunks),
+        cmocka_unit_test(test_chunk_plan),
         cmocka_unit_test(test_simulated_allreduce),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
