@@ -309,6 +309,14 @@ trap 'exit 129' HUP
 TEST_TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/ftmpi-$TEST_NAME.XXXXXX") || die "mktemp failed"
 FTI_TEST_TAG=$TEST_TMPDIR
 export FTI_TEST_TAG
+# Open MPI 5's launcher (prterun) keeps its session under <base>/ompi.<its pid> and
+# refuses to start when a file of that folder exists ("The PMIx server's listener
+# thread failed to start", nothing else): a prterun killed by a test leaves its
+# folder in /tmp, and with pid_max 32768 a later prterun of a long run gets the same
+# pid. Each test's launchers keep their sessions in its own folder (removed at its
+# end); Open MPI 4.1 and MPICH do not read this setting.
+PRTE_MCA_prte_tmpdir_base=$TEST_TMPDIR
+export PRTE_MCA_prte_tmpdir_base
 
 pid_alive() {
     kill -0 "$1" 2>/dev/null || return 1
