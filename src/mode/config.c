@@ -19,6 +19,7 @@ void fti_world_defaults(const fti_config_t *cfg, const char *bind_host, fti_worl
     w->init_sync = cfg->init_sync != 0;
     w->app_comm = MPI_COMM_NULL;
     w->mb.split = MPI_COMM_NULL;
+    w->mb.bye = MPI_COMM_NULL; /* b_release says goodbye on it when not null */
 }
 
 int fti_mode_backend(const fti_config_t *cfg, bool one_world,
