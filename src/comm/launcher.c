@@ -2,6 +2,7 @@
 #include "comm/launcher.h"
 
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,4 +126,28 @@ int fti_launcher_modeb_check(int world_rank, bool allow_no_recovery)
                   why);
     return FT_ERR_UNSUPPORTED;
 #endif
+}
+
+void fti_launcher_modeb_sigpipe(int world_rank)
+{
+    struct sigaction old;
+    if (sigaction(SIGPIPE, NULL, &old) != 0) {
+        FTI_WARN("mode B: sigaction(SIGPIPE) failed: %m; SIGPIPE is left as it is");
+        return;
+    }
+    if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL)
+        return; /* the program's own choice */
+    struct sigaction ign;
+    memset(&ign, 0, sizeof(ign));
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    if (sigaction(SIGPIPE, &ign, NULL) != 0) {
+        FTI_WARN("mode B: cannot ignore SIGPIPE (%m): a write of the MPI to a dead rank's "
+                 "socket may end this rank");
+        return;
+    }
+    if (world_rank == 0)
+        FTI_INFO("mode B: SIGPIPE ignored (it was at its default): a write of the MPI to a dead "
+                 "rank's socket (Open MPI's tcp BTL, ranks on other nodes) fails with EPIPE "
+                 "instead of ending a survivor");
 }

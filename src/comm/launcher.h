@@ -37,4 +37,14 @@ int fti_launcher_check(int world_size);
  * rank; world rank 0 logs it. */
 int fti_launcher_modeb_check(int world_rank, bool allow_no_recovery);
 
+/* Mode B's survivors go on after a peer died, and the MPI may then write
+ * to the dead peer's socket: Open MPI's tcp BTL (ranks on other nodes)
+ * writes with writev(), which on Linux raises SIGPIPE, whose default
+ * action ends the survivor without a word (the BTL guards only where
+ * SO_NOSIGPIPE exists).  So SIGPIPE is ignored where the program left it
+ * at its default (its own handler or SIG_IGN is kept): the write fails
+ * with EPIPE, which the MPI reports as the peer's failure.  World rank 0
+ * logs it.  DESIGN section 2, "Mode B on ULFM". */
+void fti_launcher_modeb_sigpipe(int world_rank);
+
 #endif

@@ -308,6 +308,7 @@ int fti_modeb_init(const fti_config_t *cfg, const char *bind_host, fti_modeb_t *
     int frc = fti_launcher_modeb_check(mb->world_rank, cfg->modeb_allow_no_recovery != 0);
     if (frc != FT_SUCCESS)
         return frc;
+    fti_launcher_modeb_sigpipe(mb->world_rank);
     mb->n_groups = (mb->world_size - 1) / mb->group_size;
     int lh_rank = mb->world_size - 1;
     bool is_lh = mb->world_rank == lh_rank;

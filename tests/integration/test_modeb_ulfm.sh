@@ -10,7 +10,9 @@
 # communicators; before, the job never ended (every survivor waited in
 # MPI_Finalize) and world rank 2 died on MPI_ERRORS_ARE_FATAL.  Elsewhere
 # (Open MPI 4.1, --enable-recovery) the same run on the library's own
-# deadlines.
+# deadlines.  Every rank ignores SIGPIPE (world rank 0 says so): across
+# nodes a survivor's tcp BTL wrote to the dead rank's socket and SIGPIPE
+# ended it without a word (tests/nodes/test_nodes.sh, scenario 4).
 . "$top_srcdir/tests/integration/modeb_lib.sh"
 mb_init
 need_kill_recovery "mode B after a SIGKILL"
@@ -36,6 +38,9 @@ done
 mb_check_states "$TEST_TMPDIR/state" 0 4 6
 mb_check_final 0 1 4 5 6 7
 grep -q 'every group is done' "$(mb_err 8)" || mb_fail "the lighthouse rank did not end"
+# SIGPIPE ignored (it was at its default): a survivor's MPI writing to the
+# dead rank's socket (Open MPI's tcp BTL across nodes) must not end it
+grep -q 'SIGPIPE ignored' "$(mb_err 0)" || mb_fail "world rank 0 did not ignore SIGPIPE"
 if [ "$FTI_LAUNCHER" = prte ]; then
     grep -q 'fault tolerance (ULFM) on' "$(mb_err 0)" || mb_fail "world rank 0 did not log the ULFM path"
     grep -q 'revoked (MPIX_Comm_revoke)' "$(mb_err 2)" ||
