@@ -44,7 +44,12 @@ e2e_check_final 1 a0 a1 a2 a3
 kill -KILL "$E2E_LH_PID" 2>/dev/null
 
 # 2. a group killed with requests in flight
-e2e_lighthouse_start 2
+# The victim kills itself only in a quorum of all 3 groups.  The lighthouse
+# waits for every healthy group (join timeout longer than the test): with
+# the default 500 ms, a slow step (ASan, a loaded machine) left one group
+# out of every quorum, the victim never fired and k0 ended alone.  The dead
+# group drops out by its heartbeat (3 s, below the client's 5 s quorum timeout).
+E2E_HB_TIMEOUT_MS=3000 E2E_JOIN_TIMEOUT_MS=600000 e2e_lighthouse_start 2
 e2e_groups_start "k0 k1 k2" 1 --steps 10 --buckets 6 --elems 2097152 --sleep-ms 50 --victim k2 --kill-step 3
 e2e_wait_agents 300 k0 k1
 for id in k0 k1; do
