@@ -178,15 +178,20 @@ static int rendezvous(struct fti_ucx_comm *c, const fti_comm_rendezvous_t *r, co
     return rc;
 }
 
-/* What UCX found, logged once per process. */
-static void log_transports_once(void)
+/* What UCX found and the lanes it took to the next rank, logged once per
+ * process. */
+static void log_transports_once(const struct fti_ucx_comm *c)
 {
     static int logged;
-    char ver[64], tls[512];
+    char ver[64], tls[512], lanes[512];
     if (logged++)
         return;
-    if (fti_ucx_describe(ver, sizeof(ver), tls, sizeof(tls)) == FT_SUCCESS)
-        FTI_INFO("ucx: UCX %s, transports %s (UCX_TLS, UCX_NET_DEVICES choose)", ver, tls);
+    if (fti_ucx_describe(ver, sizeof(ver), tls, sizeof(tls)) != FT_SUCCESS)
+        return;
+    const struct fti_ucx_peer *next = &c->peers[(c->base.rank + 1) % c->base.size];
+    fti_ucx_ep_lanes(next->ep, lanes, sizeof(lanes));
+    FTI_INFO("ucx: UCX %s, transports %s (UCX_TLS, UCX_NET_DEVICES choose); to replica rank "
+             "%d: %s", ver, tls, next->rank, lanes[0] ? lanes : "no lane printed");
 }
 
 static void comm_free(struct fti_ucx_comm *c);
@@ -233,7 +238,7 @@ static int ucx_create(const fti_comm_rendezvous_t *r, int64_t deadline_ms, fti_c
     }
     unpark_all();
     if (r->size > 1)
-        log_transports_once();
+        log_transports_once(c);
     FTI_DEBUG("ucx: replica rank %d of %d connected (quorum %" PRId64 ")", r->replica_rank,
               r->size, r->quorum_id);
     *comm_p = &c->base;

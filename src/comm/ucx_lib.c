@@ -34,7 +34,7 @@ static const char *const names[] = {
     "ucp_ep_create", "ucp_ep_close_nbx", "ucp_tag_send_nbx", "ucp_tag_recv_nbx",
     "ucp_request_free", "ucp_request_cancel", "ucp_request_check_status", "ucs_status_string",
     "ucp_mem_map", "ucp_mem_unmap", "ucp_rkey_pack", "ucp_rkey_buffer_release",
-    "ucp_ep_rkey_unpack", "ucp_rkey_destroy", "ucp_get_nbx",
+    "ucp_ep_rkey_unpack", "ucp_rkey_destroy", "ucp_get_nbx", "ucp_ep_print_info",
 };
 
 /* Fills fti_ucx from libucp (its dependencies give ucs_status_string);
@@ -79,6 +79,17 @@ static void lib_init(void)
         FTI_ERROR("ucx: %s", lib.why);
         return;
     }
+    /* Cross-memory attach (one copy between two processes of a node) as the
+     * rendezvous lane of endpoints that report a dead peer: UCX 1.13 gives
+     * such an endpoint an RMA lane only on a memory domain that can
+     * invalidate a registration, and cma's cannot by default (the lanes:
+     * tcp/lo alone; with it tcp/lo and cma/memory, logged once by ucx.c).
+     * A memory domain's setting is read from the environment only
+     * (ucp_config_modify does not reach it in 1.13), so it is set there,
+     * unless the user set it, once, before UCX reads it.  DESIGN section 5;
+     * doc/PERFORMANCE.md section 14. */
+    if (setenv("UCX_CMA_MEMORY_INVALIDATE", "y", 0) != 0)
+        FTI_DEBUG("ucx: UCX_CMA_MEMORY_INVALIDATE not set: no memory");
     ucp_config_t *cfg = NULL;
     ucs_status_t st = fti_ucx.config_read(NULL, NULL, &cfg);
     if (st == UCS_OK && lib.timeout_ms > 0) {
@@ -140,6 +151,34 @@ static void transports(ucp_context_h ctx, char *tls, size_t tlen)
         dash[strcspn(dash, "\r\n")] = '\0';
         if (n < tlen)
             n += (size_t)snprintf(tls + n, tlen - n, "%s%s", n ? ", " : "", dash + 3);
+    }
+    if (in != NULL)
+        fclose(in);
+    free(text);
+}
+
+void fti_ucx_ep_lanes(ucp_ep_h ep, char *buf, size_t len)
+{
+    char *text = NULL, line[512];
+    size_t tlen = 0, n = 0;
+    if (len > 0)
+        buf[0] = '\0';
+    FILE *f = open_memstream(&text, &tlen);
+    if (f == NULL)
+        return;
+    fti_ucx.ep_print_info(ep, f);
+    fclose(f);
+    FILE *in = fmemopen(text, tlen, "r");
+    /* "#  lane[1]:  5:cma/memory.0 md[4]  -> md[4]/cma/sysdev[255] rma_bw#0" */
+    while (in != NULL && fgets(line, sizeof(line), in) != NULL) {
+        char tl[128], *lane = strstr(line, "lane["), *to = strstr(line, "-> ");
+        if (lane == NULL || to == NULL || sscanf(lane, "lane[%*d]: %*d:%127s", tl) != 1)
+            continue;
+        char *roles = strchr(to + 3, ' '); /* after "md[4]/cma/sysdev[255]" */
+        roles = roles ? roles + strspn(roles, " ") : to + 3;
+        roles[strcspn(roles, "\r\n")] = '\0';
+        if (n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s (%s)", n ? ", " : "", tl, roles);
     }
     if (in != NULL)
         fclose(in);

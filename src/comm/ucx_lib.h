@@ -43,6 +43,8 @@ struct fti_ucx_fns {
     __typeof__(&ucp_ep_rkey_unpack) ep_rkey_unpack;
     __typeof__(&ucp_rkey_destroy) rkey_destroy;
     __typeof__(&ucp_get_nbx) get_nbx;
+    /* the lanes an endpoint took, logged once (fti_ucx_ep_lanes) */
+    __typeof__(&ucp_ep_print_info) ep_print_info;
 };
 extern struct fti_ucx_fns fti_ucx;
 
@@ -56,5 +58,10 @@ extern struct fti_ucx_fns fti_ucx;
  * FT_ERR_UNSUPPORTED (no libucp) or FT_ERR_SYSTEM every time.  The
  * context lives until the process ends. */
 int fti_ucx_context(int timeout_ms, ucp_context_h *ctx_p);
+
+/* "tl/dev (roles), ..." of the lanes ep took (ucp_ep_print_info's lane
+ * lines: "tcp/lo.0 (am am_bw#0 keepalive wireup), cma/memory.0 (rma_bw#0)")
+ * into buf; "" where UCX printed none. */
+void fti_ucx_ep_lanes(ucp_ep_h ep, char *buf, size_t len);
 
 #endif

@@ -13,6 +13,11 @@
 # The second set runs with a job secret (FTMPI_TOKEN_FILE): the store that
 # carries the worker addresses authenticates, and the tags' salt comes from
 # the key.
+# Lanes: where UCX found cross-memory attach (cma), the second set's
+# endpoints take it as their rendezvous lane (the library sets UCX's
+# UCX_CMA_MEMORY_INVALIDATE=y, src/comm/ucx_lib.c), while the first set,
+# run with the user's UCX_CMA_MEMORY_INVALIDATE=n, keeps UCX's own choice
+# (no cma lane): each group logs the lanes to its next rank once.
 # Skips (77) in a build without UCX.
 . "$top_srcdir/tests/integration/e2e_lib.sh"
 grep -q '^#define FTMPI_HAVE_UCX 1' "$top_builddir/ftmpi_config.h" 2>/dev/null ||
@@ -51,10 +56,10 @@ run_set() {
     kill -KILL "$E2E_LH_PID" 2>/dev/null
 }
 
-FTMPI_CHUNK_BYTES=4096
-export FTMPI_CHUNK_BYTES
+FTMPI_CHUNK_BYTES=4096 UCX_CMA_MEMORY_INVALIDATE=n
+export FTMPI_CHUNK_BYTES UCX_CMA_MEMORY_INVALIDATE
 run_set 3 0,1,7919,100003 s
-unset FTMPI_CHUNK_BYTES
+unset FTMPI_CHUNK_BYTES UCX_CMA_MEMORY_INVALIDATE
 (umask 077 && printf 'ucx-e2e-secret-3b9d0c7a51e2f4869a1d\n' >"$TEST_TMPDIR/token")
 FTMPI_TOKEN_FILE=$TEST_TMPDIR/token
 export FTMPI_TOKEN_FILE
@@ -62,4 +67,21 @@ run_set 2 1048576 b --token-file "$TEST_TMPDIR/token"
 ! grep -q 'unauthenticated' "$TEST_TMPDIR"/b0.err "$TEST_TMPDIR"/b1.err ||
     e2e_fail "a group with the secret says it is unauthenticated"
 e2e_log "$(grep -h 'ucx: UCX' "$TEST_TMPDIR/s0.err" | sed 's/.*\] //')"
+e2e_log "$(grep -h 'ucx: UCX' "$TEST_TMPDIR/b0.err" | sed 's/.*choose); //')"
+for id in s0 s1 s2 b0 b1; do
+    grep -q 'to replica rank [0-9]*: [a-z]' "$TEST_TMPDIR/$id.err" ||
+        e2e_fail "group $id: no lanes logged: $(grep -h 'ucx: UCX' "$TEST_TMPDIR/$id.err")"
+done
+if grep -q 'transports .*cma/memory' "$TEST_TMPDIR/b0.err"; then
+    for id in b0 b1; do
+        grep -q 'to replica rank [0-9]*: .*cma/memory[^(]*(rma_bw' "$TEST_TMPDIR/$id.err" ||
+            e2e_fail "group $id: no cma rendezvous lane: $(grep -h 'to replica rank' "$TEST_TMPDIR/$id.err")"
+    done
+    for id in s0 s1 s2; do
+        ! grep -q 'to replica rank [0-9]*: .*cma/memory' "$TEST_TMPDIR/$id.err" ||
+            e2e_fail "group $id took cma despite UCX_CMA_MEMORY_INVALIDATE=n"
+    done
+else
+    e2e_log "UCX found no cma here: the lanes are not checked"
+fi
 echo "PASS ($TEST_NAME)"
