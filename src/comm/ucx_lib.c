@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,58 +132,67 @@ int fti_ucx_context(int timeout_ms, ucp_context_h *ctx_p)
     return lib.rc;
 }
 
-/* "tl/dev, tl/dev" of the context's resource lines ("# resource 1 : md 1
- * dev 1 flags -- tcp/lo") into tls. */
-static void transports(ucp_context_h ctx, char *tls, size_t tlen)
+/* What a UCX *_print_info wrote about obj, as a list: each line that item
+ * makes a piece of (true) joined with ", " into buf (cut to len). */
+static void print_list(void (*print)(void *obj, FILE *f), void *obj,
+                       bool (*item)(char *line, char *piece, size_t plen), char *buf, size_t len)
 {
-    char *text = NULL, line[256];
-    size_t len = 0, n = 0;
-    tls[0] = '\0';
-    FILE *f = open_memstream(&text, &len);
-    if (f == NULL)
-        return;
-    fti_ucx.context_print_info(ctx, f);
-    fclose(f);
-    FILE *in = fmemopen(text, len, "r");
-    while (in != NULL && fgets(line, sizeof(line), in) != NULL) {
-        char *dash = strstr(line, "-- ");
-        if (strstr(line, "resource") == NULL || dash == NULL)
-            continue;
-        dash[strcspn(dash, "\r\n")] = '\0';
-        if (n < tlen)
-            n += (size_t)snprintf(tls + n, tlen - n, "%s%s", n ? ", " : "", dash + 3);
-    }
-    if (in != NULL)
-        fclose(in);
-    free(text);
-}
-
-void fti_ucx_ep_lanes(ucp_ep_h ep, char *buf, size_t len)
-{
-    char *text = NULL, line[512];
+    char *text = NULL, line[512], piece[512];
     size_t tlen = 0, n = 0;
     if (len > 0)
         buf[0] = '\0';
     FILE *f = open_memstream(&text, &tlen);
     if (f == NULL)
         return;
-    fti_ucx.ep_print_info(ep, f);
+    print(obj, f);
     fclose(f);
     FILE *in = fmemopen(text, tlen, "r");
-    /* "#  lane[1]:  5:cma/memory.0 md[4]  -> md[4]/cma/sysdev[255] rma_bw#0" */
     while (in != NULL && fgets(line, sizeof(line), in) != NULL) {
-        char tl[128], *lane = strstr(line, "lane["), *to = strstr(line, "-> ");
-        if (lane == NULL || to == NULL || sscanf(lane, "lane[%*d]: %*d:%127s", tl) != 1)
-            continue;
-        char *roles = strchr(to + 3, ' '); /* after "md[4]/cma/sysdev[255]" */
-        roles = roles ? roles + strspn(roles, " ") : to + 3;
-        roles[strcspn(roles, "\r\n")] = '\0';
-        if (n < len)
-            n += (size_t)snprintf(buf + n, len - n, "%s%s (%s)", n ? ", " : "", tl, roles);
+        line[strcspn(line, "\r\n")] = '\0';
+        if (item(line, piece, sizeof(piece)) && n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", piece);
     }
     if (in != NULL)
         fclose(in);
     free(text);
+}
+
+static void print_context(void *obj, FILE *f)
+{
+    fti_ucx.context_print_info(obj, f);
+}
+
+static void print_ep(void *obj, FILE *f)
+{
+    fti_ucx.ep_print_info(obj, f);
+}
+
+/* "tcp/lo" of a context's resource line ("# resource 1 : md 1 dev 1 flags -- tcp/lo") */
+static bool transport_item(char *line, char *piece, size_t plen)
+{
+    char *dash = strstr(line, "-- ");
+    if (strstr(line, "resource") == NULL || dash == NULL)
+        return false;
+    (void)fti_strlcpy(piece, dash + 3, plen); /* cut to fit */
+    return true;
+}
+
+/* "cma/memory.0 (rma_bw#0)" of an endpoint's lane line
+ * ("#  lane[1]:  5:cma/memory.0 md[4]  -> md[4]/cma/sysdev[255] rma_bw#0") */
+static bool lane_item(char *line, char *piece, size_t plen)
+{
+    char tl[128], *lane = strstr(line, "lane["), *to = strstr(line, "-> ");
+    if (lane == NULL || to == NULL || sscanf(lane, "lane[%*d]: %*d:%127s", tl) != 1)
+        return false;
+    char *roles = strchr(to + 3, ' '); /* after "md[4]/cma/sysdev[255]" */
+    roles = roles ? roles + strspn(roles, " ") : to + 3;
+    snprintf(piece, plen, "%s (%s)", tl, roles);
+    return true;
+}
+
+void fti_ucx_ep_lanes(ucp_ep_h ep, char *buf, size_t len)
+{
+    print_list(print_ep, ep, lane_item, buf, len);
 }
 
 int fti_ucx_describe(char *version, size_t vlen, char *tls, size_t tlen)
@@ -196,7 +206,7 @@ int fti_ucx_describe(char *version, size_t vlen, char *tls, size_t tlen)
         return rc;
     }
     (void)fti_strlcpy(version, fti_ucx.get_version_string(), vlen); /* cut to fit */
-    transports(ctx, tls, tlen);
+    print_list(print_context, ctx, transport_item, tls, tlen);
     return FT_SUCCESS;
 }
 
