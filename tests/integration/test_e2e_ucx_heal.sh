@@ -28,12 +28,21 @@ command -v "${MPIRUN:-mpirun}" >/dev/null 2>&1 || skip "no mpirun"
 need_test_hooks
 
 # runs scenario $1 on ucx with the environment in the rest of the arguments
+# A run whose kill landed after the heal tested nothing (the inner test says
+# so and fails: "no heal was cut"); such a run is made once more, any other
+# failure stands.  Seen in the MPICH build for source_killed: 2 runs of 13.
 scenario() {
     t=$1
     shift
-    env FTMPI_BACKEND=ucx FTMPI_LOG_LEVEL=info "$@" TMPDIR="$TEST_TMPDIR" KEEP_TMPDIR=1 \
-        timeout 300 sh "$top_srcdir/tests/integration/$t.sh" >"$TEST_TMPDIR/$t.log" 2>&1
-    st=$?
+    for _try in 1 2; do
+        rm -rf "$TEST_TMPDIR"/ftmpi-$t.*
+        env FTMPI_BACKEND=ucx FTMPI_LOG_LEVEL=info "$@" TMPDIR="$TEST_TMPDIR" KEEP_TMPDIR=1 \
+            timeout 300 sh "$top_srcdir/tests/integration/$t.sh" >"$TEST_TMPDIR/$t.log" 2>&1
+        st=$?
+        [ "$st" -ne 0 ] && [ $_try -eq 1 ] && grep -q 'no heal was cut' "$TEST_TMPDIR/$t.log" ||
+            break
+        echo "$t on ucx: the kill came after the heal (nothing tested): once more"
+    done
     if [ "$st" -ne 0 ]; then
         tail -n 40 "$TEST_TMPDIR/$t.log"
         die "$t on ucx: exit status $st"
